@@ -1,0 +1,573 @@
+/**
+ * @file xsched.h
+ * @brief libxsched: preemptive priority scheduling of GPU work inside one process.
+ *
+ * The one public header. It is source-compatible with XSched's C API (XpuOS/xsched,
+ * include/xsched/{types,xqueue,hint}.h): the same handle types, enum names and values,
+ * function names and signatures. Calls XSched lacks carry the same style of name.
+ *
+ * Model (terms from the XSched paper, OSDI 2025):
+ * - a **HwQueue** wraps a hardware command queue the application owns (a HIP or CUDA
+ *   stream, or a host queue executed by a CPU thread);
+ * - an **XQueue** is a software queue in front of one HwQueue; commands submitted to it
+ *   reach the HwQueue when the scheduler lets them (progressive launching: at most
+ *   `threshold` commands in flight, completion tracked every `batch_size` commands);
+ * - a **command** (HwCommand) is one unit of work: a host function, a launch callback, and
+ *   on GPU backends kernels, copies and events;
+ * - the **scheduler** is one in-process thread that, through a policy (HPF by default),
+ *   suspends and resumes XQueues.
+ *
+ * Units: durations are microseconds (us) where XSched uses them (hints) and nanoseconds
+ * (ns) in statistics; sizes are bytes.
+ *
+ * Errors: every call returns an XResult. When logging is on (`XSCHED_LOG=debug|info|warn|
+ * error`), every error return also prints one line to stderr saying why. The library
+ * prints nothing otherwise.
+ *
+ * This header needs no GPU headers and compiles as C99 and C++.
+ */
+#ifndef XSCHED_H
+#define XSCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Marks the public API; the shared library exports these names and no others. */
+#if defined(XSCHED_BUILDING) && defined(__GNUC__)
+#define XSCHED_API __attribute__((visibility("default")))
+#else
+#define XSCHED_API
+#endif
+
+/** @name Version (read by meson from this header) */
+/**@{*/
+#define XSCHED_VERSION_MAJOR 0
+#define XSCHED_VERSION_MINOR 1
+#define XSCHED_VERSION_PATCH 0
+/**@}*/
+
+/** Handle to an XQueue. 0 is never a valid handle. */
+typedef uint64_t XQueueHandle;
+/**
+ * Handle to a HwQueue. For HIP and CUDA queues the value equals the native stream pointer
+ * (as in XSched), so a launch callback may cast it back to its stream; host queues get
+ * library-issued values. 0 is never a valid handle.
+ */
+typedef uint64_t HwQueueHandle;
+/** Handle to a command. 0 is never a valid handle. */
+typedef uint64_t HwCommandHandle;
+
+/** Result of every call. Values 0-6 and 999 are XSched's. */
+typedef enum {
+	kXSchedSuccess = 0,           /**< The call did what it says. */
+	kXSchedErrorHardware = 1,     /**< The device, its runtime or a command failed. */
+	kXSchedErrorInvalidValue = 2, /**< An argument is out of range or a pointer is null. */
+	kXSchedErrorNotFound = 3,     /**< A handle is 0, unknown or already destroyed. */
+	kXSchedErrorNotAllowed = 4,   /**< The call is valid but not in the object's state. */
+	kXSchedErrorNotSupported = 5, /**< This build, HwQueue or machine cannot do it. */
+	kXSchedErrorBadResponse = 6,  /**< Kept for XSched compatibility; not returned. */
+	kXSchedErrorUnknown = 999,    /**< Out of memory or an internal error. */
+} XResult;
+
+/** Preemption levels (XSched's values). A HwQueue supports a prefix of them. */
+typedef enum {
+	kPreemptLevelUnknown = 0,
+	/** Lv1, progressive launching: stop launching; in-flight commands finish. */
+	kPreemptLevelBlock = 1,
+	/** Lv2: a device-side gate stops the HwQueue at its next command boundary. */
+	kPreemptLevelDeactivate = 2,
+	/** Lv3: running work is interrupted and later restored (AMD CWSR). */
+	kPreemptLevelInterrupt = 3,
+	kPreemptLevelMax,
+} XPreemptLevel;
+
+/** State reported by XQueueQuery(). */
+typedef enum {
+	kQueueStateUnknown = 0,
+	kQueueStateIdle = 1,  /**< Every submitted command has completed. */
+	kQueueStateReady = 2, /**< Some command is pending or in flight. */
+} XQueueState;
+
+/** Flags of XQueueCreate(). */
+typedef enum {
+	kQueueCreateFlagNone = 0x0000,
+	/** XSched's blocking submit; not supported (as in XSched). */
+	kQueueCreateFlagBlockingSubmit = 0x0001,
+	kQueueCreateFlagMaskAll = -1,
+} XQueueCreateFlag;
+
+/** Flags of XQueueSuspend(). */
+typedef enum {
+	kQueueSuspendFlagNone = 0x0000,
+	/** Return only once no launched command of the XQueue is still running (Lv1 only). */
+	kQueueSuspendFlagSyncHwQueue = 0x0001,
+	kQueueSuspendFlagWaitAll = 0x0002,  /**< Not supported. */
+	kQueueSuspendFlagWaitIdle = 0x0004, /**< Not supported. */
+	kQueueSuspendFlagMaskAll = -1,
+} XQueueSuspendFlag;
+
+/** Flags of XQueueResume(). */
+typedef enum {
+	kQueueResumeFlagNone = 0x0000,
+	kQueueResumeFlagDropCommands = 0x0001, /**< Not supported. */
+	kQueueResumeFlagMaskAll = -1,
+} XQueueResumeFlag;
+
+/** Scheduler kinds (XSched's values). */
+typedef enum {
+	kSchedulerUnknown = 0,
+	/** No scheduler thread: the application calls XQueueSuspend()/XQueueResume(). */
+	kSchedulerAppManaged = 1,
+	/** One scheduler thread in this process, driven by a policy (the default). */
+	kSchedulerLocal = 2,
+	/** XSched's cross-process server; not supported. */
+	kSchedulerGlobal = 3,
+	kSchedulerMax,
+} XSchedulerType;
+
+/** Scheduling policies (XSched's values; 100 and up are this library's own). */
+typedef enum {
+	kPolicyUnknown = 0,
+	/** HPF: while a queue of higher priority has work, lower ones are suspended. */
+	kPolicyHighestPriorityFirst = 1,
+	kPolicyHeterogeneousHighestPriorityFirst = 2,
+	kPolicyCPUHighestPriorityFirst = 3,
+	kPolicyUtilizationPartition = 4,
+	kPolicyProcessUtilizationPartition = 5,
+	kPolicyStrictProcessUtilizationPartition = 6,
+	kPolicyKEarliestDeadlineFirst = 7,
+	kPolicyLaxity = 8,
+	kPolicyActiveWindowFirst = 9,
+	kPolicyCompletelyFairScheduler = 10,
+	kPolicyMultiLevelFeedbackQueue = 11,
+	kPolicyMax,
+} XPolicyType;
+
+/**
+ * A launch callback: called when the command's turn to launch comes, with the HwQueue
+ * handle (for HIP/CUDA queues, the native stream pointer) and the user's data. It should
+ * enqueue work on that queue and return without waiting for it; on a host queue it runs on
+ * the queue's executor thread and is the work itself. Its return value becomes the
+ * command's result.
+ */
+typedef XResult (*LaunchCallback)(HwQueueHandle hwq, void *data);
+
+/**
+ * A host function command: runs on the HwQueue's executor in launch order. Its return value
+ * becomes the command's result (kXSchedSuccess or an error the caller chooses).
+ */
+typedef XResult (*HostFunction)(void *data);
+
+/** Priority: a signed integer, higher is more important (XSched's range). */
+typedef int32_t Priority;
+#define PRIORITY_NO_EXECUTE -256
+#define PRIORITY_MIN -255
+#define PRIORITY_DEFAULT 0
+#define PRIORITY_MAX 255
+
+/** Utilization share in percent, 0..100 (XSched's range). */
+typedef int32_t Utilization;
+#define UTILIZATION_MIN 0
+#define UTILIZATION_DEFAULT 100
+#define UTILIZATION_MAX 100
+
+/** Time slice in microseconds (XSched's range). */
+typedef int64_t Timeslice;
+#define TIMESLICE_MIN 100        /* 0.1 ms */
+#define TIMESLICE_DEFAULT 5000   /* 5 ms */
+#define TIMESLICE_MAX 10000000   /* 10 s */
+
+/** Laxity in microseconds; NO_LAXITY for none. */
+typedef int64_t Laxity;
+#define NO_LAXITY -1
+
+/** Relative deadline in microseconds; NO_DEADLINE for none. */
+typedef int64_t Deadline;
+#define NO_DEADLINE -1
+
+/**
+ * Launch-config defaults: at most 16 commands in flight, completion tracked every 8.
+ * Source: XSched's protocol/include/xsched/protocol/def.h (threshold 16, batch size 8).
+ */
+#define XSCHED_DEFAULT_THRESHOLD 16
+#define XSCHED_DEFAULT_BATCH_SIZE 8
+
+/** Per-XQueue statistics returned by XQueueGetStats(). Counters start at 0 on create. */
+typedef struct XQueueStats {
+	uint64_t submitted;   /**< Commands accepted by XQueueSubmit(). */
+	uint64_t launched;    /**< Commands handed to the HwQueue. */
+	uint64_t completed;   /**< Commands whose completion was observed. */
+	uint64_t failed;      /**< Completed commands whose result was not kXSchedSuccess. */
+	uint64_t pending;     /**< Submitted, not yet launched (now). */
+	uint64_t in_flight;   /**< Launched, not yet completed (now). */
+	uint64_t suspensions; /**< Times the XQueue went from running to suspended. */
+	uint64_t suspended_ns; /**< Total time suspended, in ns, including the current spell. */
+} XQueueStats;
+
+/* ---------------------------------------------------------------------------------------
+ * XQueue
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * @brief Create an XQueue in front of a HwQueue.
+ *
+ * The XQueue starts with priority PRIORITY_DEFAULT, threshold XSCHED_DEFAULT_THRESHOLD
+ * and batch size XSCHED_DEFAULT_BATCH_SIZE, registered with the scheduler (which is
+ * started here on first use unless the application chose kSchedulerAppManaged). It owns
+ * two library threads ("xs-launch", "xs-complete") until XQueueDestroy().
+ *
+ * @param xq    [out] The new handle; written only on success. Owned by the caller, who
+ *                    must XQueueDestroy() it.
+ * @param hwq   [in]  A HwQueue from HostQueueCreate(), CudaQueueCreate() or
+ *                    HipQueueCreate(); at most one XQueue per HwQueue.
+ * @param level [in]  Preemption level, an XPreemptLevel from kPreemptLevelBlock up to the
+ *                    HwQueue's maximum (HwQueueGetMaxPreemptLevel()).
+ * @param flags [in]  kQueueCreateFlagNone.
+ * @return kXSchedSuccess;
+ *         kXSchedErrorInvalidValue if @p xq is null or @p level is not a level;
+ *         kXSchedErrorNotFound if @p hwq is not a live HwQueue;
+ *         kXSchedErrorNotSupported if the HwQueue cannot give @p level, or @p flags has
+ *         kQueueCreateFlagBlockingSubmit or unknown bits;
+ *         kXSchedErrorNotAllowed if the HwQueue already has an XQueue;
+ *         kXSchedErrorUnknown if memory or threads could not be had.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t flags);
+
+/**
+ * @brief Destroy an XQueue, first draining it.
+ *
+ * Drain, not cancel: every command already submitted is still launched (overriding any
+ * suspension, by the application or the scheduler) and waited for, so each waiter gets
+ * that command's own result and nothing is lost. The handle becomes invalid at once:
+ * concurrent XQueueSubmit() calls get kXSchedErrorNotFound. Returns after the XQueue's
+ * threads have exited; blocks as long as its commands run. The HwQueue stays alive.
+ *
+ * @param xq [in] The XQueue; 0 is accepted and does nothing.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not a live XQueue.
+ * Thread-safety: any thread, not from a launch callback or host function of this XQueue.
+ */
+XSCHED_API XResult XQueueDestroy(XQueueHandle xq);
+
+/**
+ * @brief Find the XQueue created on a HwQueue.
+ * @param xq  [out] Its handle.
+ * @param hwq [in]  A HwQueue.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p xq is null;
+ *         kXSchedErrorNotFound if @p hwq is not live or has no XQueue.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueGet(XQueueHandle *xq, HwQueueHandle hwq);
+
+/**
+ * @brief Change the preemption level of an XQueue while it runs.
+ * @param xq    [in] The XQueue.
+ * @param level [in] An XPreemptLevel the HwQueue supports.
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorInvalidValue if @p level is not a level;
+ *         kXSchedErrorNotSupported if the HwQueue cannot give it (the level is unchanged).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level);
+
+/**
+ * @brief Read the preemption level in force.
+ * @param xq    [in]  The XQueue.
+ * @param level [out] Its XPreemptLevel.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p level is null;
+ *         kXSchedErrorNotFound for a bad @p xq.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level);
+
+/**
+ * @brief Set the in-flight threshold and the batch size of progressive launching (Lv1).
+ *
+ * At most @p threshold commands of the XQueue are launched and not yet known complete;
+ * every @p batch_size launched commands (and whenever launching pauses) the library
+ * records a completion point. A suspend at Lv1 waits for up to @p threshold commands.
+ * Takes effect for the next launch; commands already in flight are not affected.
+ *
+ * @param xq         [in] The XQueue.
+ * @param threshold  [in] Commands in flight, >= 1; <= 0 keeps the current value.
+ * @param batch_size [in] Commands per completion point, >= 1; <= 0 keeps the current value.
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorInvalidValue if the resulting threshold < batch size (nothing changes).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int64_t batch_size);
+
+/**
+ * @brief Read the in-flight threshold and the batch size.
+ * @param xq         [in]  The XQueue.
+ * @param threshold  [out] Commands in flight; may be null.
+ * @param batch_size [out] Commands per completion point; may be null.
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batch_size);
+
+/**
+ * @brief Submit a command; it runs after every command submitted to this XQueue before it.
+ *
+ * Never blocks on the device. The XQueue holds its own reference to the command, so the
+ * caller may HwCommandDestroy() it right after submitting (but then cannot XQueueWait()
+ * on it). A command is submitted at most once.
+ *
+ * @param xq     [in] The XQueue.
+ * @param hw_cmd [in] A command not yet submitted.
+ * @return kXSchedSuccess;
+ *         kXSchedErrorNotFound if @p xq or @p hw_cmd is not live (or @p xq is being
+ *         destroyed);
+ *         kXSchedErrorNotAllowed if @p hw_cmd was already submitted;
+ *         kXSchedErrorNotSupported if the command kind cannot run on this HwQueue.
+ * Thread-safety: any thread; submissions from several threads are ordered as they take
+ * the XQueue's lock.
+ */
+XSCHED_API XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd);
+
+/**
+ * @brief Wait until a submitted command has completed and return its result.
+ * @param xq     [in] The XQueue it was submitted to.
+ * @param hw_cmd [in] The command.
+ * @return the command's result: kXSchedSuccess, kXSchedErrorHardware (or the error its
+ *         host function or launch callback returned) if it failed;
+ *         kXSchedErrorNotFound for a bad handle;
+ *         kXSchedErrorInvalidValue if @p hw_cmd was not submitted to @p xq.
+ * Thread-safety: any thread, any number of waiters; not from a launch callback or host
+ * function of the same XQueue (it would wait for itself).
+ */
+XSCHED_API XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd);
+
+/**
+ * @brief Wait until every command submitted before this call has completed.
+ * @param xq [in] The XQueue.
+ * @return kXSchedSuccess if they all succeeded; kXSchedErrorHardware (or the first
+ *         command error seen) if any of them failed; kXSchedErrorNotFound for a bad @p xq.
+ * Thread-safety: as XQueueWait().
+ */
+XSCHED_API XResult XQueueWaitAll(XQueueHandle xq);
+
+/**
+ * @brief Report whether the XQueue has work.
+ * @param xq    [in]  The XQueue.
+ * @param state [out] kQueueStateIdle or kQueueStateReady.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p state is null;
+ *         kXSchedErrorNotFound for a bad @p xq.
+ * Thread-safety: any thread; the answer may be stale by the time it returns.
+ */
+XSCHED_API XResult XQueueQuery(XQueueHandle xq, XQueueState *state);
+
+/**
+ * @brief Suspend an XQueue (application-managed suspension). Re-entrant.
+ *
+ * The XQueue stops launching; at Lv2 its HwQueue also stops at the next command boundary.
+ * Application and scheduler suspensions are kept apart: the XQueue runs only when
+ * neither holds it. Suspending twice needs only one resume.
+ *
+ * @param xq    [in] The XQueue.
+ * @param flags [in] 0 or kQueueSuspendFlagSyncHwQueue (return once in-flight commands
+ *                   have completed; Lv1 only).
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorNotSupported for other flags, or SyncHwQueue above Lv1.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueSuspend(XQueueHandle xq, int64_t flags);
+
+/**
+ * @brief Resume an XQueue suspended by XQueueSuspend(). Re-entrant.
+ * @param xq    [in] The XQueue.
+ * @param flags [in] 0.
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorNotSupported for any flag (DropCommands is not supported).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueResume(XQueueHandle xq, int64_t flags);
+
+/**
+ * @brief Read an XQueue's statistics.
+ * @param xq    [in]  The XQueue.
+ * @param stats [out] Filled on success.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p stats is null;
+ *         kXSchedErrorNotFound for a bad @p xq.
+ * Thread-safety: any thread; the fields are read together under the XQueue's lock.
+ */
+XSCHED_API XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats);
+
+/**
+ * @brief Number of commands submitted to an XQueue (XSched's profiling call).
+ * @param xq    [in]  The XQueue.
+ * @param count [out] Commands submitted so far.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p count is null;
+ *         kXSchedErrorNotFound for a bad @p xq.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueProfileHwCommandCount(XQueueHandle xq, int64_t *count);
+
+/* ---------------------------------------------------------------------------------------
+ * HwQueue
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * @brief Create a host HwQueue: commands run in launch order on a CPU thread it owns.
+ *
+ * The reference backend: it needs no GPU and supports Lv1 and Lv2 (its executor checks a
+ * gate word before each command).
+ *
+ * @param hwq [out] The new handle; owned by the caller, who must HwQueueDestroy() it.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hwq is null;
+ *         kXSchedErrorUnknown if memory or a thread could not be had.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
+
+/**
+ * @brief Wrap an application-owned CUDA stream as a HwQueue.
+ *
+ * The library never creates or destroys a context: on its own threads it makes the
+ * stream's context current before touching the stream. The stream must outlive the
+ * HwQueue.
+ *
+ * @param hwq    [out] The new handle (equal to @p stream); owned by the caller.
+ * @param stream [in]  A `CUstream`/`cudaStream_t` created by the application.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hwq is null or @p stream is the
+ *         null/legacy/per-thread default stream (its implicit synchronization with every
+ *         other stream would defeat preemption);
+ *         kXSchedErrorNotAllowed if the stream is already wrapped;
+ *         kXSchedErrorNotSupported if this build has no CUDA backend or no driver is found;
+ *         kXSchedErrorHardware if the driver rejects the stream.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult CudaQueueCreate(HwQueueHandle *hwq, void *stream);
+
+/**
+ * @brief Wrap an application-owned HIP stream as a HwQueue. As CudaQueueCreate().
+ * @param hwq    [out] The new handle (equal to @p stream); owned by the caller.
+ * @param stream [in]  A `hipStream_t` created by the application.
+ * @return as CudaQueueCreate(), for HIP.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HipQueueCreate(HwQueueHandle *hwq, void *stream);
+
+/**
+ * @brief Destroy a HwQueue (not the native stream it wraps).
+ * @param hwq [in] The HwQueue; 0 is accepted and does nothing.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p hwq is not live;
+ *         kXSchedErrorNotAllowed if an XQueue still uses it (destroy that first).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwQueueDestroy(HwQueueHandle hwq);
+
+/**
+ * @brief The highest preemption level this HwQueue supports on this machine.
+ *
+ * Probed when the HwQueue was created, never assumed: every level up to the result works.
+ *
+ * @param hwq   [in]  The HwQueue.
+ * @param level [out] An XPreemptLevel, at least kPreemptLevelBlock.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p level is null;
+ *         kXSchedErrorNotFound if @p hwq is not live.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwQueueGetMaxPreemptLevel(HwQueueHandle hwq, int64_t *level);
+
+/* ---------------------------------------------------------------------------------------
+ * Commands
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * @brief Create a command that calls @p launch when its turn to launch comes.
+ *
+ * This is how library work (cuBLAS, hipBLAS, PyTorch) is scheduled: the callback enqueues
+ * it on the stream passed in. The library does not copy or free @p data.
+ *
+ * @param hw_cmd [out] The new handle; owned by the caller, who must HwCommandDestroy() it.
+ * @param launch [in]  The callback; called once, with no library lock held.
+ * @param data   [in]  Passed to @p launch; must stay valid until the command completes.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hw_cmd or @p launch is null;
+ *         kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, void *data);
+
+/**
+ * @brief Create a command that runs @p fn on the host in the HwQueue's order.
+ *
+ * On a host queue it runs on the executor thread; on a GPU stream it runs when the
+ * stream reaches it (cudaLaunchHostFunc/hipLaunchHostFunc) and must not call the GPU
+ * runtime. It should be short.
+ *
+ * @param hw_cmd [out] The new handle; owned by the caller, who must HwCommandDestroy() it.
+ * @param fn     [in]  The function; its return value becomes the command's result.
+ * @param data   [in]  Passed to @p fn; must stay valid until the command completes.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hw_cmd or @p fn is null;
+ *         kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateHostFunc(HwCommandHandle *hw_cmd, HostFunction fn, void *data);
+
+/**
+ * @brief Destroy a command handle.
+ *
+ * If the command was submitted and has not completed, the XQueue keeps it alive until it
+ * completes: it still runs, but can no longer be waited for by handle.
+ *
+ * @param hw_cmd [in] The command; 0 is accepted and does nothing.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p hw_cmd is not live.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandDestroy(HwCommandHandle hw_cmd);
+
+/* ---------------------------------------------------------------------------------------
+ * Scheduler and hints
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * @brief Choose the scheduler and its policy.
+ *
+ * kSchedulerLocal starts the scheduler thread ("xsched-sched") if it is not running, or
+ * switches its policy safely while queues run. kSchedulerAppManaged stops it and resumes
+ * every queue it had suspended; the application's own XQueueSuspend() calls stay in force.
+ * Without this call, the first XQueueCreate() reads `XSCHED_SCHEDULER` (`APP` or `LCL`)
+ * and `XSCHED_POLICY` (`HPF`); the default is the local scheduler with HPF.
+ *
+ * @param scheduler [in] kSchedulerLocal or kSchedulerAppManaged.
+ * @param policy    [in] With kSchedulerLocal: kPolicyHighestPriorityFirst (others as
+ *                       they are implemented). Ignored otherwise.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue for an unknown scheduler or policy;
+ *         kXSchedErrorNotSupported for kSchedulerGlobal or a policy not built;
+ *         kXSchedErrorUnknown if the thread could not be started.
+ * Thread-safety: any thread except the scheduler's own.
+ */
+XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy);
+
+/**
+ * @brief Set an XQueue's priority (used by HPF). Takes effect at once.
+ * @param xq   [in] The XQueue.
+ * @param prio [in] PRIORITY_MIN..PRIORITY_MAX; higher is more important.
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorInvalidValue if @p prio is out of range.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XHintPriority(XQueueHandle xq, Priority prio);
+
+/**
+ * @brief Stop the scheduler thread and release the library's process-wide state.
+ *
+ * Queues the scheduler suspended are resumed. Also runs at process exit. Idempotent; a
+ * later XQueueCreate() or XHintSetScheduler() starts the scheduler again.
+ *
+ * @return kXSchedSuccess.
+ * Thread-safety: any thread except the scheduler's own.
+ */
+XSCHED_API XResult XSchedShutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* XSCHED_H */

@@ -1,0 +1,63 @@
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* -1 until the environment has been read; then an xs_log_level. Relaxed ordering is
+ * enough: every thread that reads the environment computes the same value. */
+static atomic_int xs__log_level = -1;
+
+static int xs__log_level_from_env(void)
+{
+	const char *s = getenv("XSCHED_LOG");
+	if (!s || !*s)
+		return XS_LOG_OFF;
+	if (!strcasecmp(s, "debug"))
+		return XS_LOG_DEBUG;
+	if (!strcasecmp(s, "info"))
+		return XS_LOG_INFO;
+	if (!strcasecmp(s, "warn") || !strcasecmp(s, "warning"))
+		return XS_LOG_WARN;
+	if (!strcasecmp(s, "error"))
+		return XS_LOG_ERROR;
+	return XS_LOG_OFF;
+}
+
+bool xs_log_enabled(enum xs_log_level level)
+{
+	int cur = atomic_load_explicit(&xs__log_level, memory_order_relaxed);
+	if (cur < 0) {
+		cur = xs__log_level_from_env();
+		atomic_store_explicit(&xs__log_level, cur, memory_order_relaxed);
+	}
+	return (int)level >= cur;
+}
+
+void xs_log_set_level(enum xs_log_level level)
+{
+	atomic_store_explicit(&xs__log_level, (int)level, memory_order_relaxed);
+}
+
+void xs_log_write(enum xs_log_level level, const char *topic, const char *fmt, ...)
+{
+	static const char *const names[] = { "debug", "info", "warn", "error" };
+	char line[512];
+	int n = snprintf(line, sizeof(line), "xsched[%s] %s: ", topic,
+			 names[level <= XS_LOG_ERROR ? level : XS_LOG_ERROR]);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < sizeof(line))
+		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	/* One fputs per line so that lines from several threads do not interleave. */
+	size_t len = strlen(line);
+	if (len + 1 < sizeof(line)) {
+		line[len] = '\n';
+		line[len + 1] = '\0';
+	}
+	fputs(line, stderr);
+}

@@ -1,0 +1,45 @@
+/* Logging: silent unless XSCHED_LOG=debug|info|warn|error is set.
+ *
+ * Every message goes to stderr as "xsched[<topic>] <level>: <text>".
+ * Topics name the subsystem ("core", "hal", "sched", "lv1", "lv2", "cwsr").
+ * The level is read from the environment once, on first use.
+ *
+ * Thread-safety: all functions may be called from any thread.
+ */
+#ifndef XS_CORE_LOG_H
+#define XS_CORE_LOG_H
+
+#include <stdbool.h>
+
+enum xs_log_level {
+	XS_LOG_DEBUG = 0,
+	XS_LOG_INFO = 1,
+	XS_LOG_WARN = 2,
+	XS_LOG_ERROR = 3,
+	XS_LOG_OFF = 4,
+};
+
+/* True when messages of @level are printed. Cheap: one relaxed atomic load
+ * after the first call. */
+bool xs_log_enabled(enum xs_log_level level);
+
+/* Print one line; callers normally go through the XS_* macros below so that
+ * arguments are not evaluated while logging is off. */
+void xs_log_write(enum xs_log_level level, const char *topic, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Override the level read from XSCHED_LOG (tests use this). */
+void xs_log_set_level(enum xs_log_level level);
+
+#define XS_LOG(level, topic, ...)                                                          \
+	do {                                                                               \
+		if (xs_log_enabled(level))                                                 \
+			xs_log_write(level, topic, __VA_ARGS__);                           \
+	} while (0)
+
+#define XS_DEBUG(topic, ...) XS_LOG(XS_LOG_DEBUG, topic, __VA_ARGS__)
+#define XS_INFO(topic, ...) XS_LOG(XS_LOG_INFO, topic, __VA_ARGS__)
+#define XS_WARN(topic, ...) XS_LOG(XS_LOG_WARN, topic, __VA_ARGS__)
+#define XS_ERROR(topic, ...) XS_LOG(XS_LOG_ERROR, topic, __VA_ARGS__)
+
+#endif

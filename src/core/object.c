@@ -1,0 +1,102 @@
+#include "core/object.h"
+
+#include <search.h>
+#include <stdlib.h>
+
+#include "core/thread.h"
+
+/* Guards xs__root, xs__next and xs__count. A leaf lock: nothing else is taken under it. */
+static xs_mutex xs__table_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *xs__root;     /* tsearch(3) tree of xs_obj *, ordered by handle */
+static uint64_t xs__next = 1;
+static size_t xs__count;
+
+void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj))
+{
+	obj->handle = 0;
+	obj->kind = kind;
+	atomic_init(&obj->refs, 1);
+	obj->free = free_fn;
+}
+
+void xs_obj_ref(xs_obj *obj)
+{
+	atomic_fetch_add_explicit(&obj->refs, 1, memory_order_relaxed);
+}
+
+void xs_obj_unref(xs_obj *obj)
+{
+	if (!obj)
+		return;
+	/* Release orders this thread's writes before the free; the acquire fence orders the
+	 * free after every other thread's release. */
+	if (atomic_fetch_sub_explicit(&obj->refs, 1, memory_order_release) == 1) {
+		atomic_thread_fence(memory_order_acquire);
+		obj->free(obj);
+	}
+}
+
+static int xs__cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const xs_obj *)a)->handle, y = ((const xs_obj *)b)->handle;
+	return x < y ? -1 : x > y;
+}
+
+XResult xs_handle_register(xs_obj *obj, uint64_t key)
+{
+	XResult res = kXSchedSuccess;
+	xs_mutex_lock(&xs__table_lock);
+	obj->handle = key ? key : ((uint64_t)obj->kind << 56) | xs__next++;
+	xs_obj **slot = tsearch(obj, &xs__root, xs__cmp);
+	if (!slot)
+		res = kXSchedErrorUnknown;
+	else if (*slot != obj)
+		res = kXSchedErrorNotAllowed;
+	else {
+		xs_obj_ref(obj);
+		xs__count++;
+	}
+	xs_mutex_unlock(&xs__table_lock);
+	return res;
+}
+
+static xs_obj *xs__find(uint64_t handle, enum xs_kind kind)
+{
+	xs_obj key = { .handle = handle };
+	xs_obj **slot = tfind(&key, &xs__root, xs__cmp);
+	return slot && (*slot)->kind == kind ? *slot : NULL;
+}
+
+xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)
+{
+	if (!handle)
+		return NULL;
+	xs_mutex_lock(&xs__table_lock);
+	xs_obj *obj = xs__find(handle, kind);
+	if (obj)
+		xs_obj_ref(obj);
+	xs_mutex_unlock(&xs__table_lock);
+	return obj;
+}
+
+xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)
+{
+	if (!handle)
+		return NULL;
+	xs_mutex_lock(&xs__table_lock);
+	xs_obj *obj = xs__find(handle, kind);
+	if (obj) {
+		tdelete(obj, &xs__root, xs__cmp);
+		xs__count--;
+	}
+	xs_mutex_unlock(&xs__table_lock);
+	return obj;
+}
+
+size_t xs_handle_count(void)
+{
+	xs_mutex_lock(&xs__table_lock);
+	size_t n = xs__count;
+	xs_mutex_unlock(&xs__table_lock);
+	return n;
+}

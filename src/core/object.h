@@ -1,0 +1,54 @@
+/* Reference-counted objects and the process-wide handle table.
+ *
+ * Every object behind a public handle starts with an xs_obj. The table maps a handle to
+ * its object; a lookup takes a reference, so an object found by one thread stays valid
+ * while another thread destroys its handle. Handles are never reused: library-issued
+ * values carry a kind tag in the top byte and a 56-bit counter, and GPU HwQueue handles
+ * are native stream pointers (user-space addresses, whose top byte is 0).
+ *
+ * Thread-safety: all functions may be called from any thread; the table has one mutex
+ * (held only for the tree operation).
+ */
+#ifndef XS_CORE_OBJECT_H
+#define XS_CORE_OBJECT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "xsched.h"
+
+enum xs_kind {
+	XS_KIND_XQUEUE = 0xA1,
+	XS_KIND_HWQUEUE = 0xA2,
+	XS_KIND_COMMAND = 0xA3,
+};
+
+typedef struct xs_obj {
+	uint64_t handle;      /* key in the table; first member (the tree compares it) */
+	enum xs_kind kind;
+	atomic_uint refs;     /* the table's reference counts as one while registered */
+	void (*free)(struct xs_obj *obj); /* called once, when refs reaches 0 */
+} xs_obj;
+
+/* Set up @obj with one reference (the caller's). */
+void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj));
+void xs_obj_ref(xs_obj *obj);
+void xs_obj_unref(xs_obj *obj); /* NULL ok */
+
+/* Register @obj under a fresh library-issued handle (or @key when nonzero, for GPU
+ * HwQueues) and take the table's reference. Returns kXSchedErrorNotAllowed if @key is
+ * already registered, kXSchedErrorUnknown if out of memory. */
+XResult xs_handle_register(xs_obj *obj, uint64_t key);
+
+/* Find the live object of @kind behind @handle and take a reference; NULL if none. */
+xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind);
+
+/* Remove @handle of @kind from the table and return the object, still holding the
+ * table's reference (the caller drops it). NULL if not live. Exactly one caller wins a
+ * race to unregister a handle. */
+xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind);
+
+/* Live handles (tests use this to check for leaks). */
+size_t xs_handle_count(void);
+
+#endif

@@ -1,0 +1,41 @@
+/* Thin pthread wrappers and the clock.
+ *
+ * Lock and unlock abort on failure (as libuv does): a failing pthread_mutex_lock means
+ * memory corruption or a lock used after destroy, and no caller could recover from it.
+ *
+ * Thread-safety: all functions may be called from any thread.
+ */
+#ifndef XS_CORE_THREAD_H
+#define XS_CORE_THREAD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef pthread_mutex_t xs_mutex;
+typedef pthread_cond_t xs_cond;
+
+void xs_mutex_init(xs_mutex *m);
+void xs_mutex_destroy(xs_mutex *m);
+void xs_mutex_lock(xs_mutex *m);
+void xs_mutex_unlock(xs_mutex *m);
+
+/* Condition variables use CLOCK_MONOTONIC, so timed waits ignore wall-clock jumps. */
+void xs_cond_init(xs_cond *c);
+void xs_cond_destroy(xs_cond *c);
+void xs_cond_wait(xs_cond *c, xs_mutex *m);
+/* Wait until the monotonic time @deadline_ns; returns false on time-out. Wake-ups may be
+ * spurious or coalesced: callers re-check their predicate. */
+bool xs_cond_timedwait(xs_cond *c, xs_mutex *m, int64_t deadline_ns);
+void xs_cond_signal(xs_cond *c);
+void xs_cond_broadcast(xs_cond *c);
+
+/* Start a joinable thread named @name (at most 15 characters, as Linux allows).
+ * Returns 0 or an errno value. */
+int xs_thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+void xs_thread_join(pthread_t t);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t xs_now_ns(void);
+
+#endif

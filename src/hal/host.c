@@ -1,0 +1,216 @@
+/* The host backend: a HwQueue executed in order by one CPU thread ("xs-host").
+ *
+ * It is the reference implementation of hal.h. Launch appends to a FIFO; the executor
+ * runs each entry and then advances done_seq; a completion point is a sequence number.
+ * Lv2: each gated entry waits at the gate word before it runs, as a GPU stream waits on
+ * its gate before each gated command.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/log.h"
+#include "core/thread.h"
+#include "hal/hal.h"
+
+struct xs__entry {
+	xs_cmd *cmd; /* holds a reference */
+	bool gated;
+	struct xs__entry *next;
+};
+
+typedef struct xs__host_q {
+	xs_hwq base;
+	/* 1 = open, 0 = closed. Written by gate_open/gate_close with release order, read by
+	 * the executor with acquire order before each gated entry. */
+	atomic_uint gate;
+	pthread_t thread;
+	xs_mutex lock; /* guards everything below */
+	xs_cond cv;    /* executor waits for work or the gate; sync_wait waits for done_seq */
+	struct xs__entry *head, *tail;
+	uint64_t enq_seq;  /* entries launched so far */
+	uint64_t done_seq; /* entries finished so far */
+	bool stop;
+} xs__host_q;
+
+static xs__host_q *xs__hq(xs_hwq *q)
+{
+	return (xs__host_q *)q;
+}
+
+static bool xs__gate_is_open(xs__host_q *h)
+{
+	return atomic_load_explicit(&h->gate, memory_order_acquire) != 0;
+}
+
+static void *xs__executor(void *arg)
+{
+	xs__host_q *h = arg;
+	xs_mutex_lock(&h->lock);
+	for (;;) {
+		while (!h->stop && (!h->head || (h->head->gated && !xs__gate_is_open(h))))
+			xs_cond_wait(&h->cv, &h->lock);
+		if (!h->head) /* stop, and nothing left */
+			break;
+		if (h->head->gated && !xs__gate_is_open(h)) /* stopping with a closed gate */
+			break;
+		struct xs__entry *e = h->head;
+		h->head = e->next;
+		if (!h->head)
+			h->tail = NULL;
+		xs_mutex_unlock(&h->lock);
+
+		xs_cmd *cmd = e->cmd;
+		XResult res = kXSchedSuccess;
+		if (cmd->kind == XS_CMD_HOST_FUNC)
+			res = cmd->u.host.fn(cmd->u.host.data);
+		else if (cmd->kind == XS_CMD_CALLBACK)
+			res = cmd->u.callback.fn(h->base.obj.handle, cmd->u.callback.data);
+		/* The completer reads result after sync_wait, which takes h->lock after us. */
+		if (res != kXSchedSuccess)
+			cmd->result = res;
+		xs_obj_unref(&cmd->obj);
+		free(e);
+
+		xs_mutex_lock(&h->lock);
+		h->done_seq++;
+		xs_cond_broadcast(&h->cv);
+	}
+	xs_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+static XResult xs__thread_init(xs_hwq *q)
+{
+	(void)q;
+	return kXSchedSuccess;
+}
+
+static bool xs__supports(xs_hwq *q, enum xs_cmd_kind kind)
+{
+	(void)q;
+	return kind == XS_CMD_HOST_FUNC || kind == XS_CMD_CALLBACK;
+}
+
+static XResult xs__launch(xs_hwq *q, xs_cmd *cmd, bool gated)
+{
+	xs__host_q *h = xs__hq(q);
+	struct xs__entry *e = malloc(sizeof(*e));
+	if (!e)
+		return kXSchedErrorUnknown;
+	xs_obj_ref(&cmd->obj);
+	e->cmd = cmd;
+	e->gated = gated;
+	e->next = NULL;
+	xs_mutex_lock(&h->lock);
+	if (h->tail)
+		h->tail->next = e;
+	else
+		h->head = e;
+	h->tail = e;
+	h->enq_seq++;
+	xs_cond_broadcast(&h->cv);
+	xs_mutex_unlock(&h->lock);
+	return kXSchedSuccess;
+}
+
+static XResult xs__sync_create(xs_hwq *q, xs_sync *s)
+{
+	xs__host_q *h = xs__hq(q);
+	xs_mutex_lock(&h->lock);
+	s->seq = h->enq_seq;
+	xs_mutex_unlock(&h->lock);
+	return kXSchedSuccess;
+}
+
+static XResult xs__sync_wait(xs_hwq *q, xs_sync *s)
+{
+	xs__host_q *h = xs__hq(q);
+	xs_mutex_lock(&h->lock);
+	while (h->done_seq < s->seq)
+		xs_cond_wait(&h->cv, &h->lock);
+	xs_mutex_unlock(&h->lock);
+	return kXSchedSuccess;
+}
+
+static void xs__sync_destroy(xs_hwq *q, xs_sync *s)
+{
+	(void)q;
+	(void)s;
+}
+
+static XResult xs__sync_all(xs_hwq *q)
+{
+	xs_sync s;
+	xs__sync_create(q, &s);
+	return xs__sync_wait(q, &s);
+}
+
+static void xs__gate_close(xs_hwq *q)
+{
+	atomic_store_explicit(&xs__hq(q)->gate, 0, memory_order_release);
+}
+
+static void xs__gate_open(xs_hwq *q)
+{
+	xs__host_q *h = xs__hq(q);
+	atomic_store_explicit(&h->gate, 1, memory_order_release);
+	/* The store is the reactivation; the broadcast only wakes an executor parked on a
+	 * closed gate (taking the lock orders it after the executor's check). */
+	xs_mutex_lock(&h->lock);
+	xs_cond_broadcast(&h->cv);
+	xs_mutex_unlock(&h->lock);
+}
+
+static void xs__destroy(xs_hwq *q)
+{
+	xs__host_q *h = xs__hq(q);
+	xs__gate_open(q); /* nothing may stay parked behind a closed gate */
+	xs_mutex_lock(&h->lock);
+	h->stop = true;
+	xs_cond_broadcast(&h->cv);
+	xs_mutex_unlock(&h->lock);
+	xs_thread_join(h->thread);
+}
+
+static void xs__free(xs_obj *obj)
+{
+	xs__host_q *h = (xs__host_q *)obj;
+	xs_cond_destroy(&h->cv);
+	xs_mutex_destroy(&h->lock);
+	free(h);
+}
+
+static const xs_hal_ops xs__host_ops = {
+	.name = "host",
+	.thread_init = xs__thread_init,
+	.supports = xs__supports,
+	.launch = xs__launch,
+	.sync_create = xs__sync_create,
+	.sync_wait = xs__sync_wait,
+	.sync_destroy = xs__sync_destroy,
+	.sync_all = xs__sync_all,
+	.gate_close = xs__gate_close,
+	.gate_open = xs__gate_open,
+	.destroy = xs__destroy,
+};
+
+XResult xs_host_queue_create(xs_hwq **out)
+{
+	xs__host_q *h = calloc(1, sizeof(*h));
+	if (!h)
+		return kXSchedErrorUnknown;
+	xs_hwq_init(&h->base, &xs__host_ops, kPreemptLevelDeactivate, NULL, xs__free);
+	atomic_init(&h->gate, 1);
+	xs_mutex_init(&h->lock);
+	xs_cond_init(&h->cv);
+	int err = xs_thread_start(&h->thread, "xs-host", xs__executor, h);
+	if (err) {
+		XS_ERROR("hal", "cannot start a host queue thread (errno %d)", err);
+		xs_cond_destroy(&h->cv);
+		xs_mutex_destroy(&h->lock);
+		free(h);
+		return kXSchedErrorUnknown;
+	}
+	*out = &h->base;
+	return kXSchedSuccess;
+}

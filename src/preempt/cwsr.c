@@ -1,0 +1,737 @@
+/* Lv3 preemption through the KFD debugger API; see cwsr.h and doc/cwsr.md.
+ *
+ * Sequence: open /dev/kfd, GET_VERSION (>= 1.13), DBG_TRAP ENABLE for
+ * pid = getpid() (the first attach), GET_QUEUE_SNAPSHOT (finds the queue by
+ * its ring buffer and clears its "new queue" state), then SUSPEND_QUEUES /
+ * RESUME_QUEUES as the scheduler asks, and DBG_TRAP DISABLE + close after the
+ * last detach. No other ioctl is ever issued.
+ */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "preempt/cwsr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "preempt/kfd_uapi.h"
+
+#define TOPIC "cwsr"
+
+/* Up to this many queues per batch without a heap allocation. */
+#define STACK_BATCH 32
+
+/* Snapshot entries must reach at least up to queue_type. */
+#define SNAPSHOT_MIN_ENTRY (offsetof(struct xs_kfd_queue_snapshot_entry, queue_type) + 4)
+
+#define QUEUE_STATUS_MASK (XS_KFD_DBG_QUEUE_ERROR_MASK | XS_KFD_DBG_QUEUE_INVALID_MASK)
+
+struct xs_cwsr_queue {
+	struct xs_cwsr_queue *next; /* in attached_list */
+	uint64_t ring_base_address;
+	uint32_t queue_id;
+	uint32_t gpu_id;
+	bool suspended; /* suspended by us and not resumed since */
+};
+
+static int real_open(const char *path, int flags)
+{
+	int fd = open(path, flags);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int real_close(int fd)
+{
+	return close(fd) < 0 ? -errno : 0;
+}
+
+static int real_ioctl(int fd, unsigned long request, void *arg)
+{
+	int r;
+
+	do {
+		r = ioctl(fd, request, arg);
+	} while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
+static const xs_kfd_sys real_sys = {
+	.open = real_open,
+	.close = real_close,
+	.ioctl = real_ioctl,
+};
+
+/* cwsr_lock guards every variable below: the syscall table, the KFD fd, the
+ * debug-trap state and the list of attached queues (including each queue's
+ * suspended flag). It is held across the ioctls, so that the kernel state and
+ * ours change together. */
+static pthread_mutex_t cwsr_lock = PTHREAD_MUTEX_INITIALIZER;
+static const xs_kfd_sys *cwsr_sys = &real_sys;
+static int kfd_fd = -1;
+static bool trap_enabled;
+static xs_cwsr_queue *attached_list;
+static size_t n_attached;
+
+static const char *errno_name(int err)
+{
+	switch (err) {
+	case EPERM: return "EPERM";
+	case ENOENT: return "ENOENT";
+	case ESRCH: return "ESRCH";
+	case ENXIO: return "ENXIO";
+	case EBADF: return "EBADF";
+	case ENOMEM: return "ENOMEM";
+	case EACCES: return "EACCES";
+	case EFAULT: return "EFAULT";
+	case EBUSY: return "EBUSY";
+	case ENODEV: return "ENODEV";
+	case EINVAL: return "EINVAL";
+	case ENOTTY: return "ENOTTY";
+	case EALREADY: return "EALREADY";
+	case EIO: return "EIO";
+	case ETIME: return "ETIME";
+	default: return "errno";
+	}
+}
+
+static int dbg_trap(struct xs_kfd_dbg_trap_args *args, uint32_t op)
+{
+	args->pid = (uint32_t)getpid();
+	args->op = op;
+	return cwsr_sys->ioctl(kfd_fd, XS_AMDKFD_IOC_DBG_TRAP, args);
+}
+
+static XResult kfd_open_locked(void)
+{
+	int fd;
+
+	if (kfd_fd >= 0)
+		return kXSchedSuccess;
+	fd = cwsr_sys->open(XS_KFD_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		kfd_fd = fd;
+		return kXSchedSuccess;
+	}
+	if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
+		XS_WARN(TOPIC, "Lv3 unavailable: no %s (no AMD GPU, or the amdgpu driver is not loaded)",
+			XS_KFD_DEVICE_PATH);
+	else if (fd == -EACCES || fd == -EPERM)
+		XS_WARN(TOPIC, "Lv3 unavailable: no permission to open %s (-%s; the user needs the "
+			       "'render' or 'video' group)",
+			XS_KFD_DEVICE_PATH, errno_name(-fd));
+	else
+		XS_WARN(TOPIC, "Lv3 unavailable: cannot open %s (-%s, %d)", XS_KFD_DEVICE_PATH,
+			errno_name(-fd), fd);
+	return kXSchedErrorNotSupported;
+}
+
+static void kfd_close_locked(void)
+{
+	int r;
+
+	if (kfd_fd < 0)
+		return;
+	r = cwsr_sys->close(kfd_fd);
+	if (r < 0)
+		XS_DEBUG(TOPIC, "close(%s) failed (-%s)", XS_KFD_DEVICE_PATH, errno_name(-r));
+	kfd_fd = -1;
+}
+
+/* Returns 0 or -errno; logs nothing. */
+static int kfd_get_version_locked(uint32_t *major, uint32_t *minor)
+{
+	struct xs_kfd_get_version_args args;
+	int r;
+
+	memset(&args, 0, sizeof(args));
+	r = cwsr_sys->ioctl(kfd_fd, XS_AMDKFD_IOC_GET_VERSION, &args);
+	if (r < 0)
+		return r;
+	*major = args.major_version;
+	*minor = args.minor_version;
+	return 0;
+}
+
+static const char *enable_failure_reason(int err)
+{
+	switch (err) {
+	case EALREADY:
+		return "this process is already debug-enabled (rocgdb attached, or the HSA "
+		       "runtime writing a GPU core dump)";
+	case ENOTTY:
+		return "this KFD has no AMDKFD_IOC_DBG_TRAP (kernel too old)";
+	case EINVAL:
+		return "the driver refuses the debugger API (GPU hardware scheduling off, "
+		       "amdgpu sched_policy=2, or an old driver)";
+	case EPERM:
+		return "the driver refuses to debug this process";
+	case EBUSY:
+		return "PC sampling is active, or GWS queues exist on a GPU whose debugger "
+		       "cannot handle them";
+	case ENODEV:
+		return "a GPU of this process does not support the KFD debugger";
+	case ESRCH:
+		return "KFD does not know this process";
+	case EBADF:
+		return "the KFD fd belongs to another process (used after fork?)";
+	default:
+		return "unexpected error";
+	}
+}
+
+static void trap_disable_locked(void)
+{
+	struct xs_kfd_dbg_trap_args args;
+	int r;
+
+	if (!trap_enabled)
+		return;
+	memset(&args, 0, sizeof(args));
+	r = dbg_trap(&args, XS_KFD_DBG_TRAP_DISABLE);
+	if (r < 0)
+		XS_WARN(TOPIC, "DBG_TRAP DISABLE failed (-%s, %d)", errno_name(-r), r);
+	trap_enabled = false;
+}
+
+/* Make sure /dev/kfd is open and the debug trap enabled for this process.
+ * On failure everything opened here is undone and one line is logged. */
+static XResult session_get_locked(void)
+{
+	struct xs_kfd_dbg_trap_args args;
+	struct xs_kfd_runtime_info rinfo;
+	uint32_t major = 0, minor = 0;
+	XResult res;
+	int r;
+
+	if (trap_enabled)
+		return kXSchedSuccess;
+	res = kfd_open_locked();
+	if (res != kXSchedSuccess)
+		return res;
+
+	r = kfd_get_version_locked(&major, &minor);
+	if (r < 0) {
+		XS_WARN(TOPIC, "Lv3 unavailable: AMDKFD_IOC_GET_VERSION failed (-%s, %d)",
+			errno_name(-r), r);
+		goto fail;
+	}
+	if (major != XS_KFD_MAJOR_REQUIRED || minor < XS_KFD_MINOR_REQUIRED) {
+		XS_WARN(TOPIC, "Lv3 unavailable: KFD ioctl version %u.%u; the debugger API needs "
+			       "%d.%d or later (Linux 6.5+, or a ROCm 6 amdgpu-dkms driver)",
+			major, minor, XS_KFD_MAJOR_REQUIRED, XS_KFD_MINOR_REQUIRED);
+		goto fail;
+	}
+
+	memset(&args, 0, sizeof(args));
+	memset(&rinfo, 0, sizeof(rinfo));
+	args.enable.exception_mask = 0;
+	args.enable.rinfo_ptr = (uint64_t)(uintptr_t)&rinfo;
+	args.enable.rinfo_size = sizeof(rinfo);
+	/* KFD needs a valid fd to report exceptions on; with an empty exception
+	 * mask it never writes to it. libhsakmt passes the KFD fd itself too. */
+	args.enable.dbg_fd = (uint32_t)kfd_fd;
+	r = dbg_trap(&args, XS_KFD_DBG_TRAP_ENABLE);
+	if (r < 0) {
+		XS_WARN(TOPIC, "Lv3 unavailable: DBG_TRAP ENABLE failed (-%s, %d): %s",
+			errno_name(-r), r, enable_failure_reason(-r));
+		goto fail;
+	}
+	trap_enabled = true;
+
+	/* SUSPEND/RESUME need the runtime's debug support (-EPERM otherwise);
+	 * ROCr turns it on at start-up when the kernel and firmware allow it. */
+	if (rinfo.runtime_state != XS_KFD_RUNTIME_STATE_ENABLED) {
+		XS_WARN(TOPIC, "Lv3 unavailable: the HSA runtime has not enabled KFD debug support "
+			       "(runtime_state %u; needs a ROCm runtime that calls RUNTIME_ENABLE, "
+			       "debug-capable firmware, and the runtime initialised first)",
+			rinfo.runtime_state);
+		trap_disable_locked();
+		goto fail;
+	}
+	XS_DEBUG(TOPIC, "KFD %u.%u: debug trap enabled for pid %d", major, minor, (int)getpid());
+	return kXSchedSuccess;
+
+fail:
+	kfd_close_locked();
+	return kXSchedErrorNotSupported;
+}
+
+/* Undo session_get_locked() once no queue needs the debug trap. */
+static void session_put_locked(void)
+{
+	if (n_attached > 0)
+		return;
+	trap_disable_locked();
+	kfd_close_locked();
+}
+
+/* Read the queue list, clearing @clear_mask on every queue reported.
+ * On success *@out (free() it) holds *@n entries. Logs one line on failure. */
+static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot_entry **out,
+			       size_t *n)
+{
+	struct xs_kfd_queue_snapshot_entry *buf;
+	struct xs_kfd_dbg_trap_args args;
+	size_t cap = 16;
+	int tries, r;
+
+	for (tries = 0; tries < 4; tries++) {
+		buf = calloc(cap, sizeof(*buf));
+		if (!buf) {
+			XS_ERROR(TOPIC, "out of memory for a queue snapshot of %zu entries", cap);
+			return kXSchedErrorUnknown;
+		}
+		memset(&args, 0, sizeof(args));
+		args.queue_snapshot.exception_mask = clear_mask;
+		args.queue_snapshot.snapshot_buf_ptr = (uint64_t)(uintptr_t)buf;
+		args.queue_snapshot.num_queues = (uint32_t)cap;
+		args.queue_snapshot.entry_size = sizeof(*buf);
+		r = dbg_trap(&args, XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT);
+		if (r < 0) {
+			free(buf);
+			XS_WARN(TOPIC, "Lv3 unavailable: DBG_TRAP GET_QUEUE_SNAPSHOT failed (-%s, %d)",
+				errno_name(-r), r);
+			return kXSchedErrorNotSupported;
+		}
+		if (args.queue_snapshot.num_queues <= cap) {
+			if (args.queue_snapshot.num_queues > 0 &&
+			    args.queue_snapshot.entry_size < SNAPSHOT_MIN_ENTRY) {
+				free(buf);
+				XS_ERROR(TOPIC, "KFD queue snapshot entries hold %u bytes, need %zu",
+					 args.queue_snapshot.entry_size, SNAPSHOT_MIN_ENTRY);
+				return kXSchedErrorNotSupported;
+			}
+			*out = buf;
+			*n = args.queue_snapshot.num_queues;
+			return kXSchedSuccess;
+		}
+		/* More queues than room: retry with enough (queues may come and go). */
+		cap = (size_t)args.queue_snapshot.num_queues + 8;
+		free(buf);
+	}
+	XS_ERROR(TOPIC, "KFD queue snapshot: the queue count kept growing (%zu)", cap);
+	return kXSchedErrorNotSupported;
+}
+
+static bool is_compute_queue(uint32_t type)
+{
+	return type == XS_KFD_QUEUE_TYPE_COMPUTE || type == XS_KFD_QUEUE_TYPE_COMPUTE_AQL;
+}
+
+void xs_cwsr_set_sys(const xs_kfd_sys *sys)
+{
+	pthread_mutex_lock(&cwsr_lock);
+	cwsr_sys = sys ? sys : &real_sys;
+	pthread_mutex_unlock(&cwsr_lock);
+}
+
+XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
+{
+	bool opened_here;
+	XResult res;
+	int r;
+
+	if (!major || !minor)
+		return kXSchedErrorInvalidValue;
+	pthread_mutex_lock(&cwsr_lock);
+	opened_here = kfd_fd < 0;
+	res = kfd_open_locked();
+	if (res == kXSchedSuccess) {
+		r = kfd_get_version_locked(major, minor);
+		if (r < 0) {
+			XS_WARN(TOPIC, "AMDKFD_IOC_GET_VERSION failed (-%s, %d)", errno_name(-r), r);
+			res = kXSchedErrorNotSupported;
+		}
+		if (opened_here)
+			kfd_close_locked();
+	}
+	pthread_mutex_unlock(&cwsr_lock);
+	return res;
+}
+
+XResult xs_cwsr_probe(void)
+{
+	XResult res;
+
+	pthread_mutex_lock(&cwsr_lock);
+	res = session_get_locked();
+	if (res == kXSchedSuccess)
+		session_put_locked();
+	pthread_mutex_unlock(&cwsr_lock);
+	return res;
+}
+
+XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count)
+{
+	struct xs_kfd_queue_snapshot_entry *entries = NULL;
+	size_t n = 0, i;
+	XResult res;
+
+	if (!count || (cap > 0 && !out))
+		return kXSchedErrorInvalidValue;
+	*count = 0;
+	pthread_mutex_lock(&cwsr_lock);
+	res = session_get_locked();
+	if (res != kXSchedSuccess)
+		goto out;
+	res = snapshot_locked(0, &entries, &n);
+	if (res == kXSchedSuccess) {
+		for (i = 0; i < n && i < cap; i++) {
+			out[i].ring_base_address = entries[i].ring_base_address;
+			out[i].queue_id = entries[i].queue_id;
+			out[i].gpu_id = entries[i].gpu_id;
+			out[i].ring_size = entries[i].ring_size;
+			out[i].queue_type = entries[i].queue_type;
+		}
+		*count = n;
+	}
+	free(entries);
+	session_put_locked();
+out:
+	pthread_mutex_unlock(&cwsr_lock);
+	return res;
+}
+
+XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
+{
+	struct xs_kfd_queue_snapshot_entry *entries = NULL, *e = NULL;
+	xs_cwsr_queue *q;
+	size_t n = 0, i;
+	XResult res;
+
+	if (!out)
+		return kXSchedErrorInvalidValue;
+	*out = NULL;
+	if (!ring_base_address) {
+		XS_WARN(TOPIC, "attach: ring base address 0 names no queue");
+		return kXSchedErrorInvalidValue;
+	}
+	pthread_mutex_lock(&cwsr_lock);
+	res = session_get_locked();
+	if (res != kXSchedSuccess)
+		goto out;
+
+	/* Clearing EC_QUEUE_NEW is required: KFD refuses to suspend a queue
+	 * still flagged new. The snapshot clears it on every queue it reports. */
+	res = snapshot_locked(XS_KFD_EC_MASK(XS_KFD_EC_QUEUE_NEW), &entries, &n);
+	if (res != kXSchedSuccess)
+		goto put;
+	for (i = 0; i < n; i++) {
+		if (entries[i].ring_base_address == ring_base_address) {
+			e = &entries[i];
+			break;
+		}
+	}
+	if (!e) {
+		XS_WARN(TOPIC, "attach: none of this process's %zu KFD queues has ring buffer 0x%llx",
+			n, (unsigned long long)ring_base_address);
+		res = kXSchedErrorNotFound;
+		goto put;
+	}
+	if (!is_compute_queue(e->queue_type)) {
+		XS_WARN(TOPIC, "attach: KFD queue %u (ring 0x%llx) is not a compute queue (type %u)",
+			e->queue_id, (unsigned long long)ring_base_address, e->queue_type);
+		res = kXSchedErrorNotSupported;
+		goto put;
+	}
+	for (q = attached_list; q; q = q->next) {
+		if (q->queue_id == e->queue_id) {
+			XS_WARN(TOPIC, "attach: KFD queue %u is already attached (streams sharing one "
+				       "hardware queue cannot be preempted apart)",
+				e->queue_id);
+			res = kXSchedErrorNotAllowed;
+			goto put;
+		}
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		XS_ERROR(TOPIC, "attach: out of memory");
+		res = kXSchedErrorUnknown;
+		goto put;
+	}
+	q->ring_base_address = ring_base_address;
+	q->queue_id = e->queue_id;
+	q->gpu_id = e->gpu_id;
+	q->next = attached_list;
+	attached_list = q;
+	n_attached++;
+	*out = q;
+	XS_DEBUG(TOPIC, "attached KFD queue %u (gpu %u, ring 0x%llx, %u bytes)", q->queue_id,
+		 q->gpu_id, (unsigned long long)ring_base_address, e->ring_size);
+put:
+	free(entries);
+	session_put_locked();
+out:
+	pthread_mutex_unlock(&cwsr_lock);
+	return res;
+}
+
+uint32_t xs_cwsr_queue_id(const xs_cwsr_queue *q)
+{
+	return q ? q->queue_id : 0;
+}
+
+bool xs_cwsr_is_suspended(const xs_cwsr_queue *q)
+{
+	bool s;
+
+	if (!q)
+		return false;
+	pthread_mutex_lock(&cwsr_lock);
+	s = q->suspended;
+	pthread_mutex_unlock(&cwsr_lock);
+	return s;
+}
+
+static XResult check_batch(xs_cwsr_queue *const *qs, size_t n)
+{
+	size_t i, j;
+
+	if (n > 0 && !qs)
+		return kXSchedErrorInvalidValue;
+	for (i = 0; i < n; i++) {
+		if (!qs[i])
+			return kXSchedErrorInvalidValue;
+		for (j = 0; j < i; j++)
+			if (qs[j] == qs[i])
+				return kXSchedErrorInvalidValue;
+	}
+	return kXSchedSuccess;
+}
+
+/* Issue RESUME_QUEUES for @ids (status bits come back ORed in).
+ * Returns the kernel's return value. */
+static int resume_ioctl_locked(uint32_t *ids, size_t k)
+{
+	struct xs_kfd_dbg_trap_args args;
+
+	memset(&args, 0, sizeof(args));
+	args.resume_queues.queue_array_ptr = (uint64_t)(uintptr_t)ids;
+	args.resume_queues.num_queues = (uint32_t)k;
+	return dbg_trap(&args, XS_KFD_DBG_TRAP_RESUME_QUEUES);
+}
+
+/* Resume the @k queues of @todo that are marked suspended. Logs one line on
+ * failure. */
+static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
+{
+	uint32_t stack_ids[STACK_BATCH], *ids = stack_ids;
+	size_t i, failed = 0, first_bad = 0;
+	XResult res = kXSchedSuccess;
+	int r;
+
+	if (k == 0)
+		return kXSchedSuccess;
+	if (k > STACK_BATCH) {
+		ids = malloc(k * sizeof(*ids));
+		if (!ids) {
+			XS_ERROR(TOPIC, "resume: out of memory for %zu queue ids", k);
+			return kXSchedErrorUnknown;
+		}
+	}
+	for (i = 0; i < k; i++)
+		ids[i] = todo[i]->queue_id;
+	r = resume_ioctl_locked(ids, k);
+	if (r < 0) {
+		XS_ERROR(TOPIC, "DBG_TRAP RESUME_QUEUES of %zu queue(s) (first %u) failed (-%s, %d); "
+				"they stay suspended",
+			 k, todo[0]->queue_id, errno_name(-r), r);
+		res = kXSchedErrorHardware;
+		goto out;
+	}
+	for (i = 0; i < k; i++) {
+		uint32_t st = ids[i] & QUEUE_STATUS_MASK;
+
+		/* ERROR: the hardware failed, the queue is still suspended.
+		 * INVALID alone: KFD has no such queue, so nothing is suspended. */
+		if (!(st & XS_KFD_DBG_QUEUE_ERROR_MASK))
+			todo[i]->suspended = false;
+		if (st && failed++ == 0)
+			first_bad = i;
+	}
+	if (failed || (size_t)r != k) {
+		XS_ERROR(TOPIC, "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s); queue %u "
+				"reports%s%s",
+			 r, k, todo[first_bad]->queue_id,
+			 (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
+			 (ids[first_bad] & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid" :
+			 failed ? "" : " nothing (count mismatch)");
+		res = kXSchedErrorHardware;
+	}
+out:
+	if (ids != stack_ids)
+		free(ids);
+	return res;
+}
+
+XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
+{
+	xs_cwsr_queue *stack_todo[STACK_BATCH], **todo = stack_todo;
+	uint32_t stack_ids[STACK_BATCH], *ids = stack_ids;
+	struct xs_kfd_dbg_trap_args args;
+	size_t i, k = 0, bad = 0, first_bad = 0, n_back = 0;
+	XResult res, back = kXSchedSuccess;
+	uint32_t bad_id, bad_st;
+	int r, ret;
+
+	res = check_batch(qs, n);
+	if (res != kXSchedSuccess || n == 0)
+		return res;
+	if (n > STACK_BATCH) {
+		todo = malloc(n * sizeof(*todo));
+		ids = malloc(n * sizeof(*ids));
+		if (!todo || !ids) {
+			XS_ERROR(TOPIC, "suspend: out of memory for %zu queues", n);
+			res = kXSchedErrorUnknown;
+			goto free_out;
+		}
+	}
+	pthread_mutex_lock(&cwsr_lock);
+	for (i = 0; i < n; i++)
+		if (!qs[i]->suspended)
+			todo[k++] = qs[i];
+	if (k == 0)
+		goto out;
+	for (i = 0; i < k; i++)
+		ids[i] = todo[i]->queue_id;
+
+	memset(&args, 0, sizeof(args));
+	args.suspend_queues.exception_mask = 0;
+	args.suspend_queues.queue_array_ptr = (uint64_t)(uintptr_t)ids;
+	args.suspend_queues.num_queues = (uint32_t)k;
+	args.suspend_queues.grace_period = 0; /* preempt now: CWSR saves the waves */
+	ret = r = dbg_trap(&args, XS_KFD_DBG_TRAP_SUSPEND_QUEUES);
+	if (r < 0) {
+		/* Negative returns come from checks made before any queue is
+		 * touched, so nothing is suspended. */
+		if (r == -EPERM) {
+			XS_WARN(TOPIC, "Lv3 unavailable: KFD refused SUSPEND_QUEUES (-EPERM): the "
+				       "HSA runtime has not enabled debug support");
+			res = kXSchedErrorNotSupported;
+		} else {
+			XS_ERROR(TOPIC, "DBG_TRAP SUSPEND_QUEUES of %zu queue(s) (first %u) failed "
+					"(-%s, %d); nothing suspended",
+				 k, todo[0]->queue_id, errno_name(-r), r);
+			res = kXSchedErrorHardware;
+		}
+		goto out;
+	}
+
+	/* KFD clears INVALID on each queue it marked suspended, and sets ERROR
+	 * when the hardware then failed; a clean entry is a suspended queue. */
+	for (i = 0; i < k; i++) {
+		uint32_t st = ids[i] & QUEUE_STATUS_MASK;
+
+		if (!(st & XS_KFD_DBG_QUEUE_INVALID_MASK))
+			todo[i]->suspended = true;
+		if (st && bad++ == 0)
+			first_bad = i;
+	}
+	if (bad == 0 && (size_t)r == k) {
+		XS_DEBUG(TOPIC, "suspended %zu queue(s), first %u", k, todo[0]->queue_id);
+		goto out;
+	}
+
+	/* Partial: put back what was suspended, so the batch is all or nothing. */
+	bad_id = todo[first_bad]->queue_id;
+	bad_st = ids[first_bad] & QUEUE_STATUS_MASK;
+	for (i = 0; i < k; i++)
+		if (todo[i]->suspended)
+			todo[n_back++] = todo[i];
+	if (n_back > 0) {
+		for (i = 0; i < n_back; i++)
+			ids[i] = todo[i]->queue_id;
+		r = resume_ioctl_locked(ids, n_back);
+		for (i = 0; i < n_back; i++) {
+			if (r >= 0 && !(ids[i] & XS_KFD_DBG_QUEUE_ERROR_MASK))
+				todo[i]->suspended = false;
+			if (todo[i]->suspended)
+				back = kXSchedErrorHardware;
+		}
+	}
+	XS_ERROR(TOPIC, "DBG_TRAP SUSPEND_QUEUES: KFD reported %d of %zu queue(s) suspended, "
+			"queue %u flagged%s%s; %s",
+		 ret, k, bad_id, (bad_st & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
+		 (bad_st & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid (missing, new or dying)" :
+		 bad_st ? "" : " nothing (count mismatch)",
+		 n_back == 0		     ? "nothing to undo" :
+		 back == kXSchedSuccess ? "resumed the suspended ones again" :
+					      "could not resume them all (the last detach will)");
+	res = kXSchedErrorHardware;
+out:
+	pthread_mutex_unlock(&cwsr_lock);
+free_out:
+	if (todo != stack_todo)
+		free(todo);
+	if (ids != stack_ids)
+		free(ids);
+	return res;
+}
+
+XResult xs_cwsr_resume_many(xs_cwsr_queue *const *qs, size_t n)
+{
+	xs_cwsr_queue *stack_todo[STACK_BATCH], **todo = stack_todo;
+	size_t i, k = 0;
+	XResult res;
+
+	res = check_batch(qs, n);
+	if (res != kXSchedSuccess || n == 0)
+		return res;
+	if (n > STACK_BATCH) {
+		todo = malloc(n * sizeof(*todo));
+		if (!todo) {
+			XS_ERROR(TOPIC, "resume: out of memory for %zu queues", n);
+			return kXSchedErrorUnknown;
+		}
+	}
+	pthread_mutex_lock(&cwsr_lock);
+	for (i = 0; i < n; i++)
+		if (qs[i]->suspended)
+			todo[k++] = qs[i];
+	res = resume_locked(todo, k);
+	pthread_mutex_unlock(&cwsr_lock);
+	if (todo != stack_todo)
+		free(todo);
+	return res;
+}
+
+XResult xs_cwsr_suspend(xs_cwsr_queue *q)
+{
+	return xs_cwsr_suspend_many(&q, 1);
+}
+
+XResult xs_cwsr_resume(xs_cwsr_queue *q)
+{
+	return xs_cwsr_resume_many(&q, 1);
+}
+
+void xs_cwsr_detach(xs_cwsr_queue *q)
+{
+	xs_cwsr_queue **pp;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&cwsr_lock);
+	if (q->suspended && resume_locked(&q, 1) != kXSchedSuccess && n_attached > 1)
+		XS_ERROR(TOPIC, "detach: KFD queue %u may stay suspended until the last detach",
+			 q->queue_id);
+	for (pp = &attached_list; *pp; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			n_attached--;
+			break;
+		}
+	}
+	XS_DEBUG(TOPIC, "detached KFD queue %u", q->queue_id);
+	free(q);
+	session_put_locked();
+	pthread_mutex_unlock(&cwsr_lock);
+}

@@ -1,0 +1,52 @@
+/* Minimal checking helpers for the unit tests: a failed check prints where and why and
+ * exits 1; a test's main returns 0 when every check passed. */
+#ifndef XS_TEST_CHECK_H
+#define XS_TEST_CHECK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "xsched.h"
+
+#define CHECK(cond)                                                                        \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+#define CHECK_RES(expr, want)                                                              \
+	do {                                                                               \
+		XResult got_ = (expr);                                                     \
+		if (got_ != (want)) {                                                      \
+			fprintf(stderr, "%s:%d: %s returned %d, expected %s (%d)\n", __FILE__,  \
+				__LINE__, #expr, (int)got_, #want, (int)(want));           \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+#define CHECK_OK(expr) CHECK_RES(expr, kXSchedSuccess)
+
+/* Monotonic time in microseconds. */
+int64_t t_now_us(void);
+void t_sleep_us(int64_t us);
+
+/* Poll @pred(arg) every 100 us until it holds or @timeout_ms passes; returns the result.
+ * Only for waiting on a condition the test expects to become true, never for timing. */
+bool t_wait_for(bool (*pred)(void *arg), void *arg, int timeout_ms);
+
+/* Host function: sleeps for *(int64_t *)data microseconds. */
+XResult t_sleep_fn(void *data);
+
+/* Submit a host function command to @xq and destroy the caller's handle at once (the
+ * XQueue keeps the command alive). */
+void t_submit_fn(XQueueHandle xq, HostFunction fn, void *data);
+
+/* Statistics of @xq (checks the call succeeds). */
+XQueueStats t_stats(XQueueHandle xq);
+
+#endif
