@@ -510,6 +510,118 @@ XSCHED_API XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallba
  */
 XSCHED_API XResult HwCommandCreateHostFunc(HwCommandHandle *hw_cmd, HostFunction fn, void *data);
 
+/** Grid or block dimensions of a kernel launch, in blocks or threads. */
+typedef struct XDim3 {
+	uint32_t x, y, z;
+} XDim3;
+
+/**
+ * @brief Create a kernel launch command, copying its arguments now.
+ *
+ * The arguments are copied into the command when this call returns, so the caller may
+ * reuse or free its buffers at once. Sizes come from the caller, never from code-object
+ * metadata. Runs only on HIP or CUDA HwQueues (cudaLaunchKernel/hipLaunchKernel).
+ *
+ * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
+ * @param func             [in]  The kernel's host-side handle (the `__global__` function's
+ *                               address, as for cudaLaunchKernel/hipLaunchKernel).
+ * @param grid             [in]  Grid size in blocks; each component >= 1.
+ * @param block            [in]  Block size in threads; each component >= 1.
+ * @param shared_mem_bytes [in]  Dynamic shared memory per block, in bytes.
+ * @param args             [in]  @p num_args pointers, one to each argument value (as for
+ *                               cudaLaunchKernel); read only during this call.
+ * @param arg_sizes        [in]  Size in bytes of each argument; read only during this call.
+ * @param num_args         [in]  Number of arguments (0 allows null @p args/@p arg_sizes).
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if a pointer is null, a dimension is 0
+ *         or an argument size is 0; kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateKernel(HwCommandHandle *hw_cmd, const void *func, XDim3 grid,
+					 XDim3 block, size_t shared_mem_bytes, void **args,
+					 const size_t *arg_sizes, size_t num_args);
+
+/**
+ * @brief Create a launch of a module function (`CUfunction`/`hipFunction_t`), copying its
+ *        arguments now. As HwCommandCreateKernel() otherwise.
+ * @param hw_cmd           [out] The new handle; owned by the caller.
+ * @param function         [in]  The module function, from cuModuleGetFunction or
+ *                               hipModuleGetFunction.
+ * @param grid             [in]  Grid size in blocks.
+ * @param block            [in]  Block size in threads.
+ * @param shared_mem_bytes [in]  Dynamic shared memory per block, in bytes.
+ * @param args             [in]  Pointers to each argument value; read only during this call.
+ * @param arg_sizes        [in]  Size in bytes of each argument.
+ * @param num_args         [in]  Number of arguments.
+ * @return as HwCommandCreateKernel().
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function,
+					       XDim3 grid, XDim3 block, size_t shared_mem_bytes,
+					       void **args, const size_t *arg_sizes,
+					       size_t num_args);
+
+/**
+ * @brief Create an asynchronous copy of @p bytes bytes from @p src to @p dst.
+ *
+ * The direction is inferred from the pointers (unified addressing). Host memory should be
+ * pinned for the copy to be asynchronous. Runs only on HIP or CUDA HwQueues.
+ *
+ * @param hw_cmd [out] The new handle; owned by the caller.
+ * @param dst    [in]  Destination; must stay valid until the command completes.
+ * @param src    [in]  Source; must stay valid and unchanged until the command completes.
+ * @param bytes  [in]  Bytes to copy, >= 1.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue for a null pointer or 0 bytes;
+ *         kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *src,
+					 size_t bytes);
+
+/**
+ * @brief Create an asynchronous fill of @p bytes bytes at @p dst with @p value.
+ * @param hw_cmd [out] The new handle; owned by the caller.
+ * @param dst    [in]  Device memory; must stay valid until the command completes.
+ * @param value  [in]  The byte to write.
+ * @param bytes  [in]  Bytes to fill, >= 1.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue for a null pointer or 0 bytes;
+ *         kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateMemset(HwCommandHandle *hw_cmd, void *dst, uint8_t value,
+					 size_t bytes);
+
+/**
+ * @brief Create an event record: a marker that other XQueues' wait commands can depend on.
+ *
+ * The library owns the native event behind it (created on the HwQueue's device at launch,
+ * destroyed with the command).
+ *
+ * @param hw_cmd [out] The new handle; owned by the caller. Keep it until every wait
+ *                     command created on it has been submitted.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hw_cmd is null;
+ *         kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateEventRecord(HwCommandHandle *hw_cmd);
+
+/**
+ * @brief Create a wait: the HwQueue runs nothing after it until @p record_cmd has run.
+ *
+ * A dependency across XQueues. The library launches the wait only once the record
+ * command has been launched (so a suspended producer cannot be overtaken), and while an
+ * XQueue waits for that it counts as not ready to the scheduler (so HPF does not
+ * suspend the producer it waits for).
+ *
+ * @param hw_cmd     [out] The new handle; owned by the caller.
+ * @param record_cmd [in]  A command from HwCommandCreateEventRecord(); the wait holds a
+ *                         reference to it.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hw_cmd is null or @p record_cmd
+ *         is not an event record; kXSchedErrorNotFound if @p record_cmd is not live;
+ *         kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult HwCommandCreateEventWait(HwCommandHandle *hw_cmd, HwCommandHandle record_cmd);
+
 /**
  * @brief Destroy a command handle.
  *

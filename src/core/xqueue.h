@@ -43,6 +43,8 @@ typedef struct xs_xqueue {
 	bool running;         /* = closing || !(app_suspended || sched_suspended), as applied */
 	bool closing;         /* XQueueDestroy has begun: drain, accept nothing new */
 	bool stop;            /* threads exit once idle */
+	bool blocked;         /* the launcher waits for another XQueue (an event wait); the
+			       * scheduler then treats the XQueue as not ready */
 
 	uint64_t suspensions;
 	int64_t suspended_ns;       /* finished spells */

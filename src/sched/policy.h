@@ -15,7 +15,8 @@
 /* One XQueue as the policy sees it. */
 typedef struct xs_sched_entry {
 	uint64_t id;            /* the XQueue handle: stable while registered */
-	bool ready;             /* it has pending or in-flight commands */
+	bool ready;             /* it has pending or in-flight commands and is not blocked
+				 * on another XQueue */
 	Priority prio;          /* XHintPriority */
 	int64_t ready_since_ns; /* when it last went from idle to ready (monotonic ns) */
 	void **slot;            /* per-queue state owned by the policy; starts NULL */

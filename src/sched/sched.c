@@ -103,7 +103,7 @@ static int64_t xs__pass(void)
 		xs__entry_q[i] = xq;
 		xs_mutex_lock(&xq->lock);
 		e->id = xq->obj.handle;
-		e->ready = !xs_xqueue_idle(xq);
+		e->ready = !xs_xqueue_idle(xq) && !xq->blocked;
 		e->prio = xq->prio;
 		e->ready_since_ns = xq->ready_since_ns;
 		e->suspend = xq->sched_suspended;

@@ -586,7 +586,453 @@ static int test_old_kernel(void)
 	/* Exactly 1.13 is enough. */
 	fake_reset(1);
 	F.minor = 13;
-	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorSuccess_placeholder, 0);
+	CHECK_CALL(xs_cwsr_probe(), kXSchedSuccess, 0);
 	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_debugger_attached(void)
+{
+	xs_cwsr_queue *q = NULL;
+
+	/* rocgdb (or the runtime's core dump) holds the trap: ENABLE gives
+	 * -EALREADY, and we must not DISABLE someone else's session. */
+	fake_reset(1);
+	F.debugger_attached = true;
+	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
+	CHECK_TRACE("open version enable close");
+	CHECK(strstr(captured, "EALREADY") != NULL);
+	trace_clear();
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[0].ring), kXSchedErrorNotSupported, 1);
+	CHECK_TRACE("open version enable close");
+	CHECK(q == NULL);
+	CHECK_EQ(F.opens, F.closes);
+	return 0;
+}
+
+static int test_runtime_not_debug_enabled(void)
+{
+	xs_cwsr_queue *q = NULL;
+
+	/* ENABLE works, but the runtime never enabled its debug support: KFD
+	 * would answer SUSPEND with -EPERM, so Lv3 is refused up front. */
+	fake_reset(1);
+	F.runtime_state = XS_KFD_RUNTIME_STATE_DISABLED;
+	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
+	CHECK_TRACE("open version enable disable close");
+	CHECK(strstr(captured, "runtime_state 0") != NULL);
+	CHECK_CLEAN();
+
+	trace_clear();
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[0].ring), kXSchedErrorNotSupported, 1);
+	CHECK_TRACE("open version enable disable close");
+	CHECK(q == NULL);
+	CHECK_CLEAN();
+
+	/* The runtime state changing under us: SUSPEND gives -EPERM. */
+	fake_reset(1);
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[0].ring), kXSchedSuccess, 0);
+	F.runtime_state = XS_KFD_RUNTIME_STATE_DISABLED;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend(q), kXSchedErrorNotSupported, 1);
+	CHECK_TRACE("suspend[3]");
+	CHECK(!xs_cwsr_is_suspended(q));
+	CHECK_EQ(fake_suspended_count(), 0);
+	CHECK_VOID_CALL(xs_cwsr_detach(q), 0);
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_attach_suspend_resume_detach(void)
+{
+	xs_cwsr_queue *q = NULL;
+
+	fake_reset(2);
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[1].ring), kXSchedSuccess, 0);
+	CHECK(q != NULL);
+	CHECK_TRACE("open version enable snapshot");
+	CHECK_EQ(xs_cwsr_queue_id(q), 5);
+	CHECK_EQ(F.last_snapshot.pid, getpid());
+	CHECK_EQ(F.last_snapshot.queue_snapshot.exception_mask, 1ull << 30);
+	CHECK_EQ(F.last_snapshot.queue_snapshot.entry_size, 64);
+	CHECK(F.last_snapshot.queue_snapshot.num_queues >= 2);
+	CHECK(F.enabled);
+	/* The new-queue state is cleared, or KFD would refuse the suspend. */
+	CHECK(!F.q[1].is_new);
+
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend(q), kXSchedSuccess, 0);
+	CHECK_TRACE("suspend[5]");
+	CHECK_EQ(F.last_suspend.pid, getpid());
+	CHECK_EQ(F.last_suspend.op, XS_KFD_DBG_TRAP_SUSPEND_QUEUES);
+	CHECK_EQ(F.last_suspend.suspend_queues.num_queues, 1);
+	CHECK_EQ(F.last_suspend.suspend_queues.grace_period, 0);
+	CHECK_EQ(F.last_suspend.suspend_queues.exception_mask, 0);
+	CHECK(F.q[1].suspended);
+	CHECK(!F.q[0].suspended);
+	CHECK(xs_cwsr_is_suspended(q));
+
+	/* Idempotent: no second ioctl. */
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend(q), kXSchedSuccess, 0);
+	CHECK_TRACE("");
+
+	CHECK_CALL(xs_cwsr_resume(q), kXSchedSuccess, 0);
+	CHECK_TRACE("resume[5]");
+	CHECK_EQ(F.last_resume.pid, getpid());
+	CHECK_EQ(F.last_resume.op, XS_KFD_DBG_TRAP_RESUME_QUEUES);
+	CHECK_EQ(F.last_resume.resume_queues.num_queues, 1);
+	CHECK(!F.q[1].suspended);
+	CHECK(!xs_cwsr_is_suspended(q));
+	trace_clear();
+	CHECK_CALL(xs_cwsr_resume(q), kXSchedSuccess, 0);
+	CHECK_TRACE("");
+
+	/* Detach of a suspended queue resumes it before DISABLE. */
+	CHECK_CALL(xs_cwsr_suspend(q), kXSchedSuccess, 0);
+	trace_clear();
+	CHECK_VOID_CALL(xs_cwsr_detach(q), 0);
+	CHECK_TRACE("resume[5] disable close");
+	CHECK_CLEAN();
+
+	/* detach(NULL) is a no-op. */
+	trace_clear();
+	CHECK_VOID_CALL(xs_cwsr_detach(NULL), 0);
+	CHECK_TRACE("");
+	return 0;
+}
+
+static int test_refcount_and_batches(void)
+{
+	xs_cwsr_queue *a = NULL, *b = NULL, *both[2];
+
+	fake_reset(3);
+	CHECK_CALL(xs_cwsr_attach(&a, F.q[0].ring), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_attach(&b, F.q[2].ring), kXSchedSuccess, 0);
+	/* One open and one ENABLE for both; the second attach only snapshots. */
+	CHECK_TRACE("open version enable snapshot snapshot");
+	CHECK_EQ(xs_cwsr_queue_id(a), 3);
+	CHECK_EQ(xs_cwsr_queue_id(b), 7);
+
+	/* A probe while queues are attached changes nothing. */
+	trace_clear();
+	CHECK_CALL(xs_cwsr_probe(), kXSchedSuccess, 0);
+	CHECK_TRACE("");
+
+	both[0] = a;
+	both[1] = b;
+	CHECK_CALL(xs_cwsr_suspend_many(both, 2), kXSchedSuccess, 0);
+	CHECK_TRACE("suspend[3,7]");
+	CHECK_EQ(F.last_suspend.suspend_queues.num_queues, 2);
+	CHECK_EQ(F.last_suspend.suspend_queues.grace_period, 0);
+	CHECK_EQ(fake_suspended_count(), 2);
+
+	/* Only the running ones are sent. */
+	trace_clear();
+	CHECK_CALL(xs_cwsr_resume(a), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_suspend_many(both, 2), kXSchedSuccess, 0);
+	CHECK_TRACE("resume[3] suspend[3]");
+	trace_clear();
+	CHECK_CALL(xs_cwsr_resume_many(both, 2), kXSchedSuccess, 0);
+	CHECK_TRACE("resume[3,7]");
+	CHECK_EQ(fake_suspended_count(), 0);
+
+	/* Bad batches are refused before any ioctl. */
+	trace_clear();
+	both[1] = a;
+	CHECK_CALL(xs_cwsr_suspend_many(both, 2), kXSchedErrorInvalidValue, 0);
+	both[1] = NULL;
+	CHECK_CALL(xs_cwsr_suspend_many(both, 2), kXSchedErrorInvalidValue, 0);
+	CHECK_CALL(xs_cwsr_resume_many(NULL, 1), kXSchedErrorInvalidValue, 0);
+	CHECK_CALL(xs_cwsr_suspend_many(NULL, 0), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_suspend(NULL), kXSchedErrorInvalidValue, 0);
+	CHECK_CALL(xs_cwsr_resume(NULL), kXSchedErrorInvalidValue, 0);
+	CHECK_TRACE("");
+
+	/* DISABLE only after the last detach. */
+	CHECK_CALL(xs_cwsr_suspend(b), kXSchedSuccess, 0);
+	trace_clear();
+	CHECK_VOID_CALL(xs_cwsr_detach(a), 0);
+	CHECK_TRACE("");
+	CHECK(F.enabled);
+	CHECK_VOID_CALL(xs_cwsr_detach(b), 0);
+	CHECK_TRACE("resume[7] disable close");
+	CHECK_CLEAN();
+
+	/* A new attach after that enables again. */
+	trace_clear();
+	CHECK_CALL(xs_cwsr_attach(&a, F.q[1].ring), kXSchedSuccess, 0);
+	CHECK_TRACE("open version enable snapshot");
+	xs_cwsr_detach(a);
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_attach_errors(void)
+{
+	xs_cwsr_queue *q = (xs_cwsr_queue *)&q, *q2 = NULL;
+
+	fake_reset(2);
+	CHECK_CALL(xs_cwsr_attach(NULL, F.q[0].ring), kXSchedErrorInvalidValue, 0);
+	CHECK_CALL(xs_cwsr_attach(&q, 0), kXSchedErrorInvalidValue, 1);
+	CHECK(q == NULL);
+	CHECK_TRACE("");
+
+	/* Queue not found: everything is undone. */
+	q = (xs_cwsr_queue *)&q;
+	CHECK_CALL(xs_cwsr_attach(&q, 0x999000), kXSchedErrorNotFound, 1);
+	CHECK(q == NULL);
+	CHECK_TRACE("open version enable snapshot disable close");
+	CHECK(strstr(captured, "0x999000") != NULL);
+	CHECK_CLEAN();
+
+	/* An SDMA queue cannot be preempted this way. */
+	fake_reset(2);
+	F.q[1].type = XS_KFD_QUEUE_TYPE_SDMA;
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[1].ring), kXSchedErrorNotSupported, 1);
+	CHECK(q == NULL);
+	CHECK_CLEAN();
+
+	/* The snapshot failing. */
+	fake_reset(2);
+	F.snapshot_err = -EIO;
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[1].ring), kXSchedErrorNotSupported, 1);
+	CHECK_TRACE("open version enable snapshot disable close");
+	CHECK_CLEAN();
+
+	/* The same hardware queue twice (streams sharing an HSA queue). */
+	fake_reset(2);
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[0].ring), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_attach(&q2, F.q[0].ring), kXSchedErrorNotAllowed, 1);
+	CHECK(q2 == NULL);
+	CHECK(F.enabled); /* the first attach still holds the session */
+	CHECK_CALL(xs_cwsr_suspend(q), kXSchedSuccess, 0);
+	xs_cwsr_detach(q);
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_snapshot_growth(void)
+{
+	xs_cwsr_queue *q = NULL;
+	xs_cwsr_queue_info info[4];
+	size_t count = 0;
+
+	/* More queues than the first buffer holds: ask again with room. */
+	fake_reset(MAX_FAKE_QUEUES);
+	CHECK_CALL(xs_cwsr_attach(&q, F.q[MAX_FAKE_QUEUES - 1].ring), kXSchedSuccess, 0);
+	CHECK_TRACE("open version enable snapshot snapshot");
+	CHECK_EQ(xs_cwsr_queue_id(q), 3 + 2 * (MAX_FAKE_QUEUES - 1));
+	CHECK(!F.q[MAX_FAKE_QUEUES - 1].is_new);
+	CHECK_CALL(xs_cwsr_suspend(q), kXSchedSuccess, 0);
+	xs_cwsr_detach(q);
+	CHECK_CLEAN();
+
+	/* Listing clears nothing and reports the full count. */
+	fake_reset(6);
+	trace_clear();
+	CHECK_CALL(xs_cwsr_list_queues(info, 4, &count), kXSchedSuccess, 0);
+	CHECK_TRACE("open version enable snapshot disable close");
+	CHECK_EQ(count, 6);
+	CHECK_EQ(F.last_snapshot.queue_snapshot.exception_mask, 0);
+	CHECK(F.q[0].is_new);
+	CHECK_EQ(info[2].queue_id, 7);
+	CHECK_EQ(info[2].ring_base_address, 0x30000);
+	CHECK_EQ(info[2].gpu_id, 0x1234);
+	CHECK_EQ(info[2].ring_size, 4096);
+	CHECK_EQ(info[2].queue_type, XS_KFD_QUEUE_TYPE_COMPUTE_AQL);
+	CHECK_CALL(xs_cwsr_list_queues(NULL, 0, &count), kXSchedSuccess, 0);
+	CHECK_EQ(count, 6);
+	CHECK_CALL(xs_cwsr_list_queues(NULL, 1, &count), kXSchedErrorInvalidValue, 0);
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_new_queue_refused(void)
+{
+	xs_cwsr_queue *a = NULL, *b = NULL, *both[2];
+
+	/* Queue 5 appears after the attach snapshot of queue 3 ... */
+	fake_reset(1);
+	CHECK_CALL(xs_cwsr_attach(&a, F.q[0].ring), kXSchedSuccess, 0);
+	F.nq = 2;
+	F.q[1].ring = 0x20000;
+	F.q[1].id = 5;
+	F.q[1].type = XS_KFD_QUEUE_TYPE_COMPUTE_AQL;
+	F.q[1].is_new = true;
+	/* ... and its own attach clears its new state, so both suspend. */
+	CHECK_CALL(xs_cwsr_attach(&b, 0x20000), kXSchedSuccess, 0);
+	both[0] = a;
+	both[1] = b;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend_many(both, 2), kXSchedSuccess, 0);
+	CHECK_TRACE("suspend[3,5]");
+	xs_cwsr_detach(b);
+	xs_cwsr_detach(a);
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_partial_suspend(void)
+{
+	xs_cwsr_queue *q[3] = { NULL, NULL, NULL };
+	size_t i;
+
+	/* Queue 7 refused (invalid): 3 and 5 were suspended and must be
+	 * resumed again, in the same call. */
+	fake_reset(3);
+	for (i = 0; i < 3; i++)
+		CHECK_CALL(xs_cwsr_attach(&q[i], F.q[i].ring), kXSchedSuccess, 0);
+	F.q[2].suspend_status = INV_BIT;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend_many(q, 3), kXSchedErrorHardware, 1);
+	CHECK_TRACE("suspend[3,5,7] resume[3,5]");
+	CHECK_EQ(F.last_resume.resume_queues.num_queues, 2);
+	CHECK(strstr(captured, "queue 7") != NULL);
+	CHECK_EQ(fake_suspended_count(), 0);
+	for (i = 0; i < 3; i++)
+		CHECK(!xs_cwsr_is_suspended(q[i]));
+
+	/* Queue 5 hits a hardware error after KFD marked it suspended: it is
+	 * resumed too. */
+	F.q[2].suspend_status = 0;
+	F.q[1].suspend_status = ERR_BIT;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend_many(q, 3), kXSchedErrorHardware, 1);
+	CHECK_TRACE("suspend[3,5,7] resume[3,5,7]");
+	CHECK(strstr(captured, "hardware-error") != NULL);
+	CHECK_EQ(fake_suspended_count(), 0);
+
+	/* Clean entries but a short count: undo all of them. */
+	F.q[1].suspend_status = 0;
+	F.suspend_ret_override = 2;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend_many(q, 3), kXSchedErrorHardware, 1);
+	CHECK_TRACE("suspend[3,5,7] resume[3,5,7]");
+	CHECK_EQ(fake_suspended_count(), 0);
+	F.suspend_ret_override = -1;
+
+	/* Nothing suspended at all (single queue refused): nothing to undo. */
+	F.q[0].suspend_status = INV_BIT;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend(q[0]), kXSchedErrorHardware, 1);
+	CHECK_TRACE("suspend[3]");
+	CHECK(!xs_cwsr_is_suspended(q[0]));
+	F.q[0].suspend_status = 0;
+
+	/* The rollback itself failing: the queues stay marked suspended, and
+	 * the detaches (finally DISABLE) leave nothing suspended. */
+	F.q[2].suspend_status = INV_BIT;
+	F.q[0].resume_status = ERR_BIT;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend_many(q, 3), kXSchedErrorHardware, 1);
+	CHECK_TRACE("suspend[3,5,7] resume[3,5]");
+	CHECK(xs_cwsr_is_suspended(q[0]));
+	CHECK(!xs_cwsr_is_suspended(q[1]));
+	CHECK(!xs_cwsr_is_suspended(q[2]));
+	CHECK(F.q[0].suspended);
+	trace_clear();
+	CHECK_VOID_CALL(xs_cwsr_detach(q[1]), 0);
+	CHECK_VOID_CALL(xs_cwsr_detach(q[2]), 0);
+	CHECK_TRACE("");
+	/* Resume still fails: one line for the failure, none more (last one). */
+	CHECK_VOID_CALL(xs_cwsr_detach(q[0]), 1);
+	CHECK_TRACE("resume[3] disable close");
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_runtime_failures(void)
+{
+	xs_cwsr_queue *a = NULL, *b = NULL;
+
+	fake_reset(2);
+	CHECK_CALL(xs_cwsr_attach(&a, F.q[0].ring), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_attach(&b, F.q[1].ring), kXSchedSuccess, 0);
+
+	/* SUSPEND failing outright: nothing suspended, nothing to undo. */
+	F.suspend_err = -EIO;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend(a), kXSchedErrorHardware, 1);
+	CHECK_TRACE("suspend[3]");
+	CHECK(!xs_cwsr_is_suspended(a));
+	F.suspend_err = 0;
+
+	/* RESUME failing: the queue stays suspended; a later resume works. */
+	CHECK_CALL(xs_cwsr_suspend(a), kXSchedSuccess, 0);
+	F.resume_err = -EIO;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_resume(a), kXSchedErrorHardware, 1);
+	CHECK_TRACE("resume[3]");
+	CHECK(xs_cwsr_is_suspended(a));
+	CHECK(F.q[0].suspended);
+	F.resume_err = 0;
+	CHECK_CALL(xs_cwsr_resume(a), kXSchedSuccess, 0);
+	CHECK(!F.q[0].suspended);
+
+	/* RESUME reporting a per-queue hardware error. */
+	CHECK_CALL(xs_cwsr_suspend(a), kXSchedSuccess, 0);
+	F.q[0].resume_status = ERR_BIT;
+	CHECK_CALL(xs_cwsr_resume(a), kXSchedErrorHardware, 1);
+	CHECK(xs_cwsr_is_suspended(a));
+
+	/* Detach while resume keeps failing and another queue is attached:
+	 * the failure and the consequence are logged. */
+	trace_clear();
+	CHECK_VOID_CALL(xs_cwsr_detach(a), 2);
+	CHECK_TRACE("resume[3]");
+	CHECK(F.enabled);
+	/* The last detach disables, which makes KFD resume queue 3 too. */
+	CHECK_VOID_CALL(xs_cwsr_detach(b), 0);
+	CHECK_TRACE("resume[3] disable close");
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int test_real_syscalls_without_kfd(void)
+{
+	/* With the real system calls: this machine has no /dev/kfd (if it
+	 * does, the result depends on the kernel and is not checked). */
+	xs_cwsr_set_sys(NULL);
+	if (access("/dev/kfd", F_OK) != 0)
+		CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
+	xs_cwsr_set_sys(&fake_sys);
+	return 0;
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(void);
+	} tests[] = {
+		{ "request_numbers", test_request_numbers },
+		{ "probe_ok", test_probe_ok },
+		{ "no_device", test_no_device },
+		{ "old_kernel", test_old_kernel },
+		{ "debugger_attached", test_debugger_attached },
+		{ "runtime_not_debug_enabled", test_runtime_not_debug_enabled },
+		{ "attach_suspend_resume_detach", test_attach_suspend_resume_detach },
+		{ "refcount_and_batches", test_refcount_and_batches },
+		{ "attach_errors", test_attach_errors },
+		{ "snapshot_growth", test_snapshot_growth },
+		{ "new_queue_refused", test_new_queue_refused },
+		{ "partial_suspend", test_partial_suspend },
+		{ "runtime_failures", test_runtime_failures },
+		{ "real_syscalls_without_kfd", test_real_syscalls_without_kfd },
+	};
+	size_t i;
+
+	/* Warnings and errors are what the checks count. */
+	xs_log_set_level(XS_LOG_WARN);
+	xs_cwsr_set_sys(&fake_sys);
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (tests[i].fn() != 0) {
+			printf("FAIL %s\n", tests[i].name);
+			return 1;
+		}
+		printf("ok   %s\n", tests[i].name);
+	}
+	xs_cwsr_set_sys(NULL);
 	return 0;
 }
