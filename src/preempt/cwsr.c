@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -121,11 +122,13 @@ static XResult kfd_open_locked(void)
 		return kXSchedSuccess;
 	}
 	if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
-		XS_WARN(TOPIC, "Lv3 unavailable: no %s (no AMD GPU, or the amdgpu driver is not loaded)",
+		XS_WARN(TOPIC,
+			"Lv3 unavailable: no %s (no AMD GPU, or the amdgpu driver is not loaded)",
 			XS_KFD_DEVICE_PATH);
 	else if (fd == -EACCES || fd == -EPERM)
-		XS_WARN(TOPIC, "Lv3 unavailable: no permission to open %s (-%s; the user needs the "
-			       "'render' or 'video' group)",
+		XS_WARN(TOPIC,
+			"Lv3 unavailable: no permission to open %s (-%s; the user needs the "
+			"'render' or 'video' group)",
 			XS_KFD_DEVICE_PATH, errno_name(-fd));
 	else
 		XS_WARN(TOPIC, "Lv3 unavailable: cannot open %s (-%s, %d)", XS_KFD_DEVICE_PATH,
@@ -166,24 +169,18 @@ static const char *enable_failure_reason(int err)
 	case EALREADY:
 		return "this process is already debug-enabled (rocgdb attached, or the HSA "
 		       "runtime writing a GPU core dump)";
-	case ENOTTY:
-		return "this KFD has no AMDKFD_IOC_DBG_TRAP (kernel too old)";
+	case ENOTTY: return "this KFD has no AMDKFD_IOC_DBG_TRAP (kernel too old)";
 	case EINVAL:
 		return "the driver refuses the debugger API (GPU hardware scheduling off, "
 		       "amdgpu sched_policy=2, or an old driver)";
-	case EPERM:
-		return "the driver refuses to debug this process";
+	case EPERM: return "the driver refuses to debug this process";
 	case EBUSY:
 		return "PC sampling is active, or GWS queues exist on a GPU whose debugger "
 		       "cannot handle them";
-	case ENODEV:
-		return "a GPU of this process does not support the KFD debugger";
-	case ESRCH:
-		return "KFD does not know this process";
-	case EBADF:
-		return "the KFD fd belongs to another process (used after fork?)";
-	default:
-		return "unexpected error";
+	case ENODEV: return "a GPU of this process does not support the KFD debugger";
+	case ESRCH: return "KFD does not know this process";
+	case EBADF: return "the KFD fd belongs to another process (used after fork?)";
+	default: return "unexpected error";
 	}
 }
 
@@ -224,8 +221,9 @@ static XResult session_get_locked(void)
 		goto fail;
 	}
 	if (major != XS_KFD_MAJOR_REQUIRED || minor < XS_KFD_MINOR_REQUIRED) {
-		XS_WARN(TOPIC, "Lv3 unavailable: KFD ioctl version %u.%u; the debugger API needs "
-			       "%d.%d or later (Linux 6.5+, or a ROCm 6 amdgpu-dkms driver)",
+		XS_WARN(TOPIC,
+			"Lv3 unavailable: KFD ioctl version %u.%u; the debugger API needs "
+			"%d.%d or later (Linux 6.5+, or a recent amdgpu-dkms driver)",
 			major, minor, XS_KFD_MAJOR_REQUIRED, XS_KFD_MINOR_REQUIRED);
 		goto fail;
 	}
@@ -249,9 +247,10 @@ static XResult session_get_locked(void)
 	/* SUSPEND/RESUME need the runtime's debug support (-EPERM otherwise);
 	 * ROCr turns it on at start-up when the kernel and firmware allow it. */
 	if (rinfo.runtime_state != XS_KFD_RUNTIME_STATE_ENABLED) {
-		XS_WARN(TOPIC, "Lv3 unavailable: the HSA runtime has not enabled KFD debug support "
-			       "(runtime_state %u; needs a ROCm runtime that calls RUNTIME_ENABLE, "
-			       "debug-capable firmware, and the runtime initialised first)",
+		XS_WARN(TOPIC,
+			"Lv3 unavailable: the HSA runtime has not enabled KFD debug support "
+			"(runtime_state %u; needs a ROCm runtime that calls RUNTIME_ENABLE, "
+			"debug-capable firmware, and the runtime initialised first)",
 			rinfo.runtime_state);
 		trap_disable_locked();
 		goto fail;
@@ -297,7 +296,8 @@ static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot
 		r = dbg_trap(&args, XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT);
 		if (r < 0) {
 			free(buf);
-			XS_WARN(TOPIC, "Lv3 unavailable: DBG_TRAP GET_QUEUE_SNAPSHOT failed (-%s, %d)",
+			XS_WARN(TOPIC,
+				"Lv3 unavailable: DBG_TRAP GET_QUEUE_SNAPSHOT failed (-%s, %d)",
 				errno_name(-r), r);
 			return kXSchedErrorNotSupported;
 		}
@@ -305,7 +305,8 @@ static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot
 			if (args.queue_snapshot.num_queues > 0 &&
 			    args.queue_snapshot.entry_size < SNAPSHOT_MIN_ENTRY) {
 				free(buf);
-				XS_ERROR(TOPIC, "KFD queue snapshot entries hold %u bytes, need %zu",
+				XS_ERROR(TOPIC,
+					 "KFD queue snapshot entries hold %u bytes, need %zu",
 					 args.queue_snapshot.entry_size, SNAPSHOT_MIN_ENTRY);
 				return kXSchedErrorNotSupported;
 			}
@@ -347,7 +348,8 @@ XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
 	if (res == kXSchedSuccess) {
 		r = kfd_get_version_locked(major, minor);
 		if (r < 0) {
-			XS_WARN(TOPIC, "AMDKFD_IOC_GET_VERSION failed (-%s, %d)", errno_name(-r), r);
+			XS_WARN(TOPIC, "AMDKFD_IOC_GET_VERSION failed (-%s, %d)", errno_name(-r),
+				r);
 			res = kXSchedErrorNotSupported;
 		}
 		if (opened_here)
@@ -431,21 +433,24 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 		}
 	}
 	if (!e) {
-		XS_WARN(TOPIC, "attach: none of this process's %zu KFD queues has ring buffer 0x%llx",
-			n, (unsigned long long)ring_base_address);
+		XS_WARN(TOPIC,
+			"attach: none of this process's %zu KFD queues has ring buffer 0x%llx", n,
+			(unsigned long long)ring_base_address);
 		res = kXSchedErrorNotFound;
 		goto put;
 	}
 	if (!is_compute_queue(e->queue_type)) {
-		XS_WARN(TOPIC, "attach: KFD queue %u (ring 0x%llx) is not a compute queue (type %u)",
+		XS_WARN(TOPIC,
+			"attach: KFD queue %u (ring 0x%llx) is not a compute queue (type %u)",
 			e->queue_id, (unsigned long long)ring_base_address, e->queue_type);
 		res = kXSchedErrorNotSupported;
 		goto put;
 	}
 	for (q = attached_list; q; q = q->next) {
 		if (q->queue_id == e->queue_id) {
-			XS_WARN(TOPIC, "attach: KFD queue %u is already attached (streams sharing one "
-				       "hardware queue cannot be preempted apart)",
+			XS_WARN(TOPIC,
+				"attach: KFD queue %u is already attached (streams sharing one "
+				"hardware queue cannot be preempted apart)",
 				e->queue_id);
 			res = kXSchedErrorNotAllowed;
 			goto put;
@@ -541,8 +546,9 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 		ids[i] = todo[i]->queue_id;
 	r = resume_ioctl_locked(ids, k);
 	if (r < 0) {
-		XS_ERROR(TOPIC, "DBG_TRAP RESUME_QUEUES of %zu queue(s) (first %u) failed (-%s, %d); "
-				"they stay suspended",
+		XS_ERROR(TOPIC,
+			 "DBG_TRAP RESUME_QUEUES of %zu queue(s) (first %u) failed (-%s, %d); "
+			 "they stay suspended",
 			 k, todo[0]->queue_id, errno_name(-r), r);
 		res = kXSchedErrorHardware;
 		goto out;
@@ -558,12 +564,22 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 			first_bad = i;
 	}
 	if (failed || (size_t)r != k) {
-		XS_ERROR(TOPIC, "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s); queue %u "
-				"reports%s%s",
-			 r, k, todo[first_bad]->queue_id,
-			 (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
-			 (ids[first_bad] & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid" :
-			 failed ? "" : " nothing (count mismatch)");
+		if (failed)
+			XS_ERROR(TOPIC,
+				 "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s); queue %u "
+				 "flagged%s%s; %s",
+				 r, k, todo[first_bad]->queue_id,
+				 (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error"
+										: "",
+				 (ids[first_bad] & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid" : "",
+				 (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK)
+					 ? "it stays suspended"
+					 : "KFD has no such queue");
+		else
+			XS_ERROR(TOPIC,
+				 "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s) with no "
+				 "queue flagged",
+				 r, k);
 		res = kXSchedErrorHardware;
 	}
 out:
@@ -580,6 +596,7 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 	size_t i, k = 0, bad = 0, first_bad = 0, n_back = 0;
 	XResult res, back = kXSchedSuccess;
 	uint32_t bad_id, bad_st;
+	char what[96];
 	int r, ret;
 
 	res = check_batch(qs, n);
@@ -617,8 +634,9 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 				       "HSA runtime has not enabled debug support");
 			res = kXSchedErrorNotSupported;
 		} else {
-			XS_ERROR(TOPIC, "DBG_TRAP SUSPEND_QUEUES of %zu queue(s) (first %u) failed "
-					"(-%s, %d); nothing suspended",
+			XS_ERROR(TOPIC,
+				 "DBG_TRAP SUSPEND_QUEUES of %zu queue(s) (first %u) failed "
+				 "(-%s, %d); nothing suspended",
 				 k, todo[0]->queue_id, errno_name(-r), r);
 			res = kXSchedErrorHardware;
 		}
@@ -657,14 +675,20 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 				back = kXSchedErrorHardware;
 		}
 	}
-	XS_ERROR(TOPIC, "DBG_TRAP SUSPEND_QUEUES: KFD reported %d of %zu queue(s) suspended, "
-			"queue %u flagged%s%s; %s",
-		 ret, k, bad_id, (bad_st & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
-		 (bad_st & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid (missing, new or dying)" :
-		 bad_st ? "" : " nothing (count mismatch)",
-		 n_back == 0		     ? "nothing to undo" :
-		 back == kXSchedSuccess ? "resumed the suspended ones again" :
-					      "could not resume them all (the last detach will)");
+	if (bad == 0)
+		snprintf(what, sizeof(what), "no queue flagged");
+	else
+		snprintf(what, sizeof(what), "queue %u flagged%s%s", bad_id,
+			 (bad_st & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
+			 (bad_st & XS_KFD_DBG_QUEUE_INVALID_MASK)
+				 ? " invalid (missing, new or dying)"
+				 : "");
+	XS_ERROR(TOPIC,
+		 "DBG_TRAP SUSPEND_QUEUES: KFD reported %d of %zu queue(s) suspended, %s; %s", ret,
+		 k, what,
+		 n_back == 0		  ? "nothing to undo"
+		 : back == kXSchedSuccess ? "resumed the suspended ones again"
+					  : "could not resume them all (the last detach will)");
 	res = kXSchedErrorHardware;
 out:
 	pthread_mutex_unlock(&cwsr_lock);

@@ -42,7 +42,7 @@ struct xs_kfd_get_version_args {
 
 /* Exception codes (enum kfd_dbg_trap_exception_code); only the one we clear. */
 #define XS_KFD_EC_QUEUE_NEW 31
-#define XS_KFD_EC_MASK(ecode) (1ULL << ((ecode) - 1))
+#define XS_KFD_EC_MASK(ecode) (1ULL << ((ecode)-1))
 
 /* Runtime state reported by ENABLE in xs_kfd_runtime_info.runtime_state. */
 #define XS_KFD_RUNTIME_STATE_DISABLED 0

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -289,8 +290,7 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
 		return -ESRCH;
 	}
 	switch (a->op) {
-	case XS_KFD_DBG_TRAP_ENABLE:
-		return fake_enable(a);
+	case XS_KFD_DBG_TRAP_ENABLE: return fake_enable(a);
 	case XS_KFD_DBG_TRAP_DISABLE:
 		trace("disable");
 		if (!F.enabled)
@@ -299,12 +299,9 @@ static int fake_ioctl(int fd, unsigned long request, void *arg)
 		for (i = 0; i < F.nq; i++)
 			F.q[i].suspended = false; /* KFD resumes everything on disable */
 		return 0;
-	case XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT:
-		return fake_snapshot(a);
-	case XS_KFD_DBG_TRAP_SUSPEND_QUEUES:
-		return fake_suspend(a);
-	case XS_KFD_DBG_TRAP_RESUME_QUEUES:
-		return fake_resume(a);
+	case XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT: return fake_snapshot(a);
+	case XS_KFD_DBG_TRAP_SUSPEND_QUEUES: return fake_suspend(a);
+	case XS_KFD_DBG_TRAP_RESUME_QUEUES: return fake_resume(a);
 	default:
 		trace("bad-op-%u", a->op);
 		F.bad_ops++;
@@ -398,74 +395,74 @@ static int capture_end(void)
 
 /* ---- checks ---- */
 
-#define FAIL(...)                                                                          \
-	do {                                                                               \
-		if (saved_stderr >= 0)                                                     \
-			capture_end();                                                     \
-		printf("%s:%d: %s: ", __FILE__, __LINE__, __func__);                       \
-		printf(__VA_ARGS__);                                                       \
-		printf("\n  trace: %s\n  log: %s\n", F.trace, captured);                   \
-		fflush(stdout);                                                            \
-		return 1;                                                                  \
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		if (saved_stderr >= 0)                                                             \
+			capture_end();                                                             \
+		printf("%s:%d: %s: ", __FILE__, __LINE__, __func__);                               \
+		printf(__VA_ARGS__);                                                               \
+		printf("\n  trace: %s\n  log: %s\n", F.trace, captured);                           \
+		fflush(stdout);                                                                    \
+		return 1;                                                                          \
 	} while (0)
 
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond))                                                               \
-			FAIL("check failed: %s", #cond);                                   \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			FAIL("check failed: %s", #cond);                                           \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                                     \
-	do {                                                                               \
-		long long a_ = (long long)(a), b_ = (long long)(b);                        \
-		if (a_ != b_)                                                              \
-			FAIL("%s == %lld, expected %s == %lld", #a, a_, #b, b_);           \
+#define CHECK_EQ(a, b)                                                                             \
+	do {                                                                                       \
+		long long a_ = (long long)(a), b_ = (long long)(b);                                \
+		if (a_ != b_)                                                                      \
+			FAIL("%s == %lld, expected %s == %lld", #a, a_, #b, b_);                   \
 	} while (0)
 
-#define CHECK_TRACE(expected)                                                              \
-	do {                                                                               \
-		if (strcmp(F.trace, (expected)) != 0)                                      \
-			FAIL("call sequence\n  got:      \"%s\"\n  expected: \"%s\"", F.trace, \
-			     (expected));                                                  \
+#define CHECK_TRACE(expected)                                                                      \
+	do {                                                                                       \
+		if (strcmp(F.trace, (expected)) != 0)                                              \
+			FAIL("call sequence\n  got:      \"%s\"\n  expected: \"%s\"", F.trace,     \
+			     (expected));                                                          \
 	} while (0)
 
 /* Run @call with the log captured; check its result and that it printed
  * exactly @lines lines. */
-#define CHECK_CALL(call, want, lines)                                                      \
-	do {                                                                               \
-		XResult r_;                                                                \
-		int n_;                                                                    \
-		capture_begin();                                                           \
-		r_ = (call);                                                               \
-		n_ = capture_end();                                                        \
-		if (r_ != (want))                                                          \
-			FAIL("%s returned %d, expected %s (%d)", #call, (int)r_, #want,    \
-			     (int)(want));                                                 \
-		if (n_ != (lines))                                                         \
-			FAIL("%s printed %d log line(s), expected %d", #call, n_, (lines)); \
+#define CHECK_CALL(call, want, lines)                                                              \
+	do {                                                                                       \
+		XResult r_;                                                                        \
+		int n_;                                                                            \
+		capture_begin();                                                                   \
+		r_ = (call);                                                                       \
+		n_ = capture_end();                                                                \
+		if (r_ != (want))                                                                  \
+			FAIL("%s returned %d, expected %s (%d)", #call, (int)r_, #want,            \
+			     (int)(want));                                                         \
+		if (n_ != (lines))                                                                 \
+			FAIL("%s printed %d log line(s), expected %d", #call, n_, (lines));        \
 	} while (0)
 
-#define CHECK_VOID_CALL(call, lines)                                                       \
-	do {                                                                               \
-		int n_;                                                                    \
-		capture_begin();                                                           \
-		call;                                                                      \
-		n_ = capture_end();                                                        \
-		if (n_ != (lines))                                                         \
-			FAIL("%s printed %d log line(s), expected %d", #call, n_, (lines)); \
+#define CHECK_VOID_CALL(call, lines)                                                               \
+	do {                                                                                       \
+		int n_;                                                                            \
+		capture_begin();                                                                   \
+		call;                                                                              \
+		n_ = capture_end();                                                                \
+		if (n_ != (lines))                                                                 \
+			FAIL("%s printed %d log line(s), expected %d", #call, n_, (lines));        \
 	} while (0)
 
 /* Nothing open, nothing enabled, nothing suspended, no stray request. */
-#define CHECK_CLEAN()                                                                      \
-	do {                                                                               \
-		CHECK_EQ(F.fd, -1);                                                        \
-		CHECK_EQ(F.opens, F.closes);                                               \
-		CHECK(!F.enabled);                                                         \
-		CHECK_EQ(fake_suspended_count(), 0);                                       \
-		CHECK_EQ(F.bad_requests, 0);                                               \
-		CHECK_EQ(F.bad_pids, 0);                                                   \
-		CHECK_EQ(F.bad_fds, 0);                                                    \
-		CHECK_EQ(F.bad_ops, 0);                                                    \
+#define CHECK_CLEAN()                                                                              \
+	do {                                                                                       \
+		CHECK_EQ(F.fd, -1);                                                                \
+		CHECK_EQ(F.opens, F.closes);                                                       \
+		CHECK(!F.enabled);                                                                 \
+		CHECK_EQ(fake_suspended_count(), 0);                                               \
+		CHECK_EQ(F.bad_requests, 0);                                                       \
+		CHECK_EQ(F.bad_pids, 0);                                                           \
+		CHECK_EQ(F.bad_fds, 0);                                                            \
+		CHECK_EQ(F.bad_ops, 0);                                                            \
 	} while (0)
 
 /* ---- tests ---- */
@@ -989,6 +986,49 @@ static int test_runtime_failures(void)
 	return 0;
 }
 
+struct worker {
+	xs_cwsr_queue *q;
+	int failures;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (xs_cwsr_suspend(w->q) != kXSchedSuccess || !xs_cwsr_is_suspended(w->q))
+			w->failures++;
+		if (xs_cwsr_resume(w->q) != kXSchedSuccess || xs_cwsr_is_suspended(w->q))
+			w->failures++;
+	}
+	return NULL;
+}
+
+static int test_threads(void)
+{
+	struct worker w[4];
+	pthread_t t[4];
+	int i;
+
+	/* Four threads driving their own queues: the backend's lock keeps the
+	 * fake KFD (which has none) consistent. */
+	fake_reset(4);
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < 4; i++)
+		CHECK_CALL(xs_cwsr_attach(&w[i].q, F.q[i].ring), kXSchedSuccess, 0);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(pthread_join(t[i], NULL), 0);
+	for (i = 0; i < 4; i++) {
+		CHECK_EQ(w[i].failures, 0);
+		xs_cwsr_detach(w[i].q);
+	}
+	CHECK_CLEAN();
+	return 0;
+}
+
 static int test_real_syscalls_without_kfd(void)
 {
 	/* With the real system calls: this machine has no /dev/kfd (if it
@@ -1019,6 +1059,7 @@ int main(void)
 		{ "new_queue_refused", test_new_queue_refused },
 		{ "partial_suspend", test_partial_suspend },
 		{ "runtime_failures", test_runtime_failures },
+		{ "threads", test_threads },
 		{ "real_syscalls_without_kfd", test_real_syscalls_without_kfd },
 	};
 	size_t i;
