@@ -39,7 +39,7 @@
 #endif
 
 #define FAKE_FD 42
-#define MAX_FAKE_QUEUES 24
+#define MAX_FAKE_QUEUES 40
 #define ERR_BIT XS_KFD_DBG_QUEUE_ERROR_MASK
 #define INV_BIT XS_KFD_DBG_QUEUE_INVALID_MASK
 
@@ -811,9 +811,9 @@ static int test_attach_errors(void)
 
 static int test_snapshot_growth(void)
 {
-	xs_cwsr_queue *q = NULL;
+	xs_cwsr_queue *q = NULL, *all[MAX_FAKE_QUEUES];
 	xs_cwsr_queue_info info[4];
-	size_t count = 0;
+	size_t count = 0, i;
 
 	/* More queues than the first buffer holds: ask again with room. */
 	fake_reset(MAX_FAKE_QUEUES);
@@ -823,6 +823,25 @@ static int test_snapshot_growth(void)
 	CHECK(!F.q[MAX_FAKE_QUEUES - 1].is_new);
 	CHECK_CALL(xs_cwsr_suspend(q), kXSchedSuccess, 0);
 	xs_cwsr_detach(q);
+	CHECK_CLEAN();
+
+	/* A batch larger than the on-stack arrays: still one ioctl each way. */
+	for (i = 0; i < MAX_FAKE_QUEUES; i++)
+		CHECK_CALL(xs_cwsr_attach(&all[i], F.q[i].ring), kXSchedSuccess, 0);
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend_many(all, MAX_FAKE_QUEUES), kXSchedSuccess, 0);
+	CHECK_EQ(F.last_suspend.suspend_queues.num_queues, MAX_FAKE_QUEUES);
+	CHECK_EQ(fake_suspended_count(), MAX_FAKE_QUEUES);
+	F.q[MAX_FAKE_QUEUES - 1].resume_status = ERR_BIT;
+	CHECK_CALL(xs_cwsr_resume_many(all, MAX_FAKE_QUEUES), kXSchedErrorHardware, 1);
+	CHECK_EQ(fake_suspended_count(), 1);
+	CHECK(xs_cwsr_is_suspended(all[MAX_FAKE_QUEUES - 1]));
+	F.q[MAX_FAKE_QUEUES - 1].resume_status = 0;
+	CHECK_CALL(xs_cwsr_resume_many(all, MAX_FAKE_QUEUES), kXSchedSuccess, 0);
+	CHECK_EQ(F.last_resume.resume_queues.num_queues, 1);
+	CHECK(strncmp(F.trace, "suspend[3,5,7,", 14) == 0);
+	for (i = 0; i < MAX_FAKE_QUEUES; i++)
+		xs_cwsr_detach(all[i]);
 	CHECK_CLEAN();
 
 	/* Listing clears nothing and reports the full count. */
