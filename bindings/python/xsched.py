@@ -263,6 +263,22 @@ def check(code: int, func: Optional[str] = None) -> None:
 # Loading the library
 # ----------------------------------------------------------------------------------------
 
+def _sanitized(build_dir):
+    """Whether a meson build directory uses a sanitizer (its library cannot be loaded
+    into a Python that does not preload the sanitizer runtime)."""
+    import json
+    try:
+        with open(os.path.join(build_dir, "meson-info", "intro-buildoptions.json")) as f:
+            opts = json.load(f)
+    except (OSError, ValueError):
+        return False
+    for o in opts:
+        if o.get("name") == "b_sanitize":
+            v = o.get("value")
+            return bool(v) and v != "none" and v != ["none"] and v != []
+    return False
+
+
 def _candidates():
     """Yield (path or name, where) in search order."""
     env = os.environ.get("XSCHED_LIBRARY")
@@ -272,7 +288,8 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     if os.path.isfile(os.path.join(root, "include", "xsched.h")):
-        builds = glob.glob(os.path.join(root, "build*", "libxsched.so"))
+        builds = [p for p in glob.glob(os.path.join(root, "build*", "libxsched.so"))
+                  if not _sanitized(os.path.dirname(p))]
         builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)  # newest build first
         for p in builds:
             yield p, "build directory of the checkout"
@@ -399,7 +416,8 @@ del _name, _argtypes, _f
 
 def has_function(name: str) -> bool:
     """Whether the loaded library exports C function ``name``."""
-    return not getattr(getattr(_C, name, None), "missing", True)
+    f = getattr(_C, name, None)
+    return f is not None and not getattr(f, "missing", False)
 
 
 def _call(name, *args):
