@@ -129,22 +129,41 @@ typedef enum {
 	kSchedulerMax,
 } XSchedulerType;
 
-/** Scheduling policies (XSched's values; 100 and up are this library's own). */
+/**
+ * Scheduling policies. Values 0-11 and kPolicyMax (12) are XSched's and keep their
+ * meaning; this library's own policies take values from 100 up, so that they can never
+ * collide with a value XSched adds later. A valid policy lies in
+ * (kPolicyUnknown, kPolicyMax) or [kPolicyFirstInFirstOut, kPolicyExtendedMax).
+ * doc/policies.md describes each one, its hints and its source.
+ */
 typedef enum {
 	kPolicyUnknown = 0,
 	/** HPF: while a queue of higher priority has work, lower ones are suspended. */
 	kPolicyHighestPriorityFirst = 1,
-	kPolicyHeterogeneousHighestPriorityFirst = 2,
-	kPolicyCPUHighestPriorityFirst = 3,
+	kPolicyHeterogeneousHighestPriorityFirst = 2, /**< XSched's HHPF; not built here. */
+	kPolicyCPUHighestPriorityFirst = 3,           /**< XSched's CHPF; not built here. */
+	/** UP: one queue at a time, round robin, time slices in proportion to
+	 *  XHintUtilization(), the round length set by XHintTimeslice(). */
 	kPolicyUtilizationPartition = 4,
-	kPolicyProcessUtilizationPartition = 5,
-	kPolicyStrictProcessUtilizationPartition = 6,
+	kPolicyProcessUtilizationPartition = 5,       /**< XSched's PUP; not built here. */
+	kPolicyStrictProcessUtilizationPartition = 6, /**< XSched's SPUP; not built here. */
+	/** KEDF: the k queues with the earliest absolute deadlines (ready time +
+	 *  XHintDeadline()) run; k from XHintKDeadline(), default 1. */
 	kPolicyKEarliestDeadlineFirst = 7,
+	/** LAX: HPF on a priority that rises from lax_prio to crit_prio once a queue has been
+	 *  ready for its XHintLaxity() time. */
 	kPolicyLaxity = 8,
-	kPolicyActiveWindowFirst = 9,
+	kPolicyActiveWindowFirst = 9, /**< XSched's AWF; not built here. */
+	/** CFS: weighted fair share; weight 1024 * 1.2^priority (XHintPriority()). */
 	kPolicyCompletelyFairScheduler = 10,
-	kPolicyMultiLevelFeedbackQueue = 11,
-	kPolicyMax,
+	kPolicyMultiLevelFeedbackQueue = 11, /**< XSched's MLFQ; not built here. */
+	kPolicyMax, /**< One past XSched's last policy (12), as in XSched. */
+	/** FIFO (this library's): the queue that became ready first runs alone until it is
+	 *  idle, then the next in arrival order. */
+	kPolicyFirstInFirstOut = 100,
+	/** EDF (this library's): KEDF with k fixed at 1, whatever XHintKDeadline() says. */
+	kPolicyEarliestDeadlineFirst = 101,
+	kPolicyExtendedMax, /**< One past this library's last policy (102). */
 } XPolicyType;
 
 /**
@@ -642,16 +661,26 @@ XSCHED_API XResult HwCommandDestroy(HwCommandHandle hw_cmd);
  * @brief Choose the scheduler and its policy.
  *
  * kSchedulerLocal starts the scheduler thread ("xsched-sched") if it is not running, or
- * switches its policy safely while queues run. kSchedulerAppManaged stops it and resumes
- * every queue it had suspended; the application's own XQueueSuspend() calls stay in force.
+ * switches its policy safely while queues run: the old policy's per-queue state is
+ * dropped, the new one decides at once, and hints given earlier stay in force.
+ * kSchedulerAppManaged stops the thread and resumes every queue it had suspended; the
+ * application's own XQueueSuspend() calls stay in force.
  * Without this call, the first XQueueCreate() reads `XSCHED_SCHEDULER` (`APP` or `LCL`)
- * and `XSCHED_POLICY` (`HPF`); the default is the local scheduler with HPF.
+ * and `XSCHED_POLICY` (a name, case-insensitive: XSched's `HPF`, `UP`, `KEDF`, `LAX`,
+ * `CFS`, or this library's `FIFO`, `EDF`; an unknown name logs a warning and gives HPF);
+ * the default is the local scheduler with HPF.
  *
  * @param scheduler [in] kSchedulerLocal or kSchedulerAppManaged.
- * @param policy    [in] With kSchedulerLocal: kPolicyHighestPriorityFirst (others as
- *                       they are implemented). Ignored otherwise.
- * @return kXSchedSuccess; kXSchedErrorInvalidValue for an unknown scheduler or policy;
- *         kXSchedErrorNotSupported for kSchedulerGlobal or a policy not built;
+ * @param policy    [in] With kSchedulerLocal: kPolicyHighestPriorityFirst,
+ *                       kPolicyUtilizationPartition, kPolicyKEarliestDeadlineFirst,
+ *                       kPolicyLaxity, kPolicyCompletelyFairScheduler,
+ *                       kPolicyFirstInFirstOut or kPolicyEarliestDeadlineFirst.
+ *                       Ignored otherwise.
+ * @return kXSchedSuccess;
+ *         kXSchedErrorInvalidValue for an unknown scheduler, or a policy outside both
+ *         ranges of XPolicyType (0, 12..99 and 102 and up included);
+ *         kXSchedErrorNotSupported for kSchedulerGlobal, or an XSched policy this library
+ *         does not build (HHPF, CHPF, PUP, SPUP, AWF, MLFQ);
  *         kXSchedErrorUnknown if the thread could not be started.
  * Thread-safety: any thread except the scheduler's own.
  */
@@ -667,11 +696,115 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
  */
 XSCHED_API XResult XHintPriority(XQueueHandle xq, Priority prio);
 
+/*
+ * The hints below have XSched's names and signatures (include/xsched/hint.h); the
+ * policies that read them follow XSched's sched/src/policy/{up,kedf,lax,cfs}.cpp, with the
+ * differences doc/policies.md lists. Every hint may be given at any time, to a queue that
+ * runs or not, under any policy: it is stored, and a policy that reads it applies it at
+ * its next pass (at once). Invalid values change nothing.
+ */
+
+/**
+ * @brief Set an XQueue's utilization share (used by UP).
+ *
+ * Under UP the ready queues take turns, one at a time. In each round of XHintTimeslice()
+ * microseconds, a ready queue gets a slice of timeslice * util / (sum of the ready
+ * queues' utils), at least TIMESLICE_MIN; a queue that goes idle gives up the rest of
+ * its slice at once, and idle queues get no slice, so their share goes to the ready
+ * ones. A queue with util 0 runs only while no queue with a positive util is ready.
+ * Utils are weights: they need not add up to 100. A change applies to the running slice.
+ * Source: XSched's UtilizationPartitionPolicy (sched/src/policy/up.cpp); the 3:1
+ * partition of the XSched paper (OSDI '25), figure 7.
+ *
+ * @param xq   [in] The XQueue.
+ * @param util [in] Percent, UTILIZATION_MIN..UTILIZATION_MAX (0..100). A queue that was
+ *                  never given this hint has UTILIZATION_DEFAULT (100).
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorInvalidValue if @p util is outside 0..100 (the share is unchanged).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XHintUtilization(XQueueHandle xq, Utilization util);
+
+/**
+ * @brief Set the scheduler's time slice (process-wide).
+ *
+ * UP: the length of one round, divided among the ready queues by utilization
+ * (TIMESLICE_DEFAULT, 5000 us, until this hint is given).
+ * CFS: how long the running queue keeps the device before the queue with the least
+ * virtual runtime may take it (1000 us, XSched's CFS period, until this hint is given).
+ * Other policies ignore it. It applies from the next pass, is kept across policy
+ * changes, and XSchedShutdown() forgets it.
+ * Source: XSched's XHintTimeslice (include/xsched/hint.h).
+ *
+ * @param ts_us [in] Microseconds, TIMESLICE_MIN..TIMESLICE_MAX (100 us .. 10 s).
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p ts_us is out of range (the
+ *         slice is unchanged).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XHintTimeslice(Timeslice ts_us);
+
+/**
+ * @brief Set an XQueue's laxity (used by LAX).
+ *
+ * Under LAX a queue with a laxity has priority @p lax_prio from the moment it goes from
+ * idle to ready until @p lax_us later, then @p crit_prio until it is idle again; while
+ * idle it has @p lax_prio. HPF then decides on those priorities (a queue without a
+ * laxity keeps its XHintPriority()). The scheduler wakes itself at the earliest
+ * promotion, so no event is needed for it.
+ * Source: XSched's LaxityPolicy (sched/src/policy/lax.cpp), per XQueue here rather than
+ * per process.
+ *
+ * @param xq        [in] The XQueue.
+ * @param lax_us    [in] Microseconds >= 0, or NO_LAXITY (-1) to remove the laxity (the
+ *                       priorities are then ignored, but still checked).
+ * @param lax_prio  [in] Priority before the laxity runs out, PRIORITY_MIN..PRIORITY_MAX.
+ * @param crit_prio [in] Priority after it has run out, PRIORITY_MIN..PRIORITY_MAX.
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorInvalidValue if @p lax_us is negative and not NO_LAXITY, or a
+ *         priority is out of range (nothing changes).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio,
+			       Priority crit_prio);
+
+/**
+ * @brief Set an XQueue's relative deadline (used by KEDF and EDF).
+ *
+ * The absolute deadline is the time the queue last went from idle to ready plus
+ * @p ddl_us. It stays put while the queue has work, so a queue that never drains keeps
+ * its first deadline (as in XSched). Queues without a deadline sort after every queue
+ * with one, and among themselves by ready time.
+ * Source: XSched's KEarliestDeadlineFirstPolicy (sched/src/policy/kedf.cpp).
+ *
+ * @param xq     [in] The XQueue.
+ * @param ddl_us [in] Microseconds >= 0, or NO_DEADLINE (-1) to remove the deadline.
+ * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorInvalidValue if @p ddl_us is negative and not NO_DEADLINE.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us);
+
+/**
+ * @brief Set k of KEDF: how many ready queues, earliest deadlines first, run at once
+ *        (process-wide). 1 until this hint is given; EDF always uses 1.
+ *
+ * While fewer than k queues are ready, idle queues are not suspended either (the free
+ * places may take them). XSchedShutdown() forgets the value.
+ * Source: XSched's XHintKDeadline (include/xsched/hint.h, sched/src/policy/kedf.cpp).
+ *
+ * @param k [in] Number of queues, >= 1.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p k is 0 (k is unchanged).
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XHintKDeadline(size_t k);
+
 /**
  * @brief Stop the scheduler thread and release the library's process-wide state.
  *
- * Queues the scheduler suspended are resumed. Also runs at process exit. Idempotent; a
- * later XQueueCreate() or XHintSetScheduler() starts the scheduler again.
+ * Queues the scheduler suspended are resumed, and the process-wide hints
+ * (XHintTimeslice(), XHintKDeadline()) return to their defaults; per-queue hints stay.
+ * Also runs at process exit. Idempotent; a later XQueueCreate() or XHintSetScheduler()
+ * starts the scheduler again.
  *
  * @return kXSchedSuccess.
  * Thread-safety: any thread except the scheduler's own.

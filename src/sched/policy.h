@@ -1,44 +1,86 @@
 /* The policy interface: one file per policy under src/sched.
  *
- * A policy is a pure decision function over a snapshot of the registered XQueues. It runs
- * on the scheduler thread with the scheduler lock held, must not block, and must not take
- * any XQueue's lock (the snapshot is all it may read).
+ * A policy is a decision function over a snapshot of the registered XQueues. It runs on
+ * the scheduler thread with the scheduler lock held, must not block, and must not take
+ * any XQueue's lock (the snapshot is all it may read). It may keep state per XQueue in
+ * *slot (allocated by it, freed by its forget()), and state of its own in static
+ * variables, which are guarded by the scheduler lock and set back by its reset().
+ *
+ * Built in: HPF (hpf.c), UP (up.c), KEDF and EDF (edf.c), LAX (lax.c), CFS (cfs.c),
+ * FIFO (fifo.c). doc/policies.md describes them.
  */
 #ifndef XS_SCHED_POLICY_H
 #define XS_SCHED_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "xsched.h"
 
-/* One XQueue as the policy sees it. */
+/* One XQueue as the policy sees it. Rebuilt before every pass: a policy may overwrite
+ * the inputs (LAX rewrites prio) without effect on the next pass. */
 typedef struct xs_sched_entry {
 	uint64_t id;            /* the XQueue handle: stable while registered */
 	bool ready;             /* it has pending or in-flight commands and is not blocked
 				 * on another XQueue */
 	Priority prio;          /* XHintPriority */
 	int64_t ready_since_ns; /* when it last went from idle to ready (monotonic ns) */
+	Utilization util;       /* XHintUtilization, or UTILIZATION_DEFAULT */
+	Deadline deadline_us;   /* XHintDeadline (relative to ready_since_ns), or NO_DEADLINE */
+	Laxity laxity_us;       /* XHintLaxity (relative to ready_since_ns), or NO_LAXITY */
+	Priority lax_prio;      /* XHintLaxity, valid when laxity_us != NO_LAXITY */
+	Priority crit_prio;
 	void **slot;            /* per-queue state owned by the policy; starts NULL */
 	bool suspend;           /* output: true to suspend it; preset to its current state */
 } xs_sched_entry;
 
+/* Process-wide inputs of a pass. */
+typedef struct xs_sched_params {
+	int64_t now_ns;          /* monotonic time of the pass */
+	Timeslice timeslice_us;  /* XHintTimeslice, or TIMESLICE_DEFAULT */
+	bool timeslice_given;    /* XHintTimeslice was called (CFS keeps 1 ms otherwise) */
+	size_t k;                /* XHintKDeadline, or 1 */
+} xs_sched_params;
+
 typedef struct xs_policy_ops {
 	XPolicyType type;
-	const char *name; /* as in XSCHED_POLICY */
+	const char *name; /* as in XSCHED_POLICY (matched case-insensitively) */
 	/* Decide: set e[i].suspend for all @n entries. Return the monotonic time in ns at
-	 * which to be called again even without an event, or 0 for no timer. */
-	int64_t (*schedule)(xs_sched_entry *e, size_t n, int64_t now_ns);
+	 * which to be called again even without an event (later than p->now_ns), or 0 for
+	 * no timer. A policy asks for a timer only while a decision depends on time, so an
+	 * idle process costs no wake-ups. */
+	int64_t (*schedule)(xs_sched_entry *e, size_t n, const xs_sched_params *p);
 	/* Free the per-queue state in *slot (when the queue leaves or the policy changes).
 	 * NULL if the policy keeps none. */
 	void (*forget)(void **slot);
+	/* Drop the policy's own state: called when it becomes the current policy. NULL if it
+	 * keeps none. */
+	void (*reset)(void);
 } xs_policy_ops;
 
 extern const xs_policy_ops xs_policy_hpf;
+extern const xs_policy_ops xs_policy_up;
+extern const xs_policy_ops xs_policy_kedf;
+extern const xs_policy_ops xs_policy_edf;
+extern const xs_policy_ops xs_policy_lax;
+extern const xs_policy_ops xs_policy_cfs;
+extern const xs_policy_ops xs_policy_fifo;
 
 /* The policy of @type, or NULL if this library has none. */
 const xs_policy_ops *xs_policy_find(XPolicyType type);
-/* The policy named @name (case-insensitive, XSched's names), or NULL. */
+/* The policy named @name (case-insensitive), or NULL. */
 const xs_policy_ops *xs_policy_find_name(const char *name);
+/* True if @type is an XPolicyType value at all (built here or not). */
+bool xs_policy_valid(XPolicyType type);
+
+/* The policy's state in @e's slot, allocated zeroed (@size bytes) on first use; NULL if
+ * out of memory (the policy then leaves the queue alone for this pass). */
+void *xs_policy_slot(xs_sched_entry *e, size_t size);
+/* A forget() for slots allocated by xs_policy_slot(). */
+void xs_policy_slot_free(void **slot);
+
+/* HPF's decision on e[i].prio (shared with LAX). */
+void xs_policy_hpf_decide(xs_sched_entry *e, size_t n);
 
 #endif

@@ -3,14 +3,16 @@
  * Locks, outermost first:
  *   xs__ctl    serializes configuration: start/stop of the thread, scheduler kind, policy
  *              choice (XHintSetScheduler, XSchedShutdown, first XQueueCreate);
- *   xs__lock   guards the registered XQueue list, the policy and the scratch entries;
- *              a scheduling pass runs under it;
+ *   xs__lock   guards the registered XQueue list, the policy (and its own state), the
+ *              process-wide hints, the statistics and the scratch entries; a scheduling
+ *              pass runs under it;
  *   xq->lock   of each XQueue, taken briefly inside a pass;
  *   xs__ev     a leaf: guards the dirty/stop flags the thread sleeps on.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 
 #include "core/log.h"
 #include "core/xqueue.h"
@@ -31,6 +33,10 @@ static bool xs__active;          /* a local scheduler decides (else app-managed)
 static xs_sched_entry *xs__entries;
 static xs_xqueue **xs__entry_q;
 static size_t xs__entries_cap;
+static Timeslice xs__timeslice_us = TIMESLICE_DEFAULT; /* XHintTimeslice */
+static bool xs__timeslice_given;
+static size_t xs__k = 1; /* XHintKDeadline */
+static xs_sched_stats xs__stats;
 
 static xs_mutex xs__ev = PTHREAD_MUTEX_INITIALIZER;
 static xs_cond xs__ev_cv;
@@ -106,11 +112,23 @@ static int64_t xs__pass(void)
 		e->ready = !xs_xqueue_idle(xq) && !xq->blocked;
 		e->prio = xq->prio;
 		e->ready_since_ns = xq->ready_since_ns;
+		e->util = xq->has_util ? xq->util : UTILIZATION_DEFAULT;
+		e->deadline_us = xq->has_deadline ? xq->deadline_us : NO_DEADLINE;
+		e->laxity_us = xq->has_laxity ? xq->laxity_us : NO_LAXITY;
+		e->lax_prio = xq->lax_prio;
+		e->crit_prio = xq->crit_prio;
 		e->suspend = xq->sched_suspended;
 		xs_mutex_unlock(&xq->lock);
 		e->slot = &xq->policy_slot;
 	}
-	int64_t timer = xs__policy->schedule(xs__entries, n, xs_now_ns());
+	xs_sched_params params = {
+		.now_ns = xs_now_ns(),
+		.timeslice_us = xs__timeslice_us,
+		.timeslice_given = xs__timeslice_given,
+		.k = xs__k,
+	};
+	xs__stats.passes++;
+	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
 	/* Suspend first, then resume: a moment with both running would defeat the policy. */
 	for (i = 0; i < n; i++)
 		if (xs__entries[i].suspend)
@@ -121,17 +139,40 @@ static int64_t xs__pass(void)
 	return timer;
 }
 
+/* Count a timer wake-up @late_ns after its deadline. Caller holds xs__lock. */
+static void xs__count_timer(int64_t late_ns)
+{
+	static const int64_t bounds_us[XS_SCHED_LATE_BUCKETS - 1] = {
+		10, 50, 100, 200, 500, 1000, 2000,
+	};
+	size_t b = 0;
+	while (b < XS_SCHED_LATE_BUCKETS - 1 && late_ns >= bounds_us[b] * 1000)
+		b++;
+	xs__stats.timer_wakeups++;
+	xs__stats.late_hist[b]++;
+	xs__stats.late_sum_ns += late_ns;
+	if (late_ns > xs__stats.late_max_ns)
+		xs__stats.late_max_ns = late_ns;
+}
+
 static void *xs__main(void *arg)
 {
 	(void)arg;
+#ifdef PR_SET_TIMERSLACK
+	/* Wake at the deadline, not up to 50 us after it (the default slack of a thread). */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
 	int64_t timer = 0;
 	for (;;) {
+		int64_t late_ns = -1;
 		xs_mutex_lock(&xs__ev);
 		while (!xs__dirty && !xs__stop) {
-			if (!timer)
+			if (!timer) {
 				xs_cond_wait(&xs__ev_cv, &xs__ev);
-			else if (!xs_cond_timedwait(&xs__ev_cv, &xs__ev, timer))
+			} else if (!xs_cond_timedwait(&xs__ev_cv, &xs__ev, timer)) {
+				late_ns = xs_now_ns() - timer;
 				break;
+			}
 		}
 		bool stop = xs__stop;
 		xs__dirty = false;
@@ -139,6 +180,8 @@ static void *xs__main(void *arg)
 		if (stop)
 			break;
 		xs_mutex_lock(&xs__lock);
+		if (late_ns >= 0)
+			xs__count_timer(late_ns);
 		timer = xs__pass();
 		xs_mutex_unlock(&xs__lock);
 	}
@@ -188,6 +231,9 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 		for (xs_xqueue *xq = xs__queues; xq; xq = xq->sched_next)
 			xq->policy_slot = NULL;
 		xs__policy = policy;
+		if (policy->reset)
+			policy->reset();
+		XS_INFO("sched", "policy %s", policy->name);
 	}
 	xs__active = true;
 	xs_mutex_unlock(&xs__lock);
@@ -279,8 +325,10 @@ XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy)
 	}
 	const xs_policy_ops *ops = NULL;
 	if (scheduler == kSchedulerLocal) {
-		if (policy <= kPolicyUnknown || policy >= kPolicyMax) {
-			XS_WARN("sched", "XHintSetScheduler: %d is not a policy", (int)policy);
+		if (!xs_policy_valid(policy)) {
+			XS_WARN("sched", "XHintSetScheduler: %d is not a policy (valid: 1..%d, %d..%d)",
+				(int)policy, kPolicyMax - 1, kPolicyFirstInFirstOut,
+				kPolicyExtendedMax - 1);
 			return kXSchedErrorInvalidValue;
 		}
 		ops = xs_policy_find(policy);
@@ -307,28 +355,35 @@ XResult XSchedShutdown(void)
 	xs_mutex_lock(&xs__ctl);
 	xs__stop_locked();
 	xs__configured = false;
+	xs_mutex_lock(&xs__lock);
+	xs__timeslice_us = TIMESLICE_DEFAULT;
+	xs__timeslice_given = false;
+	xs__k = 1;
+	xs_mutex_unlock(&xs__lock);
 	xs_mutex_unlock(&xs__ctl);
 	return kXSchedSuccess;
 }
 
-XResult XHintPriority(XQueueHandle xq, Priority prio)
+void xs_sched_set_timeslice(Timeslice ts_us)
 {
-	if (prio < PRIORITY_MIN || prio > PRIORITY_MAX) {
-		XS_WARN("sched", "XHintPriority: %d is outside [%d, %d]", (int)prio, PRIORITY_MIN,
-			PRIORITY_MAX);
-		return kXSchedErrorInvalidValue;
-	}
-	xs_obj *obj = xs_handle_get(xq, XS_KIND_XQUEUE);
-	if (!obj) {
-		XS_WARN("sched", "XHintPriority: 0x%llx is not a live XQueue",
-			(unsigned long long)xq);
-		return kXSchedErrorNotFound;
-	}
-	xs_xqueue *x = xs_xqueue_of(obj);
-	xs_mutex_lock(&x->lock);
-	x->prio = prio;
-	xs_sched_notify(x);
-	xs_mutex_unlock(&x->lock);
-	xs_obj_unref(obj);
-	return kXSchedSuccess;
+	xs_mutex_lock(&xs__lock);
+	xs__timeslice_us = ts_us;
+	xs__timeslice_given = true;
+	xs_mutex_unlock(&xs__lock);
+	xs_sched_notify(NULL);
+}
+
+void xs_sched_set_k(size_t k)
+{
+	xs_mutex_lock(&xs__lock);
+	xs__k = k;
+	xs_mutex_unlock(&xs__lock);
+	xs_sched_notify(NULL);
+}
+
+void xs_sched_get_stats(xs_sched_stats *out)
+{
+	xs_mutex_lock(&xs__lock);
+	*out = xs__stats;
+	xs_mutex_unlock(&xs__lock);
 }

@@ -1,0 +1,125 @@
+/* The XHint* calls: check the value, store it (per-queue hints under xq->lock, process-wide
+ * ones in sched.c under the scheduler lock) and ask for a pass. Policies read the values
+ * from the snapshot of their next pass (see xs__pass in sched.c). */
+#include "core/log.h"
+#include "core/xqueue.h"
+#include "sched/sched.h"
+
+static bool xs__prio_ok(Priority prio)
+{
+	return prio >= PRIORITY_MIN && prio <= PRIORITY_MAX;
+}
+
+/* Look up a live XQueue for hint @fn; logs and returns NULL if there is none. */
+static xs_xqueue *xs__get(XQueueHandle h, const char *fn)
+{
+	xs_obj *obj = xs_handle_get(h, XS_KIND_XQUEUE);
+	if (!obj) {
+		XS_WARN("sched", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
+		return NULL;
+	}
+	return xs_xqueue_of(obj);
+}
+
+XResult XHintPriority(XQueueHandle xq, Priority prio)
+{
+	if (!xs__prio_ok(prio)) {
+		XS_WARN("sched", "XHintPriority: %d is outside [%d, %d]", (int)prio, PRIORITY_MIN,
+			PRIORITY_MAX);
+		return kXSchedErrorInvalidValue;
+	}
+	xs_xqueue *x = xs__get(xq, "XHintPriority");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	x->prio = prio;
+	xs_sched_notify(x); /* under x->lock: the pass sees the new value */
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XHintUtilization(XQueueHandle xq, Utilization util)
+{
+	if (util < UTILIZATION_MIN || util > UTILIZATION_MAX) {
+		XS_WARN("sched", "XHintUtilization: %d is outside [%d, %d] (percent)", (int)util,
+			UTILIZATION_MIN, UTILIZATION_MAX);
+		return kXSchedErrorInvalidValue;
+	}
+	xs_xqueue *x = xs__get(xq, "XHintUtilization");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	x->util = util;
+	x->has_util = true;
+	xs_sched_notify(x);
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XHintTimeslice(Timeslice ts_us)
+{
+	if (ts_us < TIMESLICE_MIN || ts_us > TIMESLICE_MAX) {
+		XS_WARN("sched", "XHintTimeslice: %lld us is outside [%d, %d] us", (long long)ts_us,
+			TIMESLICE_MIN, TIMESLICE_MAX);
+		return kXSchedErrorInvalidValue;
+	}
+	xs_sched_set_timeslice(ts_us);
+	return kXSchedSuccess;
+}
+
+XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority crit_prio)
+{
+	if (lax_us < 0 && lax_us != NO_LAXITY) {
+		XS_WARN("sched", "XHintLaxity: laxity %lld us is negative (NO_LAXITY is %d)",
+			(long long)lax_us, NO_LAXITY);
+		return kXSchedErrorInvalidValue;
+	}
+	if (!xs__prio_ok(lax_prio) || !xs__prio_ok(crit_prio)) {
+		XS_WARN("sched", "XHintLaxity: priorities %d and %d must lie in [%d, %d]",
+			(int)lax_prio, (int)crit_prio, PRIORITY_MIN, PRIORITY_MAX);
+		return kXSchedErrorInvalidValue;
+	}
+	xs_xqueue *x = xs__get(xq, "XHintLaxity");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	x->has_laxity = lax_us != NO_LAXITY;
+	x->laxity_us = x->has_laxity ? lax_us : 0;
+	x->lax_prio = lax_prio;
+	x->crit_prio = crit_prio;
+	xs_sched_notify(x);
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
+{
+	if (ddl_us < 0 && ddl_us != NO_DEADLINE) {
+		XS_WARN("sched", "XHintDeadline: deadline %lld us is negative (NO_DEADLINE is %d)",
+			(long long)ddl_us, NO_DEADLINE);
+		return kXSchedErrorInvalidValue;
+	}
+	xs_xqueue *x = xs__get(xq, "XHintDeadline");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	x->has_deadline = ddl_us != NO_DEADLINE;
+	x->deadline_us = x->has_deadline ? ddl_us : 0;
+	xs_sched_notify(x);
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XHintKDeadline(size_t k)
+{
+	if (k == 0) {
+		XS_WARN("sched", "XHintKDeadline: k must be at least 1");
+		return kXSchedErrorInvalidValue;
+	}
+	xs_sched_set_k(k);
+	return kXSchedSuccess;
+}
