@@ -62,6 +62,7 @@ __all__ = [
     "NotSupportedError", "BadResponseError", "UnknownError", "LibraryNotFoundError",
     "QueueStats", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command",
     "host_func", "launch_callback", "set_scheduler", "shutdown", "set_timeslice",
+    "set_k_deadline", "stream_pointer", "hw_queue_for", "error_for", "check", "has_function",
     "library_path", "lib",
     "PRIORITY_NO_EXECUTE", "PRIORITY_MIN", "PRIORITY_DEFAULT", "PRIORITY_MAX",
     "UTILIZATION_MIN", "UTILIZATION_DEFAULT", "UTILIZATION_MAX",
@@ -155,11 +156,15 @@ class Policy(enum.IntEnum):
     ACTIVE_WINDOW_FIRST = 9
     COMPLETELY_FAIR_SCHEDULER = 10
     MULTI_LEVEL_FEEDBACK_QUEUE = 11
+    FIRST_IN_FIRST_OUT = 100      # this library's own
+    EARLIEST_DEADLINE_FIRST = 101  # this library's own
     HPF = 1
     UP = 4
     KEDF = 7
     LAX = 8
     CFS = 10
+    FIFO = 100
+    EDF = 101
 
 
 # ----------------------------------------------------------------------------------------
@@ -383,6 +388,7 @@ _PROTOTYPES = {
     "XHintTimeslice": [c_int64],
     "XHintDeadline": [XQueueHandle, c_int64],
     "XHintLaxity": [XQueueHandle, c_int64, c_int32, c_int32],
+    "XHintKDeadline": [c_size_t],
 }
 
 
@@ -1305,6 +1311,11 @@ def set_scheduler(scheduler: int = Scheduler.LOCAL,
 def set_timeslice(us: int) -> None:
     """XHintTimeslice (time-slice policies), when the library has it."""
     _call("XHintTimeslice", int(us))
+
+
+def set_k_deadline(k: int) -> None:
+    """XHintKDeadline: how many queues KEDF runs at once, when the library has it."""
+    _call("XHintKDeadline", int(k))
 
 
 def shutdown() -> None:
