@@ -299,10 +299,20 @@ def _candidates():
         for p in builds:
             yield p, "build directory of the checkout"
     yield os.path.join(here, "libxsched.so"), "next to xsched.py"
-    for lib in ("lib", "lib64"):
-        for base in (sys.prefix, os.path.dirname(os.path.dirname(here))):
-            p = os.path.join(base, lib, "libxsched.so")
-            if os.path.isfile(p):
+    import sysconfig
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    seen = set()
+    bases = [sys.prefix, sys.base_prefix, "/usr/local", "/usr"]
+    parts = here.split(os.sep)
+    for libname in ("lib", "lib64"):  # installed as <prefix>/lib/pythonX.Y/site-packages
+        if libname in parts:
+            i = len(parts) - 1 - parts[::-1].index(libname)
+            bases.insert(0, os.sep.join(parts[:i]) or os.sep)
+    for base in bases:
+        for libdir in ("lib", "lib64", os.path.join("lib", multiarch)):
+            p = os.path.join(base, libdir, "libxsched.so")
+            if p not in seen and os.path.isfile(p):
+                seen.add(p)
                 yield p, "install prefix"
     name = ctypes.util.find_library("xsched")
     if name:
