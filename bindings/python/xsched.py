@@ -1161,17 +1161,22 @@ class XQueue(_Handle):
         if p is not None and p.stream_ctx is False:
             p.stream_ctx = None
         if p is not None and not p.ran:
-            p.xq_handle = self._handle
+            p.xq_handle = self._handle  # read by the callback, which may run at once
             p.xq_ref = weakref.ref(self)
-            self._outstanding[p.token] = p
         try:
             _call("XQueueSubmit", self._handle, cmd.handle)
         except BaseException:
-            if p is not None:
-                self._outstanding.pop(p.token, None)
+            if p is not None and not p.ran:
                 p.xq_handle, p.xq_ref = 0, None
             raise
         cmd._xq = self
+        # Tracked only once accepted, so that a wait_all() in another thread releases
+        # only what the library's XQueueWaitAll covers. A callback that already ran has
+        # released itself.
+        if p is not None and not p.ran:
+            self._outstanding[p.token] = p
+            if p.ran:  # ran meanwhile
+                self._outstanding.pop(p.token, None)
         return cmd
 
     def submit_callable(self, fn: Callable, *args, **kwargs) -> Command:

@@ -123,6 +123,31 @@ def test_threads_submit_concurrently():
         _close(q2, xq2)
 
 
+def test_concurrent_submit_and_wait_all_lose_nothing():
+    base = xsched._live_counts()["registry"]
+    q, xq = _queue()
+    try:
+        count = []
+
+        def producer():
+            for i in range(300):
+                xq.submit_callable(count.append, 1)  # submit and forget
+                if i % 25 == 0:
+                    xq.wait_all()
+
+        ths = [threading.Thread(target=producer) for _ in range(4)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        xq.wait_all()
+        assert len(count) == 1200
+        assert xq.stats().failed == 0 and xq.stats().completed == 1200
+        assert xsched._live_counts()["registry"] == base
+    finally:
+        _close(q, xq)
+
+
 def test_hpf_high_priority_runs_first():
     xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
     ql, low = _queue(priority=0, threshold=1, batch_size=1)
