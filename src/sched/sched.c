@@ -387,3 +387,11 @@ void xs_sched_get_stats(xs_sched_stats *out)
 	*out = xs__stats;
 	xs_mutex_unlock(&xs__lock);
 }
+
+XPolicyType xs_sched_current_policy(void)
+{
+	xs_mutex_lock(&xs__lock);
+	XPolicyType t = xs__active ? xs__policy->type : kPolicyUnknown;
+	xs_mutex_unlock(&xs__lock);
+	return t;
+}

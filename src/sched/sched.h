@@ -63,4 +63,8 @@ typedef struct xs_sched_stats {
 /* A consistent copy of the counters. Any thread, no lock held. */
 void xs_sched_get_stats(xs_sched_stats *out);
 
+/* The policy the local scheduler runs, or kPolicyUnknown while it does not run
+ * (application-managed, or not configured yet). Any thread, no lock held. */
+XPolicyType xs_sched_current_policy(void);
+
 #endif

@@ -1,0 +1,125 @@
+/* UP, utilization partition: two busy queues with utilizations 75 and 25 share the
+ * device 3:1 over many turns (measured as command time run per queue), taking turns
+ * rather than one running to the end; a third queue with a share but no work takes
+ * nothing from them; a utilization change applies while they run; when one goes idle,
+ * the other gets the whole device.
+ *
+ * Tolerances: shares within +-0.10 of the ideal over >= 50 rounds of 20 ms, with 1 ms
+ * commands (a switch lets the outgoing queue finish its running command: at most
+ * 1 ms of 20 per round). "Whole device" means >= 70% of wall time in commands (an idle
+ * queue holding its share would leave 50%).
+ */
+#include "sched_util.h"
+
+enum { A, B, C };
+
+#define CMD_US 1000
+#define TS_US 20000
+
+struct window {
+	int64_t t, a, b;
+};
+
+static struct window now_window(void)
+{
+	return (struct window){ t_now_us(), su_busy(A), su_busy(B) };
+}
+
+/* Measure for @us; returns A's share of the command time, and in *used the fraction of
+ * wall time that A and B spent in commands together. */
+static double measure(int64_t us, double *used)
+{
+	struct window w0 = now_window();
+	t_sleep_us(us);
+	struct window w1 = now_window();
+	double a = (double)(w1.a - w0.a), b = (double)(w1.b - w0.b);
+	*used = (a + b) / (double)(w1.t - w0.t);
+	printf("window %.0f ms: A %.0f ms, B %.0f ms, A's share %.3f, used %.3f\n",
+	       (double)(w1.t - w0.t) / 1000, a / 1000, b / 1000, a / (a + b), *used);
+	CHECK(a + b > 0);
+	return a / (a + b);
+}
+
+/* Switches between @from_us and @to_us: changes of queue between neighbours in the log
+ * (commands that started in that window). */
+static int switches(int64_t from_us, int64_t to_us)
+{
+	int n = atomic_load(&su_nlog), s = 0, last = -1;
+	/* The log is in completion order; with one queue running at a time (plus at most
+	 * one outgoing command), that is start order up to neighbours. */
+	for (int i = 0; i < n; i++) {
+		if (su_log[i].start_us < from_us || su_log[i].start_us >= to_us)
+			continue;
+		if (last >= 0 && su_log[i].q != last)
+			s++;
+		last = su_log[i].q;
+	}
+	return s;
+}
+
+int main(void)
+{
+	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyUtilizationPartition));
+	CHECK_OK(XHintTimeslice(TS_US));
+	su_create_lv2(A, CMD_US);
+	su_create_lv2(B, CMD_US);
+	su_create_lv2(C, CMD_US);
+	CHECK_OK(XHintUtilization(su_q[A].xq, 75));
+	CHECK_OK(XHintUtilization(su_q[B].xq, 25));
+	CHECK_OK(XHintUtilization(su_q[C].xq, 100)); /* the largest share, never any work */
+
+	/* More work than the test runs; the rest is cut short by the stop flags. */
+	su_submit(A, 4000);
+	su_submit(B, 4000);
+	su_wait_ran(A);
+	su_wait_ran(B);
+	t_sleep_us(100000);
+
+	/* 1. 3:1, and C's idle share goes to A and B. */
+	double used;
+	int64_t t0 = t_now_us();
+	double share = measure(1200000, &used);
+	int64_t t1 = t_now_us();
+	CHECK(share > 0.65 && share < 0.85);
+	CHECK(used > 0.70);
+
+	/* 2. Swap the utilizations while both run: 1:3. */
+	CHECK_OK(XHintUtilization(su_q[A].xq, 25));
+	CHECK_OK(XHintUtilization(su_q[B].xq, 75));
+	t_sleep_us(100000);
+	share = measure(1000000, &used);
+	CHECK(share > 0.15 && share < 0.35);
+	CHECK(used > 0.70);
+
+	/* 3. B goes idle: A's turn no longer ends, it gets the whole device. */
+	su_drain(B);
+	int64_t a0 = su_busy(A), w0 = t_now_us();
+	t_sleep_us(300000);
+	double alone = (double)(su_busy(A) - a0) / (double)(t_now_us() - w0);
+	printf("A alone: %.3f of wall time\n", alone);
+	CHECK(alone > 0.70);
+
+	su_drain(A);
+	CHECK_OK(XQueueWaitAll(su_q[C].xq));
+	/* Turns, not one queue after the other: about 2 switches per 20 ms round. */
+	int s = switches(t0, t1);
+	printf("switches in phase 1: %d\n", s);
+	CHECK(s >= 20);
+	CHECK(atomic_load(&su_q[C].ran) == 0);
+
+	/* Invalid utilizations and time slices are refused and change nothing. */
+	CHECK_RES(XHintUtilization(su_q[A].xq, -1), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintUtilization(su_q[A].xq, UTILIZATION_MAX + 1), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintUtilization(0, 50), kXSchedErrorNotFound);
+	CHECK_RES(XHintTimeslice(TIMESLICE_MIN - 1), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintTimeslice(TIMESLICE_MAX + 1), kXSchedErrorInvalidValue);
+	CHECK_OK(XHintTimeslice(TIMESLICE_MIN));
+	CHECK_OK(XHintTimeslice(TIMESLICE_MAX));
+	CHECK_OK(XHintUtilization(su_q[A].xq, UTILIZATION_MIN));
+
+	su_destroy(A);
+	su_destroy(B);
+	su_destroy(C);
+	CHECK_OK(XSchedShutdown());
+	return 0;
+}
