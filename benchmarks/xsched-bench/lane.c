@@ -1,0 +1,157 @@
+/* xsched-bench: modes, and lanes that reach the device directly or through an XQueue.
+ *
+ * Native modes: the application thread enqueues each op on its own stream and waits on
+ * the stream. Xsched modes: each op becomes a launch callback command submitted to the
+ * lane's XQueue; the library calls it (on its launcher thread) with the stream when the
+ * scheduler lets the queue run; the thread waits on the task's last command.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+const struct xsb_mode xsb_modes[] = {
+    {"native", false, false, 0},
+    {"native-prio", false, true, 0},
+    {"xsched-lv1", true, false, kPreemptLevelBlock},
+    {"xsched-lv2", true, false, kPreemptLevelDeactivate},
+    {"xsched-lv3", true, false, kPreemptLevelInterrupt},
+    {"xsched-lv1+prio", true, true, kPreemptLevelBlock},
+    {"xsched-lv2+prio", true, true, kPreemptLevelDeactivate},
+    {"xsched-lv3+prio", true, true, kPreemptLevelInterrupt},
+};
+const size_t xsb_nmodes = sizeof(xsb_modes) / sizeof(xsb_modes[0]);
+
+const struct xsb_mode *xsb_mode_find(const char *name)
+{
+	for (size_t i = 0; i < xsb_nmodes; i++)
+		if (!strcmp(xsb_modes[i].name, name))
+			return &xsb_modes[i];
+	return NULL;
+}
+
+int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct xsb_mode *m,
+		  int id, bool high, const struct xsb_sizes *s, const struct xsb_launch_cfg *cfg)
+{
+	memset(l, 0, sizeof(*l));
+	l->id = id;
+	l->high = high;
+	l->be = be;
+	l->mode = m;
+	l->prio_class = m->hwprio ? (high ? 1 : -1) : 0;
+	if (be->lane_create(l, s))
+		return -1;
+	if (!m->xsched)
+		return 0;
+	XResult r = be->hwq_create(l, &l->hwq);
+	if (r != kXSchedSuccess) {
+		fprintf(stderr, "xsched-bench: HwQueue for lane %d: error %d\n", id, r);
+		be->lane_destroy(l);
+		return -1;
+	}
+	r = XQueueCreate(&l->xq, l->hwq, m->level, kQueueCreateFlagNone);
+	if (r == kXSchedSuccess)
+		r = XHintPriority(l->xq, high ? 2 : 1);
+	if (r == kXSchedSuccess && !high && cfg)
+		r = XQueueSetLaunchConfig(l->xq, cfg->threshold, cfg->batch);
+	if (r != kXSchedSuccess) {
+		fprintf(stderr, "xsched-bench: XQueue for lane %d (level %d): error %d\n", id,
+			m->level, r);
+		XQueueDestroy(l->xq);
+		HwQueueDestroy(l->hwq);
+		be->lane_destroy(l);
+		l->xq = 0;
+		l->hwq = 0;
+		return -1;
+	}
+	return 0;
+}
+
+void xsb_lane_close(struct xsb_lane *l, const struct xsb_backend *be)
+{
+	if (l->xq) {
+		XResult r = XQueueDestroy(l->xq);
+		if (r != kXSchedSuccess)
+			fprintf(stderr, "xsched-bench: XQueueDestroy: error %d\n", r);
+		r = HwQueueDestroy(l->hwq);
+		if (r != kXSchedSuccess)
+			fprintf(stderr, "xsched-bench: HwQueueDestroy: error %d\n", r);
+		l->xq = 0;
+		l->hwq = 0;
+	}
+	if (l->last)
+		HwCommandDestroy(l->last);
+	l->last = 0;
+	be->lane_destroy(l);
+	free(l->slots);
+	l->slots = NULL;
+	l->nslots = 0;
+}
+
+/* The launch callback of every op in xsched modes. */
+static XResult xsb__cb(HwQueueHandle hwq, void *data)
+{
+	struct xsb_cbslot *slot = data;
+	return slot->lane->be->launch_cb(slot->lane, hwq, slot->op, slot->last);
+}
+
+int xsb_lane_submit(struct xsb_lane *l, const struct xsb_backend *be, const struct xsb_task *t)
+{
+	if (!l->xq) {
+		for (size_t i = 0; i < t->n; i++)
+			if (be->launch(l, &t->ops[i]))
+				return -1;
+		l->pending_ops = t->n;
+		return 0;
+	}
+	if (l->nslots < t->n) {
+		struct xsb_cbslot *s = realloc(l->slots, t->n * sizeof(*s));
+		if (!s)
+			return -1;
+		l->slots = s;
+		l->nslots = t->n;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		l->slots[i].lane = l;
+		l->slots[i].op = &t->ops[i];
+		l->slots[i].last = i + 1 == t->n;
+		HwCommandHandle cmd;
+		XResult r = HwCommandCreateCallback(&cmd, xsb__cb, &l->slots[i]);
+		if (r == kXSchedSuccess)
+			r = XQueueSubmit(l->xq, cmd);
+		if (r != kXSchedSuccess) {
+			fprintf(stderr, "xsched-bench: submit on lane %d: error %d\n", l->id, r);
+			return -1;
+		}
+		if (i + 1 == t->n)
+			l->last = cmd;
+		else
+			HwCommandDestroy(cmd); /* the XQueue keeps its own reference */
+	}
+	return 0;
+}
+
+int xsb_lane_wait(struct xsb_lane *l, const struct xsb_backend *be)
+{
+	if (!l->xq) {
+		l->pending_ops = 0;
+		return be->sync(l);
+	}
+	if (!l->last)
+		return 0;
+	XResult r = XQueueWait(l->xq, l->last);
+	HwCommandDestroy(l->last);
+	l->last = 0;
+	if (r != kXSchedSuccess) {
+		fprintf(stderr, "xsched-bench: a command on lane %d failed: error %d\n", l->id, r);
+		return -1;
+	}
+	return 0;
+}
+
+int xsb_lane_run(struct xsb_lane *l, const struct xsb_backend *be, const struct xsb_task *t)
+{
+	if (xsb_lane_submit(l, be, t))
+		return -1;
+	return xsb_lane_wait(l, be);
+}

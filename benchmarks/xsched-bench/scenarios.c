@@ -1,0 +1,892 @@
+/* xsched-bench: the scenarios.
+ *
+ * Every scenario is a set of runs; a run is one mode with a set of lanes, one application
+ * thread per lane. Lanes 0 .. nhigh-1 are high priority, the rest low. A run goes:
+ * open the lanes (in lane order, so streams map to connections the same way in every
+ * mode), each thread runs one untimed warm-up task, all meet at a barrier, the clock
+ * starts, and each thread runs its loop:
+ * - closed loop (systematic, latency, overhead, tune): a high lane runs its tasks back to
+ *   back (after an optional random think time); a low lane runs at least as many and
+ *   goes on until every high lane is done, so no high task runs without contention;
+ * - open loop (two-models): the high lane's requests arrive at a fixed rate and a
+ *   request's latency counts from its arrival; the low lane runs back to back until the
+ *   duration is over;
+ * - preempt: low lanes keep the device full with spin kernels; the high lane submits a
+ *   stamp kernel now and then and measures submit-to-start.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+enum xsb__body { XSB_CLOSED, XSB_OPEN, XSB_PREEMPT };
+
+struct xsb__run {
+	struct xsb_ctx *c;
+	const char *scenario;
+	char config[48];
+	const struct xsb_mode *mode;
+	const struct xsb_launch_cfg *cfg; /* for low lanes; NULL = library default */
+	enum xsb__body body;
+	int nlanes, nhigh;
+	const struct xsb_task *task_high, *task_low;
+	int ntasks;	   /* closed: tasks per high lane (and at least per low lane) */
+	double think_ms;   /* closed: high lanes think U(0, think_ms) before each task */
+	double duration_s; /* open */
+	double rate;	   /* open: high requests per second */
+	int nsamples;	   /* preempt */
+	int64_t spin_ns;   /* preempt */
+	struct xsb_lane *lanes;
+	struct xsb_samples *smp;
+	pthread_barrier_t bar;
+	int64_t t0;
+	atomic_int highs_left;
+	atomic_bool stop;
+	atomic_int err;
+};
+
+struct xsb__targ {
+	struct xsb__run *r;
+	int i;
+};
+
+/* One row of a results table. */
+struct xsb__row {
+	char mode[40];
+	char cls[8];
+	struct xsb_stats st;
+	double thr; /* low tasks per second (low rows) */
+	double total_s;
+	char note[120]; /* a skipped mode says why */
+	bool skipped;
+};
+
+struct xsb__table {
+	struct xsb__row rows[64];
+	int n;
+};
+
+/* ---- threads --------------------------------------------------------------------------- */
+
+static void xsb__record(struct xsb__run *r, int i, int task, int64_t start, int64_t end,
+			int64_t extra)
+{
+	bool count = r->body != XSB_PREEMPT || r->lanes[i].high;
+	struct xsb_sample x = {.lane = i,
+			       .task = task,
+			       .high = r->lanes[i].high,
+			       .start = start,
+			       .end = end,
+			       .extra = extra};
+	xsb_samples_add(&r->smp[i], &x);
+	xsb_progress_add(count ? 1 : 0);
+}
+
+static void xsb__fail(struct xsb__run *r)
+{
+	atomic_store(&r->err, 1);
+	atomic_store(&r->stop, true);
+}
+
+static void xsb__closed(struct xsb__run *r, int i, struct xsb_lane *l, const struct xsb_task *t,
+			struct xsb_rng *rng)
+{
+	const struct xsb_backend *be = r->c->be;
+	for (int k = 0;; k++) {
+		if (atomic_load(&r->stop))
+			break;
+		if (l->high && k >= r->ntasks)
+			break;
+		if (!l->high && k >= r->ntasks && atomic_load(&r->highs_left) == 0)
+			break;
+		if (l->high && r->think_ms > 0)
+			xsb_sleep_ns((int64_t)(xsb_rand01(rng) * r->think_ms * 1e6));
+		int64_t s = xsb_now_ns();
+		if (xsb_lane_run(l, be, t)) {
+			xsb__fail(r);
+			break;
+		}
+		xsb__record(r, i, k, s, xsb_now_ns(), 0);
+	}
+	if (l->high)
+		atomic_fetch_sub(&r->highs_left, 1);
+}
+
+static void xsb__open(struct xsb__run *r, int i, struct xsb_lane *l, const struct xsb_task *t)
+{
+	const struct xsb_backend *be = r->c->be;
+	int64_t end = r->t0 + (int64_t)(r->duration_s * 1e9);
+	for (int k = 0; !atomic_load(&r->stop); k++) {
+		int64_t arrival;
+		if (l->high) {
+			arrival = r->t0 + (int64_t)((double)k * 1e9 / r->rate);
+			if (arrival >= end)
+				break;
+			xsb_sleep_until(arrival);
+		} else {
+			arrival = xsb_now_ns();
+			if (arrival >= end)
+				break;
+		}
+		if (xsb_lane_run(l, be, t)) {
+			xsb__fail(r);
+			break;
+		}
+		xsb__record(r, i, k, arrival, xsb_now_ns(), 0);
+	}
+}
+
+static void xsb__preempt(struct xsb__run *r, int i, struct xsb_lane *l, const struct xsb_task *t,
+			 struct xsb_rng *rng)
+{
+	const struct xsb_backend *be = r->c->be;
+	if (!l->high) {
+		for (int k = 0; !atomic_load(&r->stop); k++) {
+			int64_t s = xsb_now_ns();
+			if (xsb_lane_run(l, be, t)) {
+				xsb__fail(r);
+				break;
+			}
+			xsb__record(r, i, k, s, xsb_now_ns(), 0);
+		}
+		return;
+	}
+	/* Let the low lanes fill the device first. */
+	if (r->nlanes > 1)
+		xsb_sleep_ns(20000000 + 4 * r->spin_ns);
+	struct xsb_op op = {.kind = XSB_OP_STAMP};
+	struct xsb_task stamp = {.ops = &op, .n = 1};
+	for (int k = 0; k < r->nsamples && !atomic_load(&r->stop); k++) {
+		double lo = 2.0 * (double)r->spin_ns, span = 4.0 * (double)r->spin_ns;
+		if (lo < 2e6)
+			lo = 2e6;
+		xsb_sleep_ns((int64_t)(lo + xsb_rand01(rng) * span));
+		op.slot = k % XSB_STAMP_SLOTS;
+		be->stamp_reset(op.slot);
+		int64_t s = xsb_now_ns();
+		if (xsb_lane_run(l, be, &stamp)) {
+			xsb__fail(r);
+			break;
+		}
+		int64_t e = xsb_now_ns();
+		int64_t st = be->stamp_read(op.slot);
+		if (st < 0) {
+			fprintf(stderr, "xsched-bench: stamp %d was not written\n", op.slot);
+			xsb__fail(r);
+			break;
+		}
+		xsb__record(r, i, k, s, st, e - s);
+	}
+	atomic_store(&r->stop, true);
+}
+
+static void *xsb__thread(void *arg)
+{
+	struct xsb__targ *a = arg;
+	struct xsb__run *r = a->r;
+	int i = a->i;
+	struct xsb_lane *l = &r->lanes[i];
+	const struct xsb_backend *be = r->c->be;
+	const struct xsb_task *t = l->high ? r->task_high : r->task_low;
+	struct xsb_rng rng = {r->c->o->seed * 1000003u + (uint64_t)i};
+
+	if (be->thread_init() || xsb_lane_run(l, be, t)) /* the run-up: one untimed task */
+		xsb__fail(r);
+	pthread_barrier_wait(&r->bar);
+	pthread_barrier_wait(&r->bar); /* main sets t0 in between */
+	if (!atomic_load(&r->err)) {
+		switch (r->body) {
+		case XSB_CLOSED:
+			xsb__closed(r, i, l, t, &rng);
+			break;
+		case XSB_OPEN:
+			xsb__open(r, i, l, t);
+			break;
+		case XSB_PREEMPT:
+			xsb__preempt(r, i, l, t, &rng);
+			break;
+		}
+	} else if (l->high) {
+		atomic_fetch_sub(&r->highs_left, 1);
+	}
+	return NULL;
+}
+
+/* Run @r: open lanes, run threads, close lanes. Samples stay in r->smp. */
+static int xsb__run(struct xsb__run *r)
+{
+	const struct xsb_backend *be = r->c->be;
+	struct xsb_sizes sz = {0, 0, 0};
+	xsb_task_sizes(r->task_high, &sz);
+	if (r->task_low)
+		xsb_task_sizes(r->task_low, &sz);
+	r->lanes = calloc((size_t)r->nlanes, sizeof(*r->lanes));
+	r->smp = calloc((size_t)r->nlanes, sizeof(*r->smp));
+	if (!r->lanes || !r->smp)
+		xsb_die("out of memory for lanes");
+	int opened = 0;
+	for (; opened < r->nlanes; opened++)
+		if (xsb_lane_open(&r->lanes[opened], be, r->mode, opened, opened < r->nhigh, &sz,
+				  r->cfg))
+			break;
+	if (opened < r->nlanes) {
+		for (int i = 0; i < opened; i++)
+			xsb_lane_close(&r->lanes[i], be);
+		free(r->lanes);
+		r->lanes = NULL;
+		return -1;
+	}
+	atomic_init(&r->highs_left, r->nhigh);
+	atomic_init(&r->stop, false);
+	atomic_init(&r->err, 0);
+	pthread_barrier_init(&r->bar, NULL, (unsigned)r->nlanes + 1);
+	pthread_t *th = calloc((size_t)r->nlanes, sizeof(*th));
+	struct xsb__targ *ta = calloc((size_t)r->nlanes, sizeof(*ta));
+	if (!th || !ta)
+		xsb_die("out of memory for threads");
+
+	char label[128];
+	snprintf(label, sizeof(label), "%s %s %s", r->scenario, r->config, r->mode->name);
+	long total = 0;
+	if (r->body == XSB_CLOSED)
+		total = (long)r->ntasks * r->nlanes;
+	else if (r->body == XSB_PREEMPT)
+		total = r->nsamples;
+	xsb_progress_begin(label, total, r->duration_s);
+	for (int i = 0; i < r->nlanes; i++) {
+		ta[i].r = r;
+		ta[i].i = i;
+		if (pthread_create(&th[i], NULL, xsb__thread, &ta[i]))
+			xsb_die("cannot start a thread");
+	}
+	pthread_barrier_wait(&r->bar);
+	r->t0 = xsb_now_ns();
+	pthread_barrier_wait(&r->bar);
+	for (int i = 0; i < r->nlanes; i++)
+		pthread_join(th[i], NULL);
+	xsb_progress_end();
+	pthread_barrier_destroy(&r->bar);
+	for (int i = 0; i < r->nlanes; i++)
+		xsb_lane_close(&r->lanes[i], be);
+	free(th);
+	free(ta);
+	free(r->lanes);
+	r->lanes = NULL;
+	return atomic_load(&r->err) ? -1 : 0;
+}
+
+static void xsb__run_free(struct xsb__run *r)
+{
+	if (r->smp)
+		for (int i = 0; i < r->nlanes; i++)
+			xsb_samples_free(&r->smp[i]);
+	free(r->smp);
+	r->smp = NULL;
+}
+
+/* ---- results --------------------------------------------------------------------------- */
+
+/* Statistics of one class of @r, its low throughput and its total time; writes the
+ * samples to the JSON lines file. */
+static void xsb__collect(struct xsb__run *r, bool high, struct xsb__row *row)
+{
+	size_t n = 0;
+	for (int i = 0; i < r->nlanes; i++)
+		n += r->smp[i].n;
+	double *v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v)
+		xsb_die("out of memory");
+	size_t m = 0;
+	int64_t last = r->t0, last_all = r->t0;
+	for (int i = 0; i < r->nlanes; i++) {
+		for (size_t j = 0; j < r->smp[i].n; j++) {
+			const struct xsb_sample *x = &r->smp[i].v[j];
+			if (x->end > last_all)
+				last_all = x->end;
+			if (x->high != high)
+				continue;
+			double ms = (double)(x->end - x->start) / 1e6;
+			v[m++] = ms;
+			if (x->end > last)
+				last = x->end;
+			xsb_json_sample(r->scenario, r->config, r->mode->name, x, r->t0, ms);
+		}
+	}
+	memset(row, 0, sizeof(*row));
+	snprintf(row->mode, sizeof(row->mode), "%s", r->mode->name);
+	snprintf(row->cls, sizeof(row->cls), "%s", high ? "high" : "low");
+	xsb_stats_of(v, m, &row->st);
+	row->total_s = (double)(last_all - r->t0) / 1e9;
+	if (!high && m && last > r->t0)
+		row->thr = (double)m / ((double)(last - r->t0) / 1e9);
+	free(v);
+	xsb_json_raw("{\"type\":\"summary\",\"scenario\":\"%s\",\"config\":\"%s\",\"mode\":\"%s\","
+		     "\"class\":\"%s\",\"n\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
+		     "\"mean_ms\":%.4f,\"tasks_per_s\":%.3f,\"total_s\":%.4f}",
+		     r->scenario, r->config, r->mode->name, row->cls, row->st.n, row->st.p50,
+		     row->st.p99, row->st.max, row->st.mean, row->thr, row->total_s);
+}
+
+static struct xsb__row *xsb__table_add(struct xsb__table *t)
+{
+	if (t->n >= (int)(sizeof(t->rows) / sizeof(t->rows[0])))
+		xsb_die("too many rows in one table");
+	struct xsb__row *row = &t->rows[t->n++];
+	memset(row, 0, sizeof(*row));
+	return row;
+}
+
+static void xsb__skip_row(struct xsb__table *t, const char *mode, const char *why)
+{
+	struct xsb__row *row = xsb__table_add(t);
+	snprintf(row->mode, sizeof(row->mode), "%s", mode);
+	snprintf(row->note, sizeof(row->note), "%s", why);
+	row->skipped = true;
+}
+
+static const struct xsb__row *xsb__find(const struct xsb__table *t, const char *mode,
+					const char *cls)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!t->rows[i].skipped && !strcmp(t->rows[i].mode, mode) &&
+		    !strcmp(t->rows[i].cls, cls))
+			return &t->rows[i];
+	return NULL;
+}
+
+/* Print @t with ratios to @alone (the high class alone; no ratios when @ratios is false)
+ * and throughput relative to the native mode's low class. */
+static void xsb__print_as(const struct xsb__table *t, const struct xsb_stats *alone,
+			  const char *alone_label, bool ratios)
+{
+	const struct xsb__row *nat = xsb__find(t, "native", "low");
+	printf("  %-18s %-5s %6s %9s %9s %9s %7s %7s %8s %8s\n", "mode", "class", "n", "p50 ms",
+	       "p99 ms", "max ms", "p50/al", "p99/al", "low thr", "total s");
+	if (alone)
+		printf("  %-18s %-5s %6zu %9.3f %9.3f %9.3f %7s %7s %8s %8s\n", alone_label, "high",
+		       alone->n, alone->p50, alone->p99, alone->max, ratios ? "1.00" : "-",
+		       ratios ? "1.00" : "-", "-", "-");
+	for (int i = 0; i < t->n; i++) {
+		const struct xsb__row *r = &t->rows[i];
+		if (r->skipped) {
+			printf("  %-18s skipped: %s\n", r->mode, r->note);
+			continue;
+		}
+		char p50r[16] = "-", p99r[16] = "-", thr[16] = "-";
+		if (ratios && alone && alone->p50 > 0 && !strcmp(r->cls, "high")) {
+			snprintf(p50r, sizeof(p50r), "%.2f", r->st.p50 / alone->p50);
+			snprintf(p99r, sizeof(p99r), "%.2f", r->st.p99 / alone->p99);
+		}
+		if (!strcmp(r->cls, "low") && nat && nat->thr > 0)
+			snprintf(thr, sizeof(thr), "%.3f", r->thr / nat->thr);
+		printf("  %-18s %-5s %6zu %9.3f %9.3f %9.3f %7s %7s %8s %8.2f\n", r->mode, r->cls,
+		       r->st.n, r->st.p50, r->st.p99, r->st.max, p50r, p99r, thr, r->total_s);
+	}
+}
+
+static void xsb__print(const struct xsb__table *t, const struct xsb_stats *alone)
+{
+	xsb__print_as(t, alone, "alone", true);
+}
+
+/* Verdicts on the targets: high p99 <= 1.3x alone, and (when @thr_target) low throughput
+ * >= 90% of native. */
+static void xsb__verdicts(const char *what, const struct xsb__table *t,
+			  const struct xsb_stats *alone, bool thr_target)
+{
+	const struct xsb__row *nat = xsb__find(t, "native", "low");
+	printf("  targets (%s): high p99 <= 1.3x alone%s\n", what,
+	       thr_target ? ", low throughput >= 0.90 of native" : "");
+	for (int i = 0; i < t->n; i++) {
+		const struct xsb__row *h = &t->rows[i];
+		if (h->skipped || strcmp(h->cls, "high") || !alone || alone->p99 <= 0)
+			continue;
+		const struct xsb__row *lo = xsb__find(t, h->mode, "low");
+		double ratio = h->st.p99 / alone->p99;
+		double frac = (lo && nat && nat->thr > 0) ? lo->thr / nat->thr : -1;
+		bool ok = ratio <= 1.3 && (!thr_target || frac >= 0.90);
+		if (frac >= 0)
+			printf("    %-18s %-6s p99 %.2fx alone, low throughput %.3f\n", h->mode,
+			       ok ? "MET" : "MISSED", ratio, frac);
+		else
+			printf("    %-18s %-6s p99 %.2fx alone%s\n", h->mode, ok ? "MET" : "MISSED",
+			       ratio, thr_target ? ", low throughput n/a (no native run)" : "");
+		xsb_json_raw(
+		    "{\"type\":\"target\",\"what\":\"%s\",\"mode\":\"%s\",\"p99_ratio\":%.4f,"
+		    "\"low_thr_frac\":%.4f,\"met\":%s}",
+		    what, h->mode, ratio, frac, ok ? "true" : "false");
+	}
+}
+
+/* ---- shared pieces --------------------------------------------------------------------- */
+
+static const char *xsb__mode_unavailable(const struct xsb_ctx *c, const struct xsb_mode *m)
+{
+	static char why[120];
+	if (m->xsched && m->level > c->be->max_level) {
+		snprintf(why, sizeof(why), "the HwQueue's highest preemption level is Lv%d",
+			 c->be->max_level);
+		return why;
+	}
+	return NULL;
+}
+
+static const struct xsb_launch_cfg *xsb__cfg(const struct xsb_ctx *c, const struct xsb_mode *m)
+{
+	if (!m->xsched || !c->o->cfg_set[m->level])
+		return NULL;
+	return &c->o->cfg[m->level];
+}
+
+static void xsb__sgemm_task(struct xsb_task *t)
+{
+	memset(t, 0, sizeof(*t));
+	xsb_task_gemms(t, 30, 2048, 2048, 2048);
+	snprintf(t->desc, sizeof(t->desc), "30 x SGEMM 2048^3 on one stream");
+}
+
+static int xsb__tasks(const struct xsb_ctx *c, int full, int quick)
+{
+	if (c->o->tasks > 0)
+		return c->o->tasks;
+	return c->o->quick ? quick : full;
+}
+
+/* Alone: the task on one native lane. */
+static int xsb__alone(struct xsb_ctx *c, const char *scenario, const struct xsb_task *t, int n,
+		      struct xsb_stats *out)
+{
+	struct xsb__run r = {.c = c,
+			     .scenario = scenario,
+			     .mode = xsb_mode_find("native"),
+			     .body = XSB_CLOSED,
+			     .nlanes = 1,
+			     .nhigh = 1,
+			     .task_high = t,
+			     .task_low = t,
+			     .ntasks = n};
+	snprintf(r.config, sizeof(r.config), "alone");
+	if (xsb__run(&r)) {
+		xsb__run_free(&r);
+		return -1;
+	}
+	struct xsb__row row;
+	xsb__collect(&r, true, &row);
+	*out = row.st;
+	xsb__run_free(&r);
+	return 0;
+}
+
+/* Run @base under every selected mode into @tab. */
+static void xsb__modes(struct xsb_ctx *c, struct xsb__run *base, struct xsb__table *tab)
+{
+	for (size_t mi = 0; mi < c->o->nmodes; mi++) {
+		const struct xsb_mode *m = c->o->modes[mi];
+		const char *why = xsb__mode_unavailable(c, m);
+		if (why) {
+			xsb__skip_row(tab, m->name, why);
+			continue;
+		}
+		struct xsb__run r = *base;
+		r.mode = m;
+		r.cfg = xsb__cfg(c, m);
+		if (xsb__run(&r)) {
+			xsb__skip_row(tab, m->name, "the run failed (see the errors above)");
+			c->fails++;
+			xsb__run_free(&r);
+			continue;
+		}
+		if (r.nhigh > 0)
+			xsb__collect(&r, true, xsb__table_add(tab));
+		if (r.nlanes > r.nhigh)
+			xsb__collect(&r, false, xsb__table_add(tab));
+		xsb__run_free(&r);
+	}
+}
+
+static void xsb__print_cfg(const struct xsb_ctx *c)
+{
+	printf("  low-priority XQueues' launch config (threshold:batch):");
+	for (int lv = 1; lv <= 3; lv++) {
+		if (lv > c->be->max_level)
+			break;
+		if (c->o->cfg_set[lv])
+			printf(" Lv%d %lld:%lld", lv, (long long)c->o->cfg[lv].threshold,
+			       (long long)c->o->cfg[lv].batch);
+		else
+			printf(" Lv%d %d:%d (library default)", lv, XSCHED_DEFAULT_THRESHOLD,
+			       XSCHED_DEFAULT_BATCH_SIZE);
+	}
+	printf("\n");
+}
+
+/* ---- systematic ------------------------------------------------------------------------ */
+
+static struct xsb_stats xsb__sgemm_alone;
+static bool xsb__sgemm_alone_done;
+
+static int xsb__get_sgemm_alone(struct xsb_ctx *c, const struct xsb_task *t, struct xsb_stats *st)
+{
+	if (!xsb__sgemm_alone_done) {
+		int n = c->o->quick ? 10 : 30;
+		if (xsb__tasks(c, 10, 3) > n)
+			n = xsb__tasks(c, 10, 3);
+		if (xsb__alone(c, "alone", t, n, &xsb__sgemm_alone))
+			return -1;
+		xsb__sgemm_alone_done = true;
+		printf("\nalone: %s, 1 thread, %zu tasks: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+		       t->desc, xsb__sgemm_alone.n, xsb__sgemm_alone.p50, xsb__sgemm_alone.p99,
+		       xsb__sgemm_alone.max);
+	}
+	*st = xsb__sgemm_alone;
+	return 0;
+}
+
+int xsb_scenario_systematic(struct xsb_ctx *c)
+{
+	struct xsb_task t;
+	xsb__sgemm_task(&t);
+	struct xsb_stats alone;
+	if (xsb__get_sgemm_alone(c, &t, &alone)) {
+		xsb_task_free(&t);
+		return -1;
+	}
+	int threads = c->o->threads > 0 ? c->o->threads : 16;
+	int ntasks = xsb__tasks(c, 10, 3);
+	static const int highs[2] = {1, 3};
+	for (int h = 0; h < 2; h++) {
+		if (highs[h] >= threads)
+			continue;
+		struct xsb__run base = {.c = c,
+					.scenario = "systematic",
+					.body = XSB_CLOSED,
+					.nlanes = threads,
+					.nhigh = highs[h],
+					.task_high = &t,
+					.task_low = &t,
+					.ntasks = ntasks};
+		snprintf(base.config, sizeof(base.config), "%dH+%dL", highs[h], threads - highs[h]);
+		struct xsb__table tab = {.n = 0};
+		xsb__modes(c, &base, &tab);
+		printf("\nsystematic %s: %d threads x %d tasks, task = %s (low threads go on "
+		       "until the high ones finish)\n",
+		       base.config, threads, ntasks, t.desc);
+		xsb__print(&tab, &alone);
+		if (highs[h] == 1)
+			xsb__verdicts("systematic 1H", &tab, &alone, true);
+	}
+	xsb_task_free(&t);
+	return 0;
+}
+
+/* ---- latency ----------------------------------------------------------------------------- */
+
+int xsb_scenario_latency(struct xsb_ctx *c)
+{
+	struct xsb_task t;
+	xsb__sgemm_task(&t);
+	struct xsb_stats alone;
+	if (xsb__get_sgemm_alone(c, &t, &alone)) {
+		xsb_task_free(&t);
+		return -1;
+	}
+	int threads = c->o->threads > 0 ? (c->o->threads < 8 ? c->o->threads : 8) : 8;
+	if (threads < 2)
+		threads = 2;
+	int ntasks = xsb__tasks(c, 50, 8);
+	struct xsb__run base = {.c = c,
+				.scenario = "latency",
+				.body = XSB_CLOSED,
+				.nlanes = threads,
+				.nhigh = 1,
+				.task_high = &t,
+				.task_low = &t,
+				.ntasks = ntasks,
+				.think_ms = alone.p50};
+	snprintf(base.config, sizeof(base.config), "1H+%dL", threads - 1);
+	struct xsb__table tab = {.n = 0};
+	xsb__modes(c, &base, &tab);
+	printf("\nlatency 1H+%dL: %d tasks per thread, task = %s; the high thread waits U(0, "
+	       "%.1f ms) before each task\n",
+	       threads - 1, ntasks, t.desc, alone.p50);
+	xsb__print(&tab, &alone);
+	xsb_task_free(&t);
+	return 0;
+}
+
+/* ---- two models -------------------------------------------------------------------------- */
+
+int xsb_scenario_two_models(struct xsb_ctx *c)
+{
+	struct xsb_task small = {0}, large = {0};
+	xsb_resnet18(&small, 1);
+	xsb_resnet50(&large, c->o->large_batch);
+	snprintf(small.desc, sizeof(small.desc), "ResNet-18 batch 1 (%zu GEMMs, %.2f GFLOP)",
+		 small.n, xsb_task_gflop(&small));
+	snprintf(large.desc, sizeof(large.desc), "ResNet-50 batch %d (%zu GEMMs, %.1f GFLOP)",
+		 c->o->large_batch, large.n, xsb_task_gflop(&large));
+	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 2.0 : 60.0);
+	double alone_s = dur / 4 < 5 ? (dur < 5 ? dur : 5) : dur / 4;
+
+	/* Alone: the small model at its rate, nothing else. */
+	struct xsb__run ar = {.c = c,
+			      .scenario = "two-models",
+			      .mode = xsb_mode_find("native"),
+			      .body = XSB_OPEN,
+			      .nlanes = 1,
+			      .nhigh = 1,
+			      .task_high = &small,
+			      .task_low = &small,
+			      .duration_s = alone_s,
+			      .rate = c->o->rate};
+	snprintf(ar.config, sizeof(ar.config), "alone");
+	if (xsb__run(&ar)) {
+		xsb__run_free(&ar);
+		xsb_task_free(&small);
+		xsb_task_free(&large);
+		return -1;
+	}
+	struct xsb__row arow;
+	xsb__collect(&ar, true, &arow);
+	xsb__run_free(&ar);
+	struct xsb_stats alone = arow.st;
+
+	struct xsb__run base = {.c = c,
+				.scenario = "two-models",
+				.body = XSB_OPEN,
+				.nlanes = 2,
+				.nhigh = 1,
+				.task_high = &small,
+				.task_low = &large,
+				.duration_s = dur,
+				.rate = c->o->rate};
+	snprintf(base.config, sizeof(base.config), "r18b1+r50b%d", c->o->large_batch);
+	struct xsb__table tab = {.n = 0};
+	xsb__modes(c, &base, &tab);
+	printf("\ntwo-models: high = %s at %.0f req/s (latency from arrival); low = %s back to "
+	       "back; %.0f s per mode, alone %.0f s; low rows: one sample per forward pass\n",
+	       small.desc, c->o->rate, large.desc, dur, alone_s);
+	xsb__print(&tab, &alone);
+	xsb__verdicts("two-models", &tab, &alone, false);
+	xsb_task_free(&small);
+	xsb_task_free(&large);
+	return 0;
+}
+
+/* ---- preempt ----------------------------------------------------------------------------- */
+
+int xsb_scenario_preempt(struct xsb_ctx *c)
+{
+	static const int64_t spins[2] = {500000, 5000000};
+	int nlow = 4, k = 4;
+	int n = xsb__tasks(c, 100, 20);
+	printf("\npreempt: time from a high-priority submit to the start of its kernel, while %d "
+	       "low lanes keep the device full (each submits %d spin kernels, waits, repeats); "
+	       "%d samples, the high thread waits U(2, 6) x the spin time (at least 2 ms) "
+	       "between them. Kernel start: %s.\n",
+	       nlow, k, n, c->be->stamp_method);
+	for (int d = 0; d < 2; d++) {
+		struct xsb_op spin = {.kind = XSB_OP_SPIN, .ns = spins[d]};
+		struct xsb_task low = {0};
+		for (int i = 0; i < k; i++)
+			xsb_task_push(&low, &spin);
+		struct xsb_op stamp = {.kind = XSB_OP_STAMP};
+		struct xsb_task high = {.ops = &stamp, .n = 1};
+		struct xsb__run base = {.c = c,
+					.scenario = "preempt",
+					.body = XSB_PREEMPT,
+					.nlanes = 1 + nlow,
+					.nhigh = 1,
+					.task_high = &high,
+					.task_low = &low,
+					.nsamples = n,
+					.spin_ns = spins[d]};
+		snprintf(base.config, sizeof(base.config), "spin%.1fms", (double)spins[d] / 1e6);
+		struct xsb__table tab = {.n = 0};
+		/* Idle device: the same measure with nothing else running. */
+		struct xsb__run ir = base;
+		ir.mode = xsb_mode_find("native");
+		ir.nlanes = 1;
+		snprintf(ir.config, sizeof(ir.config), "idle");
+		struct xsb_stats idle = {0};
+		if (!xsb__run(&ir)) {
+			struct xsb__row row;
+			xsb__collect(&ir, true, &row);
+			idle = row.st;
+		}
+		xsb__run_free(&ir);
+		xsb__modes(c, &base, &tab);
+		printf("\npreempt, low kernels of %.1f ms: high rows = submit-to-start in ms; low "
+		       "rows = one sample per low task of %d kernels\n",
+		       (double)spins[d] / 1e6, k);
+		xsb__print_as(&tab, &idle, "idle device", false);
+		xsb_task_free(&low);
+	}
+	return 0;
+}
+
+/* ---- overhead ---------------------------------------------------------------------------- */
+
+int xsb_scenario_overhead(struct xsb_ctx *c)
+{
+	struct xsb_task t;
+	xsb__sgemm_task(&t);
+	struct xsb_op stamp = {.kind = XSB_OP_STAMP, .slot = XSB_STAMP_SLOTS - 1};
+	struct xsb_task tiny = {0};
+	int ntiny = 256;
+	for (int i = 0; i < ntiny; i++)
+		xsb_task_push(&tiny, &stamp);
+	snprintf(tiny.desc, sizeof(tiny.desc), "%d tiny kernels", ntiny);
+	int n = xsb__tasks(c, 50, 10);
+	printf("\noverhead: one lane alone, raw stream (native) vs through an XQueue; %d tasks "
+	       "each of %s and of %s\n",
+	       n, t.desc, tiny.desc);
+	printf("  %-18s %11s %11s %8s %14s %14s\n", "mode", "sgemm p50", "sgemm p99", "vs nat",
+	       "tiny us/kernel", "vs native");
+	double nat_sg = 0, nat_tiny = 0;
+	for (size_t mi = 0; mi < c->o->nmodes; mi++) {
+		const struct xsb_mode *m = c->o->modes[mi];
+		if (m->hwprio)
+			continue; /* one lane: priority changes nothing */
+		const char *why = xsb__mode_unavailable(c, m);
+		if (why) {
+			printf("  %-18s skipped: %s\n", m->name, why);
+			continue;
+		}
+		struct xsb_stats st[2];
+		const struct xsb_task *tasks[2] = {&t, &tiny};
+		bool ok = true;
+		for (int w = 0; w < 2 && ok; w++) {
+			struct xsb__run r = {.c = c,
+					     .scenario = "overhead",
+					     .mode = m,
+					     .cfg = xsb__cfg(c, m),
+					     .body = XSB_CLOSED,
+					     .nlanes = 1,
+					     .nhigh = 1,
+					     .task_high = tasks[w],
+					     .task_low = tasks[w],
+					     .ntasks = n};
+			snprintf(r.config, sizeof(r.config), "%s", w ? "tiny" : "sgemm");
+			if (xsb__run(&r)) {
+				ok = false;
+				c->fails++;
+			} else {
+				struct xsb__row row;
+				xsb__collect(&r, true, &row);
+				st[w] = row.st;
+			}
+			xsb__run_free(&r);
+		}
+		if (!ok) {
+			printf("  %-18s failed (see the errors above)\n", m->name);
+			continue;
+		}
+		double per = st[1].p50 * 1000.0 / ntiny;
+		if (!m->xsched && !nat_sg) {
+			nat_sg = st[0].p50;
+			nat_tiny = per;
+		}
+		char d1[16] = "-", d2[16] = "-";
+		if (nat_sg > 0)
+			snprintf(d1, sizeof(d1), "%+.1f%%", (st[0].p50 / nat_sg - 1) * 100);
+		if (nat_tiny > 0)
+			snprintf(d2, sizeof(d2), "%+.2f us", per - nat_tiny);
+		printf("  %-18s %8.3f ms %8.3f ms %8s %14.2f %14s\n", m->name, st[0].p50, st[0].p99,
+		       d1, per, d2);
+	}
+	xsb_task_free(&t);
+	xsb_task_free(&tiny);
+	return 0;
+}
+
+/* ---- tune -------------------------------------------------------------------------------- */
+
+int xsb_scenario_tune(struct xsb_ctx *c)
+{
+	static const struct xsb_launch_cfg full[] = {{1, 1}, {2, 1},  {4, 2},
+						     {8, 4}, {16, 8}, {64, 32}};
+	static const struct xsb_launch_cfg quick[] = {{1, 1}, {4, 2}, {16, 8}};
+	const struct xsb_launch_cfg *cfgs = c->o->quick ? quick : full;
+	size_t ncfg =
+	    c->o->quick ? sizeof(quick) / sizeof(quick[0]) : sizeof(full) / sizeof(full[0]);
+	struct xsb_task t;
+	xsb__sgemm_task(&t);
+	struct xsb_stats alone;
+	if (xsb__get_sgemm_alone(c, &t, &alone)) {
+		xsb_task_free(&t);
+		return -1;
+	}
+	int threads = c->o->threads > 0 ? c->o->threads : 16;
+	int ntasks = xsb__tasks(c, 10, 3);
+	struct xsb__run base = {.c = c,
+				.scenario = "tune",
+				.body = XSB_CLOSED,
+				.nlanes = threads,
+				.nhigh = 1,
+				.task_high = &t,
+				.task_low = &t,
+				.ntasks = ntasks};
+	/* Native throughput, the reference. */
+	struct xsb__run nr = base;
+	nr.mode = xsb_mode_find("native");
+	snprintf(nr.config, sizeof(nr.config), "1H+%dL", threads - 1);
+	double nat_thr = 0;
+	if (!xsb__run(&nr)) {
+		struct xsb__row row;
+		xsb__collect(&nr, false, &row);
+		nat_thr = row.thr;
+	}
+	xsb__run_free(&nr);
+	printf("\ntune: systematic 1H+%dL (%d tasks per thread) for each launch config of the low "
+	       "XQueues (threshold:batch)\n",
+	       threads - 1, ntasks);
+	printf("  %-18s %8s %9s %9s %7s %8s %8s\n", "mode", "T:B", "p50 ms", "p99 ms", "p99/al",
+	       "low thr", "total s");
+	for (size_t mi = 0; mi < c->o->nmodes; mi++) {
+		const struct xsb_mode *m = c->o->modes[mi];
+		if (!m->xsched)
+			continue;
+		const char *why = xsb__mode_unavailable(c, m);
+		if (why) {
+			printf("  %-18s skipped: %s\n", m->name, why);
+			continue;
+		}
+		for (size_t k = 0; k < ncfg; k++) {
+			struct xsb__run r = base;
+			r.mode = m;
+			r.cfg = &cfgs[k];
+			snprintf(r.config, sizeof(r.config), "1H+%dL/%lld:%lld", threads - 1,
+				 (long long)cfgs[k].threshold, (long long)cfgs[k].batch);
+			char tb[24];
+			snprintf(tb, sizeof(tb), "%lld:%lld", (long long)cfgs[k].threshold,
+				 (long long)cfgs[k].batch);
+			if (xsb__run(&r)) {
+				printf("  %-18s %8s failed\n", m->name, tb);
+				c->fails++;
+				xsb__run_free(&r);
+				continue;
+			}
+			struct xsb__row hi, lo;
+			xsb__collect(&r, true, &hi);
+			xsb__collect(&r, false, &lo);
+			xsb__run_free(&r);
+			char thr[16] = "-";
+			if (nat_thr > 0)
+				snprintf(thr, sizeof(thr), "%.3f", lo.thr / nat_thr);
+			printf("  %-18s %8s %9.3f %9.3f %7.2f %8s %8.2f\n", m->name, tb, hi.st.p50,
+			       hi.st.p99, alone.p99 > 0 ? hi.st.p99 / alone.p99 : 0, thr,
+			       lo.total_s > hi.total_s ? lo.total_s : hi.total_s);
+		}
+	}
+	xsb_task_free(&t);
+	return 0;
+}
+
+void xsb_print_launch_cfg(const struct xsb_ctx *c)
+{
+	xsb__print_cfg(c);
+}
