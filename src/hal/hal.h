@@ -79,5 +79,16 @@ void xs_hwq_unbind(xs_hwq *q);
 
 /* Backends. */
 XResult xs_host_queue_create(xs_hwq **out);
+/* Tests: attach the host queue @hwq to the KFD queue whose ring buffer starts at
+ * @ring_base_address (the fake KFD's, installed with xs_cwsr_set_sys()) through
+ * preempt/lv3.c, and raise its max level to kPreemptLevelInterrupt only when the whole
+ * probe and attach passed; on failure it stays at 2 and one line is logged. Its
+ * HwQueueDestroy then detaches it, resuming it first.
+ * Returns kXSchedSuccess; kXSchedErrorNotFound (not a live HwQueue);
+ * kXSchedErrorInvalidValue (not a host queue, or a zero address); kXSchedErrorNotAllowed
+ * (already enabled, or another HwQueue uses that KFD queue); otherwise as xs_lv3_attach().
+ * Thread-safety: right after HostQueueCreate(), before any XQueue exists on @hwq and while
+ * no other thread uses it (the core reads the max level without a lock). */
+XResult xs_host_queue_enable_lv3(HwQueueHandle hwq, uint64_t ring_base_address);
 
 #endif

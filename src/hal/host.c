@@ -4,13 +4,20 @@
  * runs each entry and then advances done_seq; a completion point is a sequence number.
  * Lv2: each gated entry waits at the gate word before it runs, as a GPU stream waits on
  * its gate before each gated command.
+ * Lv3 (for tests): xs_host_queue_enable_lv3() attaches the queue to a KFD queue, in tests
+ * the fake KFD's, through preempt/lv3.c. Interrupt suspends that KFD queue and, as an
+ * unmapped hardware queue runs nothing, keeps the executor from starting any entry, gated
+ * or not, until restore; what an entry already running does is the test's to model (it
+ * can watch the fake KFD). A failed interrupt leaves the queue to its gate (Lv2).
  */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/log.h"
 #include "core/thread.h"
 #include "hal/hal.h"
+#include "preempt/lv3.h"
 
 struct xs__entry {
 	xs_cmd *cmd; /* holds a reference */
@@ -23,12 +30,17 @@ typedef struct xs__host_q {
 	/* 1 = open, 0 = closed. Written by gate_open/gate_close with release order, read by
 	 * the executor with acquire order before each gated entry. */
 	atomic_uint gate;
+	/* Lv3 attachment or NULL. Written by xs_host_queue_enable_lv3() before any XQueue
+	 * exists and by destroy after the last one; read by interrupt/restore, which the
+	 * core calls with the XQueue's lock held. */
+	xs_lv3 *lv3;
 	pthread_t thread;
 	xs_mutex lock; /* guards everything below */
 	xs_cond cv;    /* executor waits for work or the gate; sync_wait waits for done_seq */
 	struct xs__entry *head, *tail;
 	uint64_t enq_seq;  /* entries launched so far */
 	uint64_t done_seq; /* entries finished so far */
+	bool interrupted;  /* Lv3 holds the queue: no entry starts until restore */
 	bool stop;
 } xs__host_q;
 
@@ -47,7 +59,8 @@ static void *xs__executor(void *arg)
 	xs__host_q *h = arg;
 	xs_mutex_lock(&h->lock);
 	for (;;) {
-		while (!h->stop && (!h->head || (h->head->gated && !xs__gate_is_open(h))))
+		while (!h->stop &&
+		       (!h->head || h->interrupted || (h->head->gated && !xs__gate_is_open(h))))
 			xs_cond_wait(&h->cv, &h->lock);
 		if (!h->head) /* stop, and nothing left */
 			break;
@@ -161,9 +174,48 @@ static void xs__gate_open(xs_hwq *q)
 	xs_mutex_unlock(&h->lock);
 }
 
+/* Lv3: suspend the KFD queue and stop the executor before its next entry. Called with
+ * the XQueue's lock held, after gate_close; blocks for one KFD call. A failure (logged
+ * once by lv3.c) leaves the queue to its closed gate, which is this level's fallback, so
+ * it still returns kXSchedSuccess. */
+static XResult xs__interrupt(xs_hwq *q)
+{
+	xs__host_q *h = xs__hq(q);
+	if (!h->lv3)
+		return kXSchedErrorNotSupported;
+	if (xs_lv3_interrupt(h->lv3)) {
+		xs_mutex_lock(&h->lock);
+		h->interrupted = true;
+		xs_mutex_unlock(&h->lock);
+	}
+	return kXSchedSuccess;
+}
+
+/* Lv3: resume the KFD queue and let the executor go on. Called with the XQueue's lock
+ * held, before gate_open. A failed resume is logged and retried by lv3.c; the executor
+ * goes on regardless (what a KFD queue left suspended does is the fake's to model). */
+static XResult xs__restore(xs_hwq *q)
+{
+	xs__host_q *h = xs__hq(q);
+	if (!h->lv3)
+		return kXSchedErrorNotSupported;
+	xs_lv3_restore(h->lv3);
+	xs_mutex_lock(&h->lock);
+	h->interrupted = false;
+	xs_cond_broadcast(&h->cv);
+	xs_mutex_unlock(&h->lock);
+	return kXSchedSuccess;
+}
+
 static void xs__destroy(xs_hwq *q)
 {
 	xs__host_q *h = xs__hq(q);
+	/* Resume before anything else: a suspended KFD queue cannot be destroyed. */
+	xs_lv3_detach(h->lv3);
+	h->lv3 = NULL;
+	xs_mutex_lock(&h->lock);
+	h->interrupted = false;
+	xs_mutex_unlock(&h->lock);
 	xs__gate_open(q); /* nothing may stay parked behind a closed gate */
 	xs_mutex_lock(&h->lock);
 	h->stop = true;
@@ -191,6 +243,10 @@ static const xs_hal_ops xs__host_ops = {
 	.sync_all = xs__sync_all,
 	.gate_close = xs__gate_close,
 	.gate_open = xs__gate_open,
+	/* Set on every host queue; they act only once xs_host_queue_enable_lv3() has raised
+	 * the max level to 3, since the core calls them only at that level. */
+	.interrupt = xs__interrupt,
+	.restore = xs__restore,
 	.destroy = xs__destroy,
 };
 
@@ -213,4 +269,35 @@ XResult xs_host_queue_create(xs_hwq **out)
 	}
 	*out = &h->base;
 	return kXSchedSuccess;
+}
+
+XResult xs_host_queue_enable_lv3(HwQueueHandle hwq, uint64_t ring_base_address)
+{
+	xs_obj *obj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
+	if (!obj) {
+		XS_WARN("hal", "enable Lv3: 0x%llx is not a live HwQueue", (unsigned long long)hwq);
+		return kXSchedErrorNotFound;
+	}
+	xs_hwq *q = xs_hwq_of(obj);
+	XResult res = kXSchedSuccess;
+	if (q->ops != &xs__host_ops) {
+		XS_WARN("hal", "enable Lv3: HwQueue 0x%llx is a %s queue, not a host queue",
+			(unsigned long long)hwq, q->ops->name);
+		res = kXSchedErrorInvalidValue;
+	} else if (xs__hq(q)->lv3) {
+		XS_WARN("hal", "enable Lv3: host HwQueue 0x%llx already has Lv3",
+			(unsigned long long)hwq);
+		res = kXSchedErrorNotAllowed;
+	} else {
+		char name[48];
+		snprintf(name, sizeof(name), "host HwQueue 0x%llx", (unsigned long long)hwq);
+		res = xs_lv3_attach(&xs__hq(q)->lv3, ring_base_address, q->max_level, name);
+		if (res == kXSchedSuccess) {
+			q->max_level = kPreemptLevelInterrupt;
+			XS_INFO("hal", "host HwQueue 0x%llx: max preemption level 3 (KFD queue %u)",
+				(unsigned long long)hwq, xs_lv3_queue_id(xs__hq(q)->lv3));
+		}
+	}
+	xs_obj_unref(obj);
+	return res;
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,10 @@
 
 #define QUEUE_STATUS_MASK (XS_KFD_DBG_QUEUE_ERROR_MASK | XS_KFD_DBG_QUEUE_INVALID_MASK)
 
+/* Warnings and errors go through cwsr_log(), which xs_cwsr_log_capture() can redirect. */
+#define CWSR_WARN(...)	cwsr_log(XS_LOG_WARN, __VA_ARGS__)
+#define CWSR_ERROR(...) cwsr_log(XS_LOG_ERROR, __VA_ARGS__)
+
 struct xs_cwsr_queue {
 	struct xs_cwsr_queue *next; /* in attached_list */
 	uint64_t ring_base_address;
@@ -41,6 +46,49 @@ struct xs_cwsr_queue {
 	uint32_t gpu_id;
 	bool suspended; /* suspended by us and not resumed since */
 };
+
+/* The calling thread's capture buffer (xs_cwsr_log_capture()); thread-local, so no lock. */
+static _Thread_local char *capture_buf;
+static _Thread_local size_t capture_cap;
+
+/* Log one warning or error line under TOPIC, or append it to the capture buffer
+ * ("; "-separated, truncated) while the calling thread captures. */
+__attribute__((format(printf, 2, 3))) static void cwsr_log(enum xs_log_level level, const char *fmt,
+							   ...)
+{
+	char line[384];
+	va_list ap;
+	size_t len;
+
+	if (!capture_buf && !xs_log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!capture_buf) {
+		xs_log_write(level, TOPIC, "%s", line);
+		return;
+	}
+	len = strlen(capture_buf);
+	if (len > 0 && len + 2 < capture_cap) {
+		memcpy(capture_buf + len, "; ", 3);
+		len += 2;
+	}
+	if (len + 1 < capture_cap)
+		snprintf(capture_buf + len, capture_cap - len, "%s", line);
+}
+
+void xs_cwsr_log_capture(char *buf, size_t cap)
+{
+	if (buf && cap > 0) {
+		buf[0] = '\0';
+		capture_buf = buf;
+		capture_cap = cap;
+	} else {
+		capture_buf = NULL;
+		capture_cap = 0;
+	}
+}
 
 static int real_open(const char *path, int flags)
 {
@@ -122,17 +170,15 @@ static XResult kfd_open_locked(void)
 		return kXSchedSuccess;
 	}
 	if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
-		XS_WARN(TOPIC,
-			"Lv3 unavailable: no %s (no AMD GPU, or the amdgpu driver is not loaded)",
-			XS_KFD_DEVICE_PATH);
+		CWSR_WARN("Lv3 unavailable: no %s (no AMD GPU, or the amdgpu driver is not loaded)",
+			  XS_KFD_DEVICE_PATH);
 	else if (fd == -EACCES || fd == -EPERM)
-		XS_WARN(TOPIC,
-			"Lv3 unavailable: no permission to open %s (-%s; the user needs the "
-			"'render' or 'video' group)",
-			XS_KFD_DEVICE_PATH, errno_name(-fd));
+		CWSR_WARN("Lv3 unavailable: no permission to open %s (-%s; the user needs the "
+			  "'render' or 'video' group)",
+			  XS_KFD_DEVICE_PATH, errno_name(-fd));
 	else
-		XS_WARN(TOPIC, "Lv3 unavailable: cannot open %s (-%s, %d)", XS_KFD_DEVICE_PATH,
-			errno_name(-fd), fd);
+		CWSR_WARN("Lv3 unavailable: cannot open %s (-%s, %d)", XS_KFD_DEVICE_PATH,
+			  errno_name(-fd), fd);
 	return kXSchedErrorNotSupported;
 }
 
@@ -194,7 +240,7 @@ static void trap_disable_locked(void)
 	memset(&args, 0, sizeof(args));
 	r = dbg_trap(&args, XS_KFD_DBG_TRAP_DISABLE);
 	if (r < 0)
-		XS_WARN(TOPIC, "DBG_TRAP DISABLE failed (-%s, %d)", errno_name(-r), r);
+		CWSR_WARN("DBG_TRAP DISABLE failed (-%s, %d)", errno_name(-r), r);
 	trap_enabled = false;
 }
 
@@ -216,15 +262,14 @@ static XResult session_get_locked(void)
 
 	r = kfd_get_version_locked(&major, &minor);
 	if (r < 0) {
-		XS_WARN(TOPIC, "Lv3 unavailable: AMDKFD_IOC_GET_VERSION failed (-%s, %d)",
-			errno_name(-r), r);
+		CWSR_WARN("Lv3 unavailable: AMDKFD_IOC_GET_VERSION failed (-%s, %d)",
+			  errno_name(-r), r);
 		goto fail;
 	}
 	if (major != XS_KFD_MAJOR_REQUIRED || minor < XS_KFD_MINOR_REQUIRED) {
-		XS_WARN(TOPIC,
-			"Lv3 unavailable: KFD ioctl version %u.%u; the debugger API needs "
-			"%d.%d or later (Linux 6.5+, or a recent amdgpu-dkms driver)",
-			major, minor, XS_KFD_MAJOR_REQUIRED, XS_KFD_MINOR_REQUIRED);
+		CWSR_WARN("Lv3 unavailable: KFD ioctl version %u.%u; the debugger API needs "
+			  "%d.%d or later (Linux 6.5+, or a recent amdgpu-dkms driver)",
+			  major, minor, XS_KFD_MAJOR_REQUIRED, XS_KFD_MINOR_REQUIRED);
 		goto fail;
 	}
 
@@ -238,8 +283,8 @@ static XResult session_get_locked(void)
 	args.enable.dbg_fd = (uint32_t)kfd_fd;
 	r = dbg_trap(&args, XS_KFD_DBG_TRAP_ENABLE);
 	if (r < 0) {
-		XS_WARN(TOPIC, "Lv3 unavailable: DBG_TRAP ENABLE failed (-%s, %d): %s",
-			errno_name(-r), r, enable_failure_reason(-r));
+		CWSR_WARN("Lv3 unavailable: DBG_TRAP ENABLE failed (-%s, %d): %s", errno_name(-r),
+			  r, enable_failure_reason(-r));
 		goto fail;
 	}
 	trap_enabled = true;
@@ -247,11 +292,10 @@ static XResult session_get_locked(void)
 	/* SUSPEND/RESUME need the runtime's debug support (-EPERM otherwise);
 	 * ROCr turns it on at start-up when the kernel and firmware allow it. */
 	if (rinfo.runtime_state != XS_KFD_RUNTIME_STATE_ENABLED) {
-		XS_WARN(TOPIC,
-			"Lv3 unavailable: the HSA runtime has not enabled KFD debug support "
-			"(runtime_state %u; needs a ROCm runtime that calls RUNTIME_ENABLE, "
-			"debug-capable firmware, and the runtime initialised first)",
-			rinfo.runtime_state);
+		CWSR_WARN("Lv3 unavailable: the HSA runtime has not enabled KFD debug support "
+			  "(runtime_state %u; needs a ROCm runtime that calls RUNTIME_ENABLE, "
+			  "debug-capable firmware, and the runtime initialised first)",
+			  rinfo.runtime_state);
 		trap_disable_locked();
 		goto fail;
 	}
@@ -285,7 +329,7 @@ static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot
 	for (tries = 0; tries < 4; tries++) {
 		buf = calloc(cap, sizeof(*buf));
 		if (!buf) {
-			XS_ERROR(TOPIC, "out of memory for a queue snapshot of %zu entries", cap);
+			CWSR_ERROR("out of memory for a queue snapshot of %zu entries", cap);
 			return kXSchedErrorUnknown;
 		}
 		memset(&args, 0, sizeof(args));
@@ -296,18 +340,16 @@ static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot
 		r = dbg_trap(&args, XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT);
 		if (r < 0) {
 			free(buf);
-			XS_WARN(TOPIC,
-				"Lv3 unavailable: DBG_TRAP GET_QUEUE_SNAPSHOT failed (-%s, %d)",
-				errno_name(-r), r);
+			CWSR_WARN("Lv3 unavailable: DBG_TRAP GET_QUEUE_SNAPSHOT failed (-%s, %d)",
+				  errno_name(-r), r);
 			return kXSchedErrorNotSupported;
 		}
 		if (args.queue_snapshot.num_queues <= cap) {
 			if (args.queue_snapshot.num_queues > 0 &&
 			    args.queue_snapshot.entry_size < SNAPSHOT_MIN_ENTRY) {
 				free(buf);
-				XS_ERROR(TOPIC,
-					 "KFD queue snapshot entries hold %u bytes, need %zu",
-					 args.queue_snapshot.entry_size, SNAPSHOT_MIN_ENTRY);
+				CWSR_ERROR("KFD queue snapshot entries hold %u bytes, need %zu",
+					   args.queue_snapshot.entry_size, SNAPSHOT_MIN_ENTRY);
 				return kXSchedErrorNotSupported;
 			}
 			*out = buf;
@@ -318,7 +360,7 @@ static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot
 		cap = (size_t)args.queue_snapshot.num_queues + 8;
 		free(buf);
 	}
-	XS_ERROR(TOPIC, "KFD queue snapshot: the queue count kept growing (%zu)", cap);
+	CWSR_ERROR("KFD queue snapshot: the queue count kept growing (%zu)", cap);
 	return kXSchedErrorNotSupported;
 }
 
@@ -348,8 +390,7 @@ XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
 	if (res == kXSchedSuccess) {
 		r = kfd_get_version_locked(major, minor);
 		if (r < 0) {
-			XS_WARN(TOPIC, "AMDKFD_IOC_GET_VERSION failed (-%s, %d)", errno_name(-r),
-				r);
+			CWSR_WARN("AMDKFD_IOC_GET_VERSION failed (-%s, %d)", errno_name(-r), r);
 			res = kXSchedErrorNotSupported;
 		}
 		if (opened_here)
@@ -413,7 +454,7 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 		return kXSchedErrorInvalidValue;
 	*out = NULL;
 	if (!ring_base_address) {
-		XS_WARN(TOPIC, "attach: ring base address 0 names no queue");
+		CWSR_WARN("attach: ring base address 0 names no queue");
 		return kXSchedErrorInvalidValue;
 	}
 	pthread_mutex_lock(&cwsr_lock);
@@ -433,32 +474,29 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 		}
 	}
 	if (!e) {
-		XS_WARN(TOPIC,
-			"attach: none of this process's %zu KFD queues has ring buffer 0x%llx", n,
-			(unsigned long long)ring_base_address);
+		CWSR_WARN("attach: none of this process's %zu KFD queues has ring buffer 0x%llx", n,
+			  (unsigned long long)ring_base_address);
 		res = kXSchedErrorNotFound;
 		goto put;
 	}
 	if (!is_compute_queue(e->queue_type)) {
-		XS_WARN(TOPIC,
-			"attach: KFD queue %u (ring 0x%llx) is not a compute queue (type %u)",
-			e->queue_id, (unsigned long long)ring_base_address, e->queue_type);
+		CWSR_WARN("attach: KFD queue %u (ring 0x%llx) is not a compute queue (type %u)",
+			  e->queue_id, (unsigned long long)ring_base_address, e->queue_type);
 		res = kXSchedErrorNotSupported;
 		goto put;
 	}
 	for (q = attached_list; q; q = q->next) {
 		if (q->queue_id == e->queue_id) {
-			XS_WARN(TOPIC,
-				"attach: KFD queue %u is already attached (streams sharing one "
-				"hardware queue cannot be preempted apart)",
-				e->queue_id);
+			CWSR_WARN("attach: KFD queue %u is already attached (streams sharing one "
+				  "hardware queue cannot be preempted apart)",
+				  e->queue_id);
 			res = kXSchedErrorNotAllowed;
 			goto put;
 		}
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q) {
-		XS_ERROR(TOPIC, "attach: out of memory");
+		CWSR_ERROR("attach: out of memory");
 		res = kXSchedErrorUnknown;
 		goto put;
 	}
@@ -538,7 +576,7 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 	if (k > STACK_BATCH) {
 		ids = malloc(k * sizeof(*ids));
 		if (!ids) {
-			XS_ERROR(TOPIC, "resume: out of memory for %zu queue ids", k);
+			CWSR_ERROR("resume: out of memory for %zu queue ids", k);
 			return kXSchedErrorUnknown;
 		}
 	}
@@ -546,10 +584,9 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 		ids[i] = todo[i]->queue_id;
 	r = resume_ioctl_locked(ids, k);
 	if (r < 0) {
-		XS_ERROR(TOPIC,
-			 "DBG_TRAP RESUME_QUEUES of %zu queue(s) (first %u) failed (-%s, %d); "
-			 "they stay suspended",
-			 k, todo[0]->queue_id, errno_name(-r), r);
+		CWSR_ERROR("DBG_TRAP RESUME_QUEUES of %zu queue(s) (first %u) failed (-%s, %d); "
+			   "they stay suspended",
+			   k, todo[0]->queue_id, errno_name(-r), r);
 		res = kXSchedErrorHardware;
 		goto out;
 	}
@@ -565,21 +602,19 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 	}
 	if (failed || (size_t)r != k) {
 		if (failed)
-			XS_ERROR(TOPIC,
-				 "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s); queue %u "
-				 "flagged%s%s; %s",
-				 r, k, todo[first_bad]->queue_id,
-				 (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error"
-										: "",
-				 (ids[first_bad] & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid" : "",
-				 (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK)
-					 ? "it stays suspended"
-					 : "KFD has no such queue");
+			CWSR_ERROR(
+			    "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s); queue %u "
+			    "flagged%s%s; %s",
+			    r, k, todo[first_bad]->queue_id,
+			    (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
+			    (ids[first_bad] & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid" : "",
+			    (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK)
+				? "it stays suspended"
+				: "KFD has no such queue");
 		else
-			XS_ERROR(TOPIC,
-				 "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s) with no "
-				 "queue flagged",
-				 r, k);
+			CWSR_ERROR("DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s) with no "
+				   "queue flagged",
+				   r, k);
 		res = kXSchedErrorHardware;
 	}
 out:
@@ -606,7 +641,7 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 		todo = malloc(n * sizeof(*todo));
 		ids = malloc(n * sizeof(*ids));
 		if (!todo || !ids) {
-			XS_ERROR(TOPIC, "suspend: out of memory for %zu queues", n);
+			CWSR_ERROR("suspend: out of memory for %zu queues", n);
 			res = kXSchedErrorUnknown;
 			goto free_out;
 		}
@@ -630,14 +665,13 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 		/* Negative returns come from checks made before any queue is
 		 * touched, so nothing is suspended. */
 		if (r == -EPERM) {
-			XS_WARN(TOPIC, "Lv3 unavailable: KFD refused SUSPEND_QUEUES (-EPERM): the "
-				       "HSA runtime has not enabled debug support");
+			CWSR_WARN("Lv3 unavailable: KFD refused SUSPEND_QUEUES (-EPERM): the "
+				  "HSA runtime has not enabled debug support");
 			res = kXSchedErrorNotSupported;
 		} else {
-			XS_ERROR(TOPIC,
-				 "DBG_TRAP SUSPEND_QUEUES of %zu queue(s) (first %u) failed "
-				 "(-%s, %d); nothing suspended",
-				 k, todo[0]->queue_id, errno_name(-r), r);
+			CWSR_ERROR("DBG_TRAP SUSPEND_QUEUES of %zu queue(s) (first %u) failed "
+				   "(-%s, %d); nothing suspended",
+				   k, todo[0]->queue_id, errno_name(-r), r);
 			res = kXSchedErrorHardware;
 		}
 		goto out;
@@ -683,12 +717,11 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 			 (bad_st & XS_KFD_DBG_QUEUE_INVALID_MASK)
 				 ? " invalid (missing, new or dying)"
 				 : "");
-	XS_ERROR(TOPIC,
-		 "DBG_TRAP SUSPEND_QUEUES: KFD reported %d of %zu queue(s) suspended, %s; %s", ret,
-		 k, what,
-		 n_back == 0		  ? "nothing to undo"
-		 : back == kXSchedSuccess ? "resumed the suspended ones again"
-					  : "could not resume them all (the last detach will)");
+	CWSR_ERROR("DBG_TRAP SUSPEND_QUEUES: KFD reported %d of %zu queue(s) suspended, %s; %s",
+		   ret, k, what,
+		   n_back == 0		    ? "nothing to undo"
+		   : back == kXSchedSuccess ? "resumed the suspended ones again"
+					    : "could not resume them all (the last detach will)");
 	res = kXSchedErrorHardware;
 out:
 	pthread_mutex_unlock(&cwsr_lock);
@@ -712,7 +745,7 @@ XResult xs_cwsr_resume_many(xs_cwsr_queue *const *qs, size_t n)
 	if (n > STACK_BATCH) {
 		todo = malloc(n * sizeof(*todo));
 		if (!todo) {
-			XS_ERROR(TOPIC, "resume: out of memory for %zu queues", n);
+			CWSR_ERROR("resume: out of memory for %zu queues", n);
 			return kXSchedErrorUnknown;
 		}
 	}
@@ -745,8 +778,8 @@ void xs_cwsr_detach(xs_cwsr_queue *q)
 		return;
 	pthread_mutex_lock(&cwsr_lock);
 	if (q->suspended && resume_locked(&q, 1) != kXSchedSuccess && n_attached > 1)
-		XS_ERROR(TOPIC, "detach: KFD queue %u may stay suspended until the last detach",
-			 q->queue_id);
+		CWSR_ERROR("detach: KFD queue %u may stay suspended until the last detach",
+			   q->queue_id);
 	for (pp = &attached_list; *pp; pp = &(*pp)->next) {
 		if (*pp == q) {
 			*pp = q->next;

@@ -55,6 +55,15 @@ typedef struct xs_kfd_sys {
  * while no queue is attached. Thread-safety: any thread. */
 void xs_cwsr_set_sys(const xs_kfd_sys *sys);
 
+/* Redirect the warnings and errors that the functions below log on the calling thread
+ * into @buf instead of the log: each message is appended ("; "-separated, truncated to
+ * @cap bytes including the NUL) and nothing is printed, whatever XSCHED_LOG says, until
+ * the thread calls this again with @buf NULL. @buf is emptied here. Debug lines are not
+ * redirected. lv3.c uses it to fold the backend's reason into its own single line, which
+ * also says what the queue falls back to.
+ * Thread-safety: any thread; affects only the calling thread (thread-local state). */
+void xs_cwsr_log_capture(char *buf, size_t cap);
+
 /* One KFD queue of this process, as reported by GET_QUEUE_SNAPSHOT. */
 typedef struct xs_cwsr_queue_info {
 	uint64_t ring_base_address; /* ring buffer VA (hsa_queue_t.base_address) */

@@ -422,6 +422,11 @@ bool fake_wait_running(uint32_t id, int timeout_ms)
 	return ok;
 }
 
+bool fake_wait_running_locked(uint32_t id, int timeout_ms)
+{
+	return wait_state_locked(id, false, timeout_ms);
+}
+
 bool fake_wait_suspended(uint32_t id, int timeout_ms)
 {
 	bool ok;

@@ -102,6 +102,9 @@ void fake_trace_copy(char *buf, size_t cap);
 /* Block while KFD holds queue @id suspended (the hardware's view of a suspended queue).
  * Returns false if it is still suspended after @timeout_ms. */
 bool fake_wait_running(uint32_t id, int timeout_ms);
+/* As fake_wait_running(), with fake_lock() held by the caller (and still held on return):
+ * what the caller does next cannot overlap a SUSPEND of the queue. */
+bool fake_wait_running_locked(uint32_t id, int timeout_ms);
 /* Block until queue @id is suspended; false after @timeout_ms. */
 bool fake_wait_suspended(uint32_t id, int timeout_ms);
 

@@ -1,0 +1,293 @@
+/* Lv3 glue over the CWSR backend: probe at attach, degrade on failure, never leave a
+ * queue suspended. See lv3.h for who calls what, the locking and the costs. */
+#include "preempt/lv3.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/log.h"
+#include "core/thread.h"
+#include "preempt/cwsr.h"
+
+#define TOPIC "lv3"
+
+/* Room for the backend's reasons, folded into one line. */
+#define WHY_LEN 400
+
+/* Up to this many queues per batch without a heap allocation. */
+#define STACK_BATCH 16
+
+struct xs_lv3 {
+	/* Guarded by lv3_lock: */
+	xs_cwsr_queue *q; /* the attachment; NULL once a degraded queue was released */
+	bool degraded;	  /* a suspend or resume failed: Lv3 acts as Lv2 */
+	/* Read-only after attach: */
+	uint32_t queue_id;
+	int fallback_level;
+	char name[64];
+};
+
+/* Guards q and degraded of every xs_lv3, and is held across the cwsr calls made for
+ * them, so that a queue's KFD state and its flags change together. Every cwsr call is
+ * serialised by the cwsr lock anyway, so one lock for all queues costs no concurrency.
+ * Taken inside xq->lock; takes the cwsr lock inside. */
+static xs_mutex lv3_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *result_name(XResult r)
+{
+	switch (r) {
+	case kXSchedErrorInvalidValue:
+		return "invalid value";
+	case kXSchedErrorNotFound:
+		return "queue not found";
+	case kXSchedErrorNotAllowed:
+		return "queue already in use";
+	case kXSchedErrorNotSupported:
+		return "not supported";
+	case kXSchedErrorHardware:
+		return "KFD error";
+	default:
+		return "error";
+	}
+}
+
+/* Retry the resume that a failure left behind, and release the KFD queue once nothing
+ * of it is suspended. Quiet: the one line about the failure was logged already.
+ * Caller holds lv3_lock; @l is degraded. */
+static void settle_locked(xs_lv3 *l)
+{
+	char why[WHY_LEN];
+	XResult r = kXSchedSuccess;
+
+	if (!l->q)
+		return;
+	xs_cwsr_log_capture(why, sizeof(why));
+	if (xs_cwsr_is_suspended(l->q))
+		r = xs_cwsr_resume(l->q);
+	if (r == kXSchedSuccess) {
+		xs_cwsr_detach(l->q);
+		l->q = NULL;
+	}
+	xs_cwsr_log_capture(NULL, 0);
+	if (r == kXSchedSuccess)
+		XS_DEBUG(TOPIC, "%s: released KFD queue %u (Lv3 off)%s%s", l->name, l->queue_id,
+			 why[0] ? ": " : "", why);
+	else
+		XS_DEBUG(TOPIC, "%s: KFD queue %u is still suspended: %s", l->name, l->queue_id,
+			 why);
+}
+
+/* Mark @l degraded after @what failed for @why, undo what can be undone, and log the
+ * one line. Caller holds lv3_lock. */
+static void degrade_locked(xs_lv3 *l, const char *what, const char *why)
+{
+	l->degraded = true;
+	settle_locked(l);
+	if (!l->q)
+		XS_WARN(TOPIC,
+			"%s: Lv3 %s failed (%s); the queue falls back to Lv%d from now on, "
+			"nothing of it is left suspended",
+			l->name, what, why, l->fallback_level);
+	else
+		XS_ERROR(TOPIC,
+			 "%s: Lv3 %s failed (%s); the queue falls back to Lv%d from now on; "
+			 "KFD queue %u stays suspended until a retry succeeds (at the next "
+			 "suspend or resume, at the latest before the queue is destroyed)",
+			 l->name, what, why, l->fallback_level, l->queue_id);
+}
+
+XResult xs_lv3_attach(xs_lv3 **out, uint64_t ring_base_address, int fallback_level,
+		      const char *name)
+{
+	char why[WHY_LEN];
+	xs_cwsr_queue *q = NULL;
+	xs_lv3 *l;
+	XResult res;
+
+	if (!name)
+		name = "HwQueue";
+	if (!out) {
+		XS_WARN(TOPIC, "%s: Lv3 attach: out is null", name);
+		return kXSchedErrorInvalidValue;
+	}
+	*out = NULL;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		XS_ERROR(TOPIC, "%s: out of memory; the queue falls back to Lv%d", name,
+			 fallback_level);
+		return kXSchedErrorUnknown;
+	}
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	l->fallback_level = fallback_level;
+
+	xs_cwsr_log_capture(why, sizeof(why));
+	res = xs_cwsr_attach(&q, ring_base_address);
+	if (res == kXSchedSuccess) {
+		/* The trial: -EPERM, firmware refusals and hardware errors show only here. */
+		res = xs_cwsr_suspend(q);
+		if (res == kXSchedSuccess)
+			res = xs_cwsr_resume(q);
+		if (res != kXSchedSuccess) {
+			xs_cwsr_detach(q); /* resumes it first if the resume failed */
+			q = NULL;
+		}
+	}
+	xs_cwsr_log_capture(NULL, 0);
+	if (res != kXSchedSuccess) {
+		XS_WARN(TOPIC, "%s: Lv3 unavailable (%s); the queue falls back to Lv%d", l->name,
+			why[0] ? why : result_name(res), fallback_level);
+		free(l);
+		return res;
+	}
+	l->q = q;
+	l->queue_id = xs_cwsr_queue_id(q);
+	XS_INFO(TOPIC, "%s: Lv3 ready on KFD queue %u (ring 0x%llx)", l->name, l->queue_id,
+		(unsigned long long)ring_base_address);
+	*out = l;
+	return kXSchedSuccess;
+}
+
+/* Suspend one queue, degrading it on failure. Caller holds lv3_lock. */
+static bool interrupt_locked(xs_lv3 *l)
+{
+	char why[WHY_LEN];
+	XResult r;
+
+	if (l->degraded) {
+		settle_locked(l);
+		return false;
+	}
+	xs_cwsr_log_capture(why, sizeof(why));
+	r = xs_cwsr_suspend(l->q);
+	xs_cwsr_log_capture(NULL, 0);
+	if (r == kXSchedSuccess)
+		return true;
+	degrade_locked(l, "interrupt", why[0] ? why : result_name(r));
+	return false;
+}
+
+bool xs_lv3_interrupt(xs_lv3 *l)
+{
+	bool ok;
+
+	if (!l)
+		return false;
+	xs_mutex_lock(&lv3_lock);
+	ok = interrupt_locked(l);
+	xs_mutex_unlock(&lv3_lock);
+	return ok;
+}
+
+size_t xs_lv3_interrupt_many(xs_lv3 *const *ls, size_t n, bool *suspended)
+{
+	xs_cwsr_queue *stack_qs[STACK_BATCH], **qs = stack_qs;
+	char why[WHY_LEN];
+	size_t i, j, k = 0, done = 0;
+	XResult r = kXSchedErrorUnknown;
+
+	if (!ls || n == 0)
+		return 0;
+	if (n > STACK_BATCH)
+		qs = malloc(n * sizeof(*qs)); /* NULL: every queue is tried alone below */
+	xs_mutex_lock(&lv3_lock);
+	for (i = 0; i < n; i++) {
+		if (suspended)
+			suspended[i] = false;
+		if (!ls[i] || ls[i]->degraded)
+			continue;
+		for (j = 0; j < i && ls[j] != ls[i]; j++)
+			;
+		if (j == i && qs)
+			qs[k++] = ls[i]->q;
+	}
+	if (k > 0) {
+		xs_cwsr_log_capture(why, sizeof(why));
+		r = xs_cwsr_suspend_many(qs, k);
+		xs_cwsr_log_capture(NULL, 0);
+		if (r != kXSchedSuccess)
+			XS_DEBUG(TOPIC,
+				 "batch suspend of %zu queue(s) failed (%s); trying each alone", k,
+				 why);
+	}
+	for (i = 0; i < n; i++) {
+		bool s;
+
+		if (!ls[i])
+			continue;
+		if (r == kXSchedSuccess && !ls[i]->degraded)
+			s = true; /* in the batch (duplicates included) */
+		else
+			s = interrupt_locked(ls[i]);
+		if (suspended)
+			suspended[i] = s;
+		done += s;
+	}
+	xs_mutex_unlock(&lv3_lock);
+	if (qs != stack_qs)
+		free(qs);
+	return done;
+}
+
+XResult xs_lv3_restore(xs_lv3 *l)
+{
+	char why[WHY_LEN];
+	XResult r;
+
+	if (!l)
+		return kXSchedSuccess;
+	xs_mutex_lock(&lv3_lock);
+	if (l->degraded) {
+		settle_locked(l);
+		r = l->q ? kXSchedErrorHardware : kXSchedSuccess;
+		xs_mutex_unlock(&lv3_lock);
+		return r;
+	}
+	xs_cwsr_log_capture(why, sizeof(why));
+	r = xs_cwsr_resume(l->q);
+	xs_cwsr_log_capture(NULL, 0);
+	if (r != kXSchedSuccess) {
+		degrade_locked(l, "restore", why[0] ? why : result_name(r));
+		r = l->q ? kXSchedErrorHardware : kXSchedSuccess;
+	}
+	xs_mutex_unlock(&lv3_lock);
+	return r;
+}
+
+void xs_lv3_detach(xs_lv3 *l)
+{
+	char why[WHY_LEN];
+
+	if (!l)
+		return;
+	xs_mutex_lock(&lv3_lock);
+	if (l->q) {
+		xs_cwsr_log_capture(why, sizeof(why));
+		xs_cwsr_detach(l->q);
+		xs_cwsr_log_capture(NULL, 0);
+		l->q = NULL;
+		if (why[0])
+			XS_ERROR(TOPIC, "%s: detach from KFD queue %u: %s", l->name, l->queue_id,
+				 why);
+		else
+			XS_DEBUG(TOPIC, "%s: detached from KFD queue %u", l->name, l->queue_id);
+	}
+	xs_mutex_unlock(&lv3_lock);
+	free(l);
+}
+
+bool xs_lv3_degraded(const xs_lv3 *l)
+{
+	bool d;
+
+	if (!l)
+		return false;
+	xs_mutex_lock(&lv3_lock);
+	d = l->degraded;
+	xs_mutex_unlock(&lv3_lock);
+	return d;
+}
+
+uint32_t xs_lv3_queue_id(const xs_lv3 *l)
+{
+	return l ? l->queue_id : 0;
+}
