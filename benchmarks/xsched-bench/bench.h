@@ -98,10 +98,11 @@ struct xsb_lane {
 /* ---- backends ------------------------------------------------------------------------ */
 
 struct xsb_backend {
-	const char *name; /* "cuda" or "host" */
-	char device[160]; /* what runs the work, in words */
-	bool modeled;	  /* figures come from a model, not a device */
-	int max_level;	  /* highest XPreemptLevel a HwQueue of this backend gives */
+	const char *name;    /* "cuda" or "host" */
+	char device[400];    /* what runs the work, in words */
+	bool modeled;	     /* figures come from a model, not a device */
+	int max_level;	     /* highest XPreemptLevel a HwQueue of this backend gives */
+	char no_xsched[160]; /* why no XQueue can run here (then max_level is 0), or empty */
 	/* Called once by every application thread before it uses a lane. */
 	int (*thread_init)(void);
 	/* Create the lane's native queue (with hardware priority per l->prio_class) and its

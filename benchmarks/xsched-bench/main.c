@@ -293,8 +293,11 @@ int main(int argc, char **argv)
 		printf("backend: %s\n", be.name);
 	}
 	printf("device: %s\n", be.device);
-	printf("preemption levels of a HwQueue here: Lv1..Lv%d%s\n", be.max_level,
-	       be.max_level < 3 ? " (modes above it are skipped)" : "");
+	if (be.no_xsched[0])
+		printf("xsched modes: skipped: %s\n", be.no_xsched);
+	else
+		printf("preemption levels of a HwQueue here: Lv1..Lv%d%s\n", be.max_level,
+		       be.max_level < 3 ? " (modes above it are skipped)" : "");
 	printf("CUDA_DEVICE_MAX_CONNECTIONS: %s\n", conn ? conn : "unset (8)");
 	xsb_json_raw("{\"type\":\"run\",\"backend\":\"%s\",\"modeled\":%s,\"device\":\"%s\","
 		     "\"date\":\"%s\",\"max_level\":%d,\"quick\":%s}",

@@ -60,7 +60,7 @@ struct xsb__row {
 	struct xsb_stats st;
 	double thr; /* low tasks per second (low rows) */
 	double total_s;
-	char note[120]; /* a skipped mode says why */
+	char note[200]; /* a skipped mode says why */
 	bool skipped;
 };
 
@@ -426,6 +426,8 @@ static void xsb__verdicts(const char *what, const struct xsb__table *t,
 static const char *xsb__mode_unavailable(const struct xsb_ctx *c, const struct xsb_mode *m)
 {
 	static char why[120];
+	if (m->xsched && c->be->no_xsched[0])
+		return c->be->no_xsched;
 	if (m->xsched && m->level > c->be->max_level) {
 		snprintf(why, sizeof(why), "the HwQueue's highest preemption level is Lv%d",
 			 c->be->max_level);
