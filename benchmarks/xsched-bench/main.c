@@ -26,7 +26,7 @@ static void xsb__usage(FILE *f)
 	    "                       xsched-lv2, xsched-lv3, xsched-lv1+prio, xsched-lv2+prio,\n"
 	    "                       xsched-lv3+prio (default: all; levels the hardware lacks\n"
 	    "                       are skipped with a note)\n"
-	    "  --duration S         two-models: seconds per mode (default 60; --quick: 2)\n"
+	    "  --duration S         two-models: seconds per mode (default 60; --quick: 1.5)\n"
 	    "  --tasks N            tasks per thread (systematic 10, latency 50, preempt 100\n"
 	    "                       samples, overhead 50)\n"
 	    "  --threads N          threads of systematic and tune (16) and latency (8, at most)\n"
