@@ -261,6 +261,8 @@ XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 	else
 		x->pend_head = cmd;
 	x->pend_tail = cmd; /* the lookup's reference becomes the XQueue's */
+	if (cmd->kind == XS_CMD_EVENT_RECORD)
+		xs_dep_submitted(); /* a wait on it may be blocked in this XQueue */
 	if (x->running)
 		xs_cond_signal(&x->launch_cv);
 	if (was_idle) {

@@ -9,6 +9,10 @@
  * unmapped hardware queue runs nothing, keeps the executor from starting any entry, gated
  * or not, until restore; what an entry already running does is the test's to model (it
  * can watch the fake KFD). A failed interrupt leaves the queue to its gate (Lv2).
+ * Events: a record entry is a marker: running it sets u.record.ran. A wait entry does not
+ * let the executor pass until its record has been passed (by another host executor; a
+ * record of another backend is already complete when the core launches the wait). The
+ * core launches a wait only once its record has been launched, so every wait ends.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,7 +46,21 @@ typedef struct xs__host_q {
 	uint64_t done_seq; /* entries finished so far */
 	bool interrupted;  /* Lv3 holds the queue: no entry starts until restore */
 	bool stop;
+	atomic_bool abort_waits; /* destroy: leave wait entries (never needed by the contract) */
 } xs__host_q;
+
+/* Guards nothing but the sleep of executors at wait entries: the flag they test
+ * (u.record.ran, xs__host_q.abort_waits) is atomic, and every change of it is followed by
+ * a broadcast on xs__ev_cv under xs__ev_lock, so a sleeper cannot miss it. A leaf lock. */
+static xs_mutex xs__ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_cond xs__ev_cv = PTHREAD_COND_INITIALIZER; /* no timed waits: any clock */
+
+static void xs__ev_broadcast(void)
+{
+	xs_mutex_lock(&xs__ev_lock);
+	xs_cond_broadcast(&xs__ev_cv);
+	xs_mutex_unlock(&xs__ev_lock);
+}
 
 static xs__host_q *xs__hq(xs_hwq *q)
 {
@@ -52,6 +70,27 @@ static xs__host_q *xs__hq(xs_hwq *q)
 static bool xs__gate_is_open(xs__host_q *h)
 {
 	return atomic_load_explicit(&h->gate, memory_order_acquire) != 0;
+}
+
+static void xs__pass_record(xs_cmd *rec)
+{
+	atomic_store_explicit(&rec->u.record.ran, true, memory_order_release);
+	xs__ev_broadcast();
+}
+
+static XResult xs__wait_record(xs__host_q *h, xs_cmd *rec)
+{
+	XResult res = kXSchedSuccess;
+	xs_mutex_lock(&xs__ev_lock);
+	while (!atomic_load_explicit(&rec->u.record.ran, memory_order_acquire)) {
+		if (atomic_load_explicit(&h->abort_waits, memory_order_relaxed)) {
+			res = kXSchedErrorNotAllowed;
+			break;
+		}
+		xs_cond_wait(&xs__ev_cv, &xs__ev_lock);
+	}
+	xs_mutex_unlock(&xs__ev_lock);
+	return res;
 }
 
 static void *xs__executor(void *arg)
@@ -78,6 +117,10 @@ static void *xs__executor(void *arg)
 			res = cmd->u.host.fn(cmd->u.host.data);
 		else if (cmd->kind == XS_CMD_CALLBACK)
 			res = cmd->u.callback.fn(h->base.obj.handle, cmd->u.callback.data);
+		else if (cmd->kind == XS_CMD_EVENT_RECORD)
+			xs__pass_record(cmd);
+		else if (cmd->kind == XS_CMD_EVENT_WAIT)
+			res = xs__wait_record(h, cmd->u.wait.record);
 		/* The completer reads result after sync_wait, which takes h->lock after us. */
 		if (res != kXSchedSuccess)
 			cmd->result = res;
@@ -101,7 +144,8 @@ static XResult xs__thread_init(xs_hwq *q)
 static bool xs__supports(xs_hwq *q, enum xs_cmd_kind kind)
 {
 	(void)q;
-	return kind == XS_CMD_HOST_FUNC || kind == XS_CMD_CALLBACK;
+	return kind == XS_CMD_HOST_FUNC || kind == XS_CMD_CALLBACK ||
+	       kind == XS_CMD_EVENT_RECORD || kind == XS_CMD_EVENT_WAIT;
 }
 
 static XResult xs__launch(xs_hwq *q, xs_cmd *cmd, bool gated)
@@ -217,6 +261,8 @@ static void xs__destroy(xs_hwq *q)
 	h->interrupted = false;
 	xs_mutex_unlock(&h->lock);
 	xs__gate_open(q); /* nothing may stay parked behind a closed gate */
+	atomic_store_explicit(&h->abort_waits, true, memory_order_relaxed);
+	xs__ev_broadcast();
 	xs_mutex_lock(&h->lock);
 	h->stop = true;
 	xs_cond_broadcast(&h->cv);
@@ -257,6 +303,7 @@ XResult xs_host_queue_create(xs_hwq **out)
 		return kXSchedErrorUnknown;
 	xs_hwq_init(&h->base, &xs__host_ops, kPreemptLevelDeactivate, NULL, xs__free);
 	atomic_init(&h->gate, 1);
+	atomic_init(&h->abort_waits, false);
 	xs_mutex_init(&h->lock);
 	xs_cond_init(&h->cv);
 	int err = xs_thread_start(&h->thread, "xs-host", xs__executor, h);

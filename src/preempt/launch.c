@@ -13,10 +13,133 @@
  * commands). At Lv2 the HwQueue's gate is closed as well, so it stops at its next gated
  * command; at Lv3 running work is interrupted. Source of the mechanism: XSched (OSDI '25),
  * section 4 (progressive command launching, levels of preemption).
+ *
+ * Event dependencies. A wait command at the head of an XQueue is launched only once its
+ * record may be depended on (xs__dep_may_go):
+ * - the record is DONE (completed), or
+ * - it is LAUNCHED on a queue of the same backend and nothing can hold it back after
+ *   launch, so the backend orders the wait behind it natively (cudaStreamWaitEvent; the
+ *   host executor waits for the marker). A record launched gated, or with gated commands
+ *   still in flight before it, can be stopped behind a closed gate (Lv2) for as long as
+ *   its XQueue stays suspended; a wait launched behind it would then stall the waiting
+ *   queue while it counts as running, and HPF would keep the producer suspended for
+ *   ever. Such a record is marked needs_done, gets a completion point right after it,
+ *   and its waiters go only once it has completed.
+ * While the head wait cannot go, the launcher marks a completion point after what it has
+ * launched, sets xq->blocked (the scheduler then treats the XQueue as not ready, so HPF
+ * lets the producer run) and sleeps on xs__dep_cv.
+ *
+ * Locks: xs__dep_lock guards the dependency state (u.record.dep, needs_done, dep_result)
+ * of every event record, and xs__dep_cv is broadcast on every change of it. It is a leaf:
+ * the producer's launcher and completer and HwCommandDestroy take it inside the one
+ * XQueue lock they hold; a blocked launcher takes it with no lock held. No thread ever
+ * holds two XQueue locks. Wake-ups coalesce: every waiter re-checks its own record.
+ * Limit: a record launched at Lv1 behind ungated work can still be stopped if its
+ * XQueue is raised to Lv3 and interrupted while that work runs.
  */
 #include "core/log.h"
 #include "core/xqueue.h"
 #include "sched/sched.h"
+
+static xs_mutex xs__dep_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Never waited on with a time-out, so the default (realtime) clock does not matter. */
+static xs_cond xs__dep_cv = PTHREAD_COND_INITIALIZER;
+
+void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res)
+{
+	xs_mutex_lock(&xs__dep_lock);
+	if (state > record->u.record.dep) {
+		record->u.record.dep = state;
+		if (state == XS_DEP_FAILED)
+			record->u.record.dep_result = res;
+		xs_cond_broadcast(&xs__dep_cv);
+	}
+	xs_mutex_unlock(&xs__dep_lock);
+}
+
+void xs_dep_submitted(void)
+{
+	xs_mutex_lock(&xs__dep_lock);
+	xs_cond_broadcast(&xs__dep_cv);
+	xs_mutex_unlock(&xs__dep_lock);
+}
+
+/* Whether a wait on @rec may be launched on a queue of backend @ops now; on a failed
+ * record, also its result in *res. Caller holds xs__dep_lock. */
+static bool xs__dep_may_go(const xs_cmd *rec, const xs_hal_ops *ops, XResult *res)
+{
+	switch (rec->u.record.dep) {
+	case XS_DEP_FAILED:
+		*res = rec->u.record.dep_result;
+		return true;
+	case XS_DEP_DONE:
+		return true;
+	case XS_DEP_LAUNCHED:
+		return !rec->u.record.needs_done && rec->u.record.ops == ops;
+	default:
+		return false;
+	}
+}
+
+/* Decide whether the wait @cmd at the head of @xq can be launched. Returns false if it
+ * must wait; true if it can go, with *res the result to give it instead of launching
+ * (kXSchedSuccess = launch it). Caller holds xq->lock. */
+static bool xs__dep_check(xs_xqueue *xq, xs_cmd *cmd, XResult *res)
+{
+	xs_cmd *rec = cmd->u.wait.record;
+	*res = kXSchedSuccess;
+	if (atomic_load_explicit(&rec->xq, memory_order_acquire) == xq) {
+		/* Same XQueue: its state is ours to read. Launched before us, the stream order
+		 * is enough; still pending, it is behind us and can never run first. */
+		if (rec->state == XS_CMD_PENDING) {
+			XS_WARN("lv1", "command %llu waits for an event recorded later in the same "
+				       "XQueue; it fails", (unsigned long long)cmd->seq);
+			*res = kXSchedErrorInvalidValue;
+			return true;
+		}
+		xs_mutex_lock(&xs__dep_lock);
+		if (rec->u.record.dep == XS_DEP_FAILED)
+			*res = rec->u.record.dep_result;
+		xs_mutex_unlock(&xs__dep_lock);
+		return true;
+	}
+	xs_mutex_lock(&xs__dep_lock);
+	bool go = xs__dep_may_go(rec, xq->hwq->ops, res);
+	xs_mutex_unlock(&xs__dep_lock);
+	return go;
+}
+
+/* Sleep until the record of the head wait may be depended on, counting as blocked to the
+ * scheduler meanwhile. Caller holds xq->lock; it is dropped while sleeping. */
+static void xs__dep_block(xs_xqueue *xq, xs_cmd *rec)
+{
+	xq->blocked = true;
+	xs_sched_notify(xq);
+	xs_mutex_unlock(&xq->lock);
+	XS_DEBUG("lv1", "XQueue 0x%llx waits for an event of another XQueue",
+		 (unsigned long long)xq->obj.handle);
+	XResult ignored;
+	xs_mutex_lock(&xs__dep_lock);
+	/* Submitted to this very XQueue, the record is behind the wait: xs__dep_check fails
+	 * the wait. */
+	while (!xs__dep_may_go(rec, xq->hwq->ops, &ignored) &&
+	       atomic_load_explicit(&rec->xq, memory_order_acquire) != xq)
+		xs_cond_wait(&xs__dep_cv, &xs__dep_lock);
+	xs_mutex_unlock(&xs__dep_lock);
+	xs_mutex_lock(&xq->lock);
+	xq->blocked = false;
+	xs_sched_notify(xq);
+}
+
+/* Whether a record launched now at the tail of @xq may be held back by a closed gate.
+ * Caller holds xq->lock. */
+static bool xs__gated_in_flight(const xs_xqueue *xq)
+{
+	for (const xs_cmd *c = xq->flight_head; c; c = c->next)
+		if (c->gated)
+			return true;
+	return false;
+}
 
 static bool xs__can_launch(const xs_xqueue *xq)
 {
@@ -68,10 +191,29 @@ static void *xs__launcher(void *arg)
 			continue;
 		}
 		xs_cmd *cmd = xq->pend_head;
+		XResult skip = kXSchedSuccess; /* a result that replaces the launch */
+		if (cmd->kind == XS_CMD_EVENT_WAIT && !xs__dep_check(xq, cmd, &skip)) {
+			if (xq->launched > xq->synced) /* let what is in flight complete */
+				xs__mark_sync(xq);
+			else
+				xs__dep_block(xq, cmd->u.wait.record);
+			continue; /* suspension or the window may have changed meanwhile */
+		}
 		xq->pend_head = cmd->next;
 		if (!xq->pend_head)
 			xq->pend_tail = NULL;
 		cmd->next = NULL;
+		bool gated = xq->level >= kPreemptLevelDeactivate;
+		bool batch_end = (int64_t)(xq->launched - xq->synced) >= xq->batch_size;
+		bool record = cmd->kind == XS_CMD_EVENT_RECORD;
+		bool needs_done = false;
+		if (record) {
+			cmd->u.record.ops = q->ops;
+			/* Checked before cmd joins the in-flight list below. */
+			needs_done = gated || xs__gated_in_flight(xq);
+			batch_end = batch_end || needs_done; /* waiters need its completion */
+		}
+		cmd->gated = gated;
 		cmd->state = XS_CMD_IN_FLIGHT;
 		if (xq->flight_tail)
 			xq->flight_tail->next = cmd;
@@ -79,11 +221,11 @@ static void *xs__launcher(void *arg)
 			xq->flight_head = cmd;
 		xq->flight_tail = cmd;
 		xq->launched++;
-		bool gated = xq->level >= kPreemptLevelDeactivate;
-		bool batch_end = (int64_t)(xq->launched - xq->synced) >= xq->batch_size;
 		xs_mutex_unlock(&xq->lock);
 
-		XResult res = init != kXSchedSuccess ? init : q->ops->launch(q, cmd, gated);
+		XResult res = init;
+		if (res == kXSchedSuccess)
+			res = skip != kXSchedSuccess ? skip : q->ops->launch(q, cmd, gated);
 		if (res != kXSchedSuccess) {
 			XS_WARN("lv1", "launch of command %llu on the %s HwQueue failed (%d)",
 				(unsigned long long)cmd->seq, q->ops->name, res);
@@ -91,6 +233,16 @@ static void *xs__launcher(void *arg)
 		}
 
 		xs_mutex_lock(&xq->lock);
+		if (record) {
+			if (res == kXSchedSuccess) {
+				xs_mutex_lock(&xs__dep_lock);
+				cmd->u.record.needs_done = needs_done;
+				xs_mutex_unlock(&xs__dep_lock);
+				xs_dep_advance(cmd, XS_DEP_LAUNCHED, kXSchedSuccess);
+			} else {
+				xs_dep_advance(cmd, XS_DEP_FAILED, res);
+			}
+		}
 		if (batch_end)
 			xs__mark_sync(xq);
 	}
@@ -116,6 +268,11 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t seq, XResult res)
 		}
 		cmd->state = XS_CMD_DONE;
 		xq->completed++;
+		if (cmd->kind == XS_CMD_EVENT_RECORD) {
+			atomic_store_explicit(&cmd->u.record.ran, true, memory_order_release);
+			xs_dep_advance(cmd, cmd->result == kXSchedSuccess ? XS_DEP_DONE : XS_DEP_FAILED,
+				       cmd->result);
+		}
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 }
