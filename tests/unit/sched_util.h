@@ -63,7 +63,8 @@ static inline XResult su_fn(void *data)
 }
 
 /* Create queue @i at Lv1 with one command in flight: a suspension takes effect after
- * at most the running command, and queues switch strictly (for order tests). */
+ * at most the running command, so orders are strict and shares are not blurred by a
+ * deep in-flight window. */
 static inline void su_create(int i, int64_t cmd_us)
 {
 	su_queue *q = &su_q[i];
@@ -75,20 +76,7 @@ static inline void su_create(int i, int64_t cmd_us)
 	CHECK_OK(XQueueSetLaunchConfig(q->xq, 1, 1));
 }
 
-/* Create queue @i at Lv2 with two commands in flight: the next command waits at the
- * host queue, so a running queue has no gaps between commands, and a suspension still
- * stops it after the running command (the gate). For share tests. */
-static inline void su_create_lv2(int i, int64_t cmd_us)
-{
-	su_queue *q = &su_q[i];
-	q->idx = i;
-	q->cmd_us = cmd_us;
-	atomic_store(&q->stop, false);
-	CHECK_OK(HostQueueCreate(&q->hwq));
-	CHECK_OK(XQueueCreate(&q->xq, q->hwq, kPreemptLevelDeactivate, 0));
-	CHECK_OK(XQueueSetLaunchConfig(q->xq, 2, 1));
-}
-
+/* Recorded command time of queue @i so far, in us (any time). */
 static inline int64_t su_busy(int i)
 {
 	return atomic_load(&su_q[i].busy_us);

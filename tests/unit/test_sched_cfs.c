@@ -27,9 +27,9 @@ int main(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyCompletelyFairScheduler));
 	CHECK_OK(XHintTimeslice(5000));
-	su_create_lv2(A, CMD_US);
-	su_create_lv2(B, CMD_US);
-	su_create_lv2(C, CMD_US);
+	su_create(A, CMD_US);
+	su_create(B, CMD_US);
+	su_create(C, CMD_US);
 	CHECK_OK(XHintPriority(su_q[A].xq, 6));
 	CHECK_OK(XHintPriority(su_q[B].xq, 0));
 	CHECK_OK(XHintPriority(su_q[C].xq, 0));

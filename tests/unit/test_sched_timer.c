@@ -39,8 +39,8 @@ static void print_lateness(const xs_sched_stats *s0, const xs_sched_stats *s1)
 int main(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyCompletelyFairScheduler));
-	su_create_lv2(A, 1000);
-	su_create_lv2(B, 1000);
+	su_create(A, 1000);
+	su_create(B, 1000);
 	CHECK_OK(XHintLaxity(su_q[A].xq, 10000000, 0, 1)); /* a far-off LAX timer */
 
 	/* 1. CFS with its default 1 ms slice: switching is timer-driven. */

@@ -61,9 +61,9 @@ int main(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyUtilizationPartition));
 	CHECK_OK(XHintTimeslice(TS_US));
-	su_create_lv2(A, CMD_US);
-	su_create_lv2(B, CMD_US);
-	su_create_lv2(C, CMD_US);
+	su_create(A, CMD_US);
+	su_create(B, CMD_US);
+	su_create(C, CMD_US);
 	CHECK_OK(XHintUtilization(su_q[A].xq, 75));
 	CHECK_OK(XHintUtilization(su_q[B].xq, 25));
 	CHECK_OK(XHintUtilization(su_q[C].xq, 100)); /* the largest share, never any work */
