@@ -1,0 +1,182 @@
+"""Tests of the Python bindings on a GPU, through PyTorch streams.
+
+Skipped (exit 77 when run alone) without PyTorch, a CUDA/ROCm device, or a libxsched
+built with the matching backend. Run with pytest or alone, like test_bindings.py.
+"""
+import os
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.abspath(os.path.join(HERE, "..", "..", "bindings", "python")))
+
+import xsched  # noqa: E402
+
+SKIP = None
+try:
+    import torch
+except ImportError:
+    SKIP = "PyTorch is not installed"
+else:
+    if not torch.cuda.is_available():
+        SKIP = "no GPU visible to PyTorch"
+    else:
+        try:
+            with xsched.XQueue(torch.cuda.Stream()):
+                pass
+        except xsched.NotSupportedError as e:
+            SKIP = "libxsched has no backend for this GPU (%s)" % e
+
+if SKIP and "pytest" in sys.modules:
+    import pytest
+    pytest.skip(SKIP, allow_module_level=True)
+
+
+def _expect(exc_type, fn, *args):
+    try:
+        fn(*args)
+    except exc_type as e:
+        return e
+    raise AssertionError("did not raise %s" % exc_type.__name__)
+
+
+class _Hook:
+    def __enter__(self):
+        self.calls, self.old = [], sys.unraisablehook
+        sys.unraisablehook = self.calls.append
+        return self
+
+    def __exit__(self, *exc):
+        sys.unraisablehook = self.old
+
+
+def test_levels_and_stream_handle():
+    s = torch.cuda.Stream()
+    with xsched.XQueue(s, level="max") as xq:
+        assert xq.hwq.handle == s.cuda_stream  # a GPU HwQueue handle is the stream
+        assert xq.preempt_level == xq.hwq.max_preempt_level >= xsched.PreemptLevel.BLOCK
+        got = xq.submit(xsched.Command.launch_callback(lambda h: h, pass_hwq=True)).wait()
+        assert got == s.cuda_stream
+    _expect(xsched.InvalidValueError, xsched.CudaQueue if not torch.version.hip
+            else xsched.HipQueue, 0)
+
+
+def test_callable_runs_on_the_stream_and_completes():
+    s = torch.cuda.Stream()
+    a = torch.randn(2048, 2048, device="cuda")
+    ref = a @ a
+    torch.cuda.synchronize()
+    with xsched.XQueue(s, level="max") as xq:
+        seen = []
+
+        def work():
+            seen.append(torch.cuda.current_stream().cuda_stream)
+            return a @ a
+
+        y = xq.submit_callable(work).wait()  # completion covers the callable's kernels
+        assert seen == [s.cuda_stream]
+        assert torch.allclose(y, ref)
+
+
+def test_order_and_submit_and_forget():
+    s = torch.cuda.Stream()
+    x = torch.zeros(1, device="cuda")
+    with xsched.XQueue(s, level="max") as xq:
+        for _ in range(300):
+            xq.submit_callable(x.add_, 1)  # dropped at once
+        xq.wait_all()
+        s.synchronize()
+        assert x.item() == 300
+        st = xq.stats()
+        assert st.completed == 300 and st.failed == 0
+
+
+def test_threads_and_host_function():
+    sa, sb = torch.cuda.Stream(), torch.cuda.Stream()
+    xa, xb = torch.zeros(1, device="cuda"), torch.zeros(1, device="cuda")
+    with xsched.XQueue(sa) as qa, xsched.XQueue(sb) as qb:
+        def producer(xq, x):
+            for _ in range(20):
+                xq.submit_callable(x.mul_, 2)
+                xq.submit_callable(x.add_, 1)
+        ths = [threading.Thread(target=producer, args=(qa, xa)),
+               threading.Thread(target=producer, args=(qb, xb))]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        # A host function runs once the stream reached it (and must not call CUDA).
+        assert qa.submit_host_func(lambda: "host").wait() == "host"
+        qb.wait_all()
+        torch.cuda.synchronize()
+        assert xa.item() == xb.item() == float(2 ** 20 - 1)  # each queue kept its order
+
+
+def test_exception_in_gpu_callback():
+    s = torch.cuda.Stream()
+    with xsched.XQueue(s) as xq, _Hook() as hook:
+        def bad():
+            raise RuntimeError("bad forward")
+        c = xq.submit_callable(bad)
+        e = _expect(RuntimeError, c.wait)
+        assert "bad forward" in str(e) and len(hook.calls) == 1
+        x = torch.ones(4, device="cuda")
+        assert xq.submit_callable(lambda: x * 2).wait().sum().item() == 8
+        _expect(RuntimeError, xq.wait_all)
+
+
+def test_suspend_holds_commands():
+    s = torch.cuda.Stream()
+    x = torch.zeros(1, device="cuda")
+    with xsched.XQueue(s) as xq:
+        with xq.suspended():
+            cmds = [xq.submit_callable(x.add_, 1) for _ in range(10)]
+            time.sleep(0.05)
+            assert not any(c.ran for c in cmds)
+            assert xq.stats().pending == 10
+        xq.wait_all()
+        s.synchronize()
+        assert x.item() == 10
+
+
+def test_copy_and_fill_commands():
+    if not (xsched.has_function("HwCommandCreateMemcpy")
+            and xsched.has_function("HwCommandCreateMemset")):
+        return
+    s = torch.cuda.Stream()
+    a = torch.zeros(1 << 20, dtype=torch.uint8, device="cuda")
+    b = torch.zeros_like(a)
+    with xsched.XQueue(s) as xq:
+        xq.submit(xsched.Command.memset(a, 7, a.numel()))
+        c = xq.submit(xsched.Command.memcpy(b, a, a.numel()))
+        c.wait()
+        assert int(b.sum().item()) == 7 * a.numel()
+
+
+def _main():
+    if SKIP:
+        print("skipped: " + SKIP)
+        return 77
+    tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
+    tests.sort(key=lambda kv: kv[1].__code__.co_firstlineno)
+    failed = 0
+    print("xsched GPU bindings on %s, library %s" % (torch.cuda.get_device_name(),
+                                                     xsched.library_path))
+    for name, fn in tests:
+        t0 = time.monotonic()
+        try:
+            fn()
+        except BaseException as e:  # noqa: B902
+            failed += 1
+            import traceback
+            traceback.print_exc()
+            print("FAIL %s (%s: %s)" % (name, type(e).__name__, e))
+        else:
+            print("ok   %s (%.2f s)" % (name, time.monotonic() - t0))
+    print("%d failed" % failed if failed else "all passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
