@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "core/thread.h"
@@ -49,6 +50,19 @@ static const char *result_name(XResult r)
 	default:
 		return "error";
 	}
+}
+
+/* @why without cwsr.c's "Lv3 unavailable: " prefix (the line says so already), or a
+ * description of @r when the backend gave no reason. */
+static const char *reason(const char *why, XResult r)
+{
+	static const char prefix[] = "Lv3 unavailable: ";
+
+	if (!why[0])
+		return result_name(r);
+	if (!strncmp(why, prefix, sizeof(prefix) - 1))
+		return why + sizeof(prefix) - 1;
+	return why;
 }
 
 /* Retry the resume that a failure left behind, and release the KFD queue once nothing
@@ -135,7 +149,7 @@ XResult xs_lv3_attach(xs_lv3 **out, uint64_t ring_base_address, int fallback_lev
 	xs_cwsr_log_capture(NULL, 0);
 	if (res != kXSchedSuccess) {
 		XS_WARN(TOPIC, "%s: Lv3 unavailable (%s); the queue falls back to Lv%d", l->name,
-			why[0] ? why : result_name(res), fallback_level);
+			reason(why, res), fallback_level);
 		free(l);
 		return res;
 	}
@@ -162,7 +176,7 @@ static bool interrupt_locked(xs_lv3 *l)
 	xs_cwsr_log_capture(NULL, 0);
 	if (r == kXSchedSuccess)
 		return true;
-	degrade_locked(l, "interrupt", why[0] ? why : result_name(r));
+	degrade_locked(l, "interrupt", reason(why, r));
 	return false;
 }
 
@@ -246,7 +260,7 @@ XResult xs_lv3_restore(xs_lv3 *l)
 	r = xs_cwsr_resume(l->q);
 	xs_cwsr_log_capture(NULL, 0);
 	if (r != kXSchedSuccess) {
-		degrade_locked(l, "restore", why[0] ? why : result_name(r));
+		degrade_locked(l, "restore", reason(why, r));
 		r = l->q ? kXSchedErrorHardware : kXSchedSuccess;
 	}
 	xs_mutex_unlock(&lv3_lock);
