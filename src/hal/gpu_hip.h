@@ -1,0 +1,138 @@
+/* Name mapping for gpu.c built as the HIP backend (-DXS_GPU_HIP). Included by gpu.c only.
+ *
+ * Every call comes from libamdhip64. Written against ROCm 5.2.3 (Debian 12), which has
+ * no hipStreamGetDevice: hipGetStreamDeviceId gives the stream's device (it is still in
+ * ROCm 6). HIP has no user-visible contexts here: a library thread binds the stream's
+ * device with hipSetDevice.
+ *
+ * Lv2 gate: hipStreamWaitValue32 on host memory from hipHostMalloc(Mapped | Coherent):
+ * coherent (fine-grained) so that the device sees a host store without a cache flush.
+ * ROCm documents the call for memory from hipExtMallocWithFlags(hipMallocSignalMemory);
+ * its runtime also accepts other device-visible memory (it polls instead of using a
+ * signal). The creation probe runs one wait on the stream and keeps Lv1 if it fails.
+ */
+#ifndef XS_HAL_GPU_HIP_H
+#define XS_HAL_GPU_HIP_H
+
+#include <hip/hip_runtime_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define XS_GPU_NAME "hip"
+#define XS_GPU_CREATE_NAME "HipQueueCreate"
+#define XS_GPU_QUEUE_CREATE HipQueueCreate
+
+typedef hipStream_t xs_gpu_stream;
+typedef hipEvent_t xs_gpu_event;
+typedef hipError_t xs_gpu_err;
+#define XS_GPU_OK hipSuccess
+
+/* The stream's device: what a library thread binds before touching the stream. */
+typedef struct xs_gpu_binding {
+	int device;
+} xs_gpu_binding;
+
+/* ---- runtime calls with the same shape in both runtimes ---- */
+#define xs_gpu_err_name hipGetErrorName
+#define xs_gpu_err_string hipGetErrorString
+#define xs_gpu_clear_error hipGetLastError
+#define XS_GPU_EVENT_DISABLE_TIMING hipEventDisableTiming
+#define XS_GPU_EVENT_BLOCKING_SYNC hipEventBlockingSync
+#define xs_gpu_event_create hipEventCreateWithFlags
+#define xs_gpu_event_record hipEventRecord
+#define xs_gpu_event_sync hipEventSynchronize
+#define xs_gpu_event_destroy hipEventDestroy
+#define xs_gpu_stream_wait_event(s, e) hipStreamWaitEvent(s, e, 0)
+#define xs_gpu_stream_sync hipStreamSynchronize
+#define xs_gpu_stream_get_flags hipStreamGetFlags
+#define XS_GPU_STREAM_NON_BLOCKING hipStreamNonBlocking
+#define xs_gpu_memcpy_async(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDefault, st)
+#define xs_gpu_memset_async hipMemsetAsync
+/* ROCm 5.2.3 declares hipLaunchHostFunc but its library does not export it:
+ * hipStreamAddCallback, whose callback also holds back later work on the stream, stands
+ * in. Its status argument is not used (a failed stream reports at the next completion
+ * point). */
+#define XS_GPU_HOST_FN_PARAMS hipStream_t stream_, hipError_t status_, void *data
+#define XS_GPU_HOST_FN_UNUSED() ((void)stream_, (void)status_)
+#define xs_gpu_launch_host_func(s, fn, d) hipStreamAddCallback(s, fn, d, 0)
+#define xs_gpu_host_get_device_pointer(d, h) hipHostGetDevicePointer(d, h, 0)
+
+static inline xs_gpu_err xs_gpu_host_alloc_mapped(void **p, size_t n)
+{
+	return hipHostMalloc(p, n, hipHostMallocMapped | hipHostMallocPortable |
+					   hipHostMallocCoherent);
+}
+
+static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b, void **args,
+					      size_t shmem, xs_gpu_stream s)
+{
+	dim3 gd = { g.x, g.y, g.z }, bd = { b.x, b.y, b.z };
+	return hipLaunchKernel(func, gd, bd, args, shmem, s);
+}
+
+/* The null stream, hipStreamPerThread, and 1 (hipStreamLegacy in later ROCm). */
+static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
+{
+	return s == NULL || s == (hipStream_t)1 || s == hipStreamPerThread;
+}
+
+static inline xs_gpu_err xs_gpu_runtime_init(const char **missing)
+{
+	int n = 0;
+	*missing = NULL;
+	hipError_t err = hipGetDeviceCount(&n);
+	if (err == hipSuccess && n == 0)
+		err = hipErrorNoDevice;
+	return err;
+}
+
+static inline bool xs_gpu_err_is_no_driver(xs_gpu_err err)
+{
+	return err == hipErrorNoDevice || err == hipErrorInsufficientDriver ||
+	       err == hipErrorNotInitialized;
+}
+
+static inline xs_gpu_err xs_gpu_stream_binding(xs_gpu_stream s, xs_gpu_binding *b)
+{
+	b->device = hipGetStreamDeviceId(s);
+	return b->device >= 0 ? hipSuccess : hipErrorInvalidHandle;
+}
+
+static inline xs_gpu_err xs_gpu_current_binding(xs_gpu_binding *b)
+{
+	return hipGetDevice(&b->device);
+}
+
+static inline xs_gpu_err xs_gpu_bind(const xs_gpu_binding *b)
+{
+	return hipSetDevice(b->device);
+}
+
+static inline bool xs_gpu_same_binding(const xs_gpu_binding *a, const xs_gpu_binding *b)
+{
+	return a->device == b->device;
+}
+
+static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
+{
+	int dev;
+	hipError_t err = hipGetDevice(&dev);
+	if (err == hipSuccess)
+		err = hipDeviceGetAttribute(ok, hipDeviceAttributeCanUseStreamWaitValue, dev);
+	return err;
+}
+
+/* Enqueue: the stream goes on once *dev_ptr >= value. */
+static inline xs_gpu_err xs_gpu_wait_value_geq(xs_gpu_stream s, void *dev_ptr, uint32_t value)
+{
+	return hipStreamWaitValue32(s, dev_ptr, value, hipStreamWaitValueGte, 0xFFFFFFFFu);
+}
+
+static inline xs_gpu_err xs_gpu_module_launch(const void *fn, XDim3 g, XDim3 b, size_t shmem,
+					      xs_gpu_stream s, void **args)
+{
+	return hipModuleLaunchKernel((hipFunction_t)(uintptr_t)fn, g.x, g.y, g.z, b.x, b.y, b.z,
+				     (unsigned int)shmem, s, args, NULL);
+}
+
+#endif
