@@ -103,8 +103,13 @@ static void *xs__executor(void *arg)
 			xs_cond_wait(&h->cv, &h->lock);
 		if (!h->head) /* stop, and nothing left */
 			break;
-		if (h->head->gated && !xs__gate_is_open(h)) /* stopping with a closed gate */
-			break;
+		if (h->head->gated && !xs__gate_is_open(h)) {
+			if (h->stop) /* stopping with a closed gate */
+				break;
+			/* The gate closed after the check above (its store takes no lock): wait
+			 * again, or the queue would never run another entry. */
+			continue;
+		}
 		struct xs__entry *e = h->head;
 		h->head = e->next;
 		if (!h->head)
