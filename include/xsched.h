@@ -141,11 +141,11 @@ typedef enum {
 	/** HPF: while a queue of higher priority has work, lower ones are suspended. */
 	kPolicyHighestPriorityFirst = 1,
 	kPolicyHeterogeneousHighestPriorityFirst = 2, /**< XSched's HHPF; not built here. */
-	kPolicyCPUHighestPriorityFirst = 3,           /**< XSched's CHPF; not built here. */
+	kPolicyCPUHighestPriorityFirst = 3,	      /**< XSched's CHPF; not built here. */
 	/** UP: one queue at a time, round robin, time slices in proportion to
 	 *  XHintUtilization(), the round length set by XHintTimeslice(). */
 	kPolicyUtilizationPartition = 4,
-	kPolicyProcessUtilizationPartition = 5,       /**< XSched's PUP; not built here. */
+	kPolicyProcessUtilizationPartition = 5,	      /**< XSched's PUP; not built here. */
 	kPolicyStrictProcessUtilizationPartition = 6, /**< XSched's SPUP; not built here. */
 	/** KEDF: the k queues with the earliest absolute deadlines (ready time +
 	 *  XHintDeadline()) run; k from XHintKDeadline(), default 1. */

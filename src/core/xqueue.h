@@ -53,14 +53,14 @@ typedef struct xs_xqueue {
 	/* Scheduling inputs, written by hints under xq->lock, read by the scheduler. */
 	Priority prio;
 	/* --- Hints beyond the priority (sched/hint.c). All zero (calloc) = no hint given. */
-	bool has_util;         /* else UTILIZATION_DEFAULT */
-	bool has_deadline;     /* else NO_DEADLINE */
-	bool has_laxity;       /* else NO_LAXITY */
-	Utilization util;      /* XHintUtilization, 0..100 */
-	Deadline deadline_us;  /* XHintDeadline, us >= 0 */
-	Laxity laxity_us;      /* XHintLaxity, us >= 0 */
-	Priority lax_prio;     /* XHintLaxity: before the laxity runs out */
-	Priority crit_prio;    /* XHintLaxity: after it */
+	bool has_util;	      /* else UTILIZATION_DEFAULT */
+	bool has_deadline;    /* else NO_DEADLINE */
+	bool has_laxity;      /* else NO_LAXITY */
+	Utilization util;     /* XHintUtilization, 0..100 */
+	Deadline deadline_us; /* XHintDeadline, us >= 0 */
+	Laxity laxity_us;     /* XHintLaxity, us >= 0 */
+	Priority lax_prio;    /* XHintLaxity: before the laxity runs out */
+	Priority crit_prio;   /* XHintLaxity: after it */
 	/* --- end of hints */
 	int64_t ready_since_ns; /* when the queue last went from idle to ready */
 

@@ -30,11 +30,11 @@
 #define XS__CFS_SLICE_DEFAULT_US 1000
 
 typedef struct xs__cfs_q {
-	double vruntime;       /* weighted ns */
-	bool current;          /* holds the device */
-	bool was_ready;        /* ready at the previous pass */
-	int64_t run_start_ns;  /* when its current slice began */
-	int64_t charged_ns;    /* time up to which vruntime has been charged */
+	double vruntime;      /* weighted ns */
+	bool current;	      /* holds the device */
+	bool was_ready;	      /* ready at the previous pass */
+	int64_t run_start_ns; /* when its current slice began */
+	int64_t charged_ns;   /* time up to which vruntime has been charged */
 } xs__cfs_q;
 
 /* Under the scheduler lock; set back by reset(). */
@@ -132,9 +132,9 @@ static int64_t xs__cfs_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 }
 
 const xs_policy_ops xs_policy_cfs = {
-	.type = kPolicyCompletelyFairScheduler,
-	.name = "CFS",
-	.schedule = xs__cfs_schedule,
-	.forget = xs_policy_slot_free,
-	.reset = xs__cfs_reset,
+    .type = kPolicyCompletelyFairScheduler,
+    .name = "CFS",
+    .schedule = xs__cfs_schedule,
+    .forget = xs_policy_slot_free,
+    .reset = xs__cfs_reset,
 };

@@ -22,8 +22,8 @@ static int64_t xs__edf_key(const xs_sched_entry *e)
 	if (e->deadline_us == NO_DEADLINE)
 		return INT64_MAX;
 	int64_t ddl_ns = e->deadline_us > (INT64_MAX - e->ready_since_ns) / 1000
-				 ? INT64_MAX - 1
-				 : e->ready_since_ns + e->deadline_us * 1000;
+			     ? INT64_MAX - 1
+			     : e->ready_since_ns + e->deadline_us * 1000;
 	return ddl_ns;
 }
 
@@ -74,13 +74,13 @@ static int64_t xs__edf_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 }
 
 const xs_policy_ops xs_policy_kedf = {
-	.type = kPolicyKEarliestDeadlineFirst,
-	.name = "KEDF",
-	.schedule = xs__kedf_schedule,
+    .type = kPolicyKEarliestDeadlineFirst,
+    .name = "KEDF",
+    .schedule = xs__kedf_schedule,
 };
 
 const xs_policy_ops xs_policy_edf = {
-	.type = kPolicyEarliestDeadlineFirst,
-	.name = "EDF",
-	.schedule = xs__edf_schedule,
+    .type = kPolicyEarliestDeadlineFirst,
+    .name = "EDF",
+    .schedule = xs__edf_schedule,
 };

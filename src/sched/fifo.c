@@ -33,7 +33,7 @@ static int64_t xs__fifo_schedule(xs_sched_entry *e, size_t n, const xs_sched_par
 }
 
 const xs_policy_ops xs_policy_fifo = {
-	.type = kPolicyFirstInFirstOut,
-	.name = "FIFO",
-	.schedule = xs__fifo_schedule,
+    .type = kPolicyFirstInFirstOut,
+    .name = "FIFO",
+    .schedule = xs__fifo_schedule,
 };

@@ -21,7 +21,7 @@
 
 static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
 /* Under xs__ctl: */
-static bool xs__configured;          /* kind and policy chosen (by a call or the env) */
+static bool xs__configured; /* kind and policy chosen (by a call or the env) */
 static bool xs__thread_running;
 static pthread_t xs__thread;
 
@@ -29,7 +29,7 @@ static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
 /* Under xs__lock: */
 static xs_xqueue *xs__queues; /* linked by sched_next */
 static const xs_policy_ops *xs__policy = &xs_policy_hpf;
-static bool xs__active;          /* a local scheduler decides (else app-managed) */
+static bool xs__active; /* a local scheduler decides (else app-managed) */
 static xs_sched_entry *xs__entries;
 static xs_xqueue **xs__entry_q;
 static size_t xs__entries_cap;
@@ -122,10 +122,10 @@ static int64_t xs__pass(void)
 		e->slot = &xq->policy_slot;
 	}
 	xs_sched_params params = {
-		.now_ns = xs_now_ns(),
-		.timeslice_us = xs__timeslice_us,
-		.timeslice_given = xs__timeslice_given,
-		.k = xs__k,
+	    .now_ns = xs_now_ns(),
+	    .timeslice_us = xs__timeslice_us,
+	    .timeslice_given = xs__timeslice_given,
+	    .k = xs__k,
 	};
 	xs__stats.passes++;
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
@@ -143,7 +143,7 @@ static int64_t xs__pass(void)
 static void xs__count_timer(int64_t late_ns)
 {
 	static const int64_t bounds_us[XS_SCHED_LATE_BUCKETS - 1] = {
-		10, 50, 100, 200, 500, 1000, 2000,
+	    10, 50, 100, 200, 500, 1000, 2000,
 	};
 	size_t b = 0;
 	while (b < XS_SCHED_LATE_BUCKETS - 1 && late_ns >= bounds_us[b] * 1000)
@@ -263,7 +263,8 @@ static XResult xs__configure_from_env(void)
 	if (name && *name) {
 		policy = xs_policy_find_name(name);
 		if (!policy) {
-			XS_WARN("sched", "XSCHED_POLICY=%s is not a policy of this library; using HPF",
+			XS_WARN("sched",
+				"XSCHED_POLICY=%s is not a policy of this library; using HPF",
 				name);
 			policy = &xs_policy_hpf;
 		}
@@ -326,14 +327,16 @@ XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy)
 	const xs_policy_ops *ops = NULL;
 	if (scheduler == kSchedulerLocal) {
 		if (!xs_policy_valid(policy)) {
-			XS_WARN("sched", "XHintSetScheduler: %d is not a policy (valid: 1..%d, %d..%d)",
+			XS_WARN("sched",
+				"XHintSetScheduler: %d is not a policy (valid: 1..%d, %d..%d)",
 				(int)policy, kPolicyMax - 1, kPolicyFirstInFirstOut,
 				kPolicyExtendedMax - 1);
 			return kXSchedErrorInvalidValue;
 		}
 		ops = xs_policy_find(policy);
 		if (!ops) {
-			XS_WARN("sched", "XHintSetScheduler: policy %d is not built in this library",
+			XS_WARN("sched",
+				"XHintSetScheduler: policy %d is not built in this library",
 				(int)policy);
 			return kXSchedErrorNotSupported;
 		}

@@ -27,7 +27,7 @@
 #include "sched/policy.h"
 
 typedef struct xs__up_q {
-	bool current;          /* holds the device */
+	bool current;	       /* holds the device */
 	int64_t turn_start_ns; /* when its current or last turn began (0: never) */
 } xs__up_q;
 
@@ -102,8 +102,8 @@ static int64_t xs__up_schedule(xs_sched_entry *e, size_t n, const xs_sched_param
 }
 
 const xs_policy_ops xs_policy_up = {
-	.type = kPolicyUtilizationPartition,
-	.name = "UP",
-	.schedule = xs__up_schedule,
-	.forget = xs_policy_slot_free,
+    .type = kPolicyUtilizationPartition,
+    .name = "UP",
+    .schedule = xs__up_schedule,
+    .forget = xs_policy_slot_free,
 };

@@ -18,17 +18,17 @@
 #include "core/object.h"
 #include "core/xqueue.h"
 
-#define SU_MAXQ 8
+#define SU_MAXQ	  8
 #define SU_MAXLOG 20000
 
 typedef struct su_queue {
 	int idx;
-	int64_t cmd_us;           /* sleep of each command */
+	int64_t cmd_us; /* sleep of each command */
 	HwQueueHandle hwq;
 	XQueueHandle xq;
-	atomic_bool stop;         /* remaining commands return at once */
-	atomic_llong busy_us;     /* recorded command time so far */
-	atomic_int ran;           /* recorded commands so far */
+	atomic_bool stop;     /* remaining commands return at once */
+	atomic_llong busy_us; /* recorded command time so far */
+	atomic_int ran;	      /* recorded commands so far */
 } su_queue;
 
 typedef struct su_event {
@@ -58,7 +58,7 @@ static inline XResult su_fn(void *data)
 	atomic_fetch_add(&q->ran, 1);
 	int i = atomic_fetch_add(&su_nlog, 1);
 	CHECK(i < SU_MAXLOG);
-	su_log[i] = (su_event){ .q = q->idx, .start_us = start, .end_us = end };
+	su_log[i] = (su_event){.q = q->idx, .start_us = start, .end_us = end};
 	return kXSchedSuccess;
 }
 

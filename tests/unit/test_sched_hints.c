@@ -13,10 +13,10 @@
 enum { A, B, C, D };
 
 static const XPolicyType g_built[] = {
-	kPolicyHighestPriorityFirst,    kPolicyUtilizationPartition,
-	kPolicyKEarliestDeadlineFirst,  kPolicyLaxity,
-	kPolicyCompletelyFairScheduler, kPolicyFirstInFirstOut,
-	kPolicyEarliestDeadlineFirst,
+    kPolicyHighestPriorityFirst,    kPolicyUtilizationPartition,
+    kPolicyKEarliestDeadlineFirst,  kPolicyLaxity,
+    kPolicyCompletelyFairScheduler, kPolicyFirstInFirstOut,
+    kPolicyEarliestDeadlineFirst,
 };
 #define NBUILT (sizeof(g_built) / sizeof(g_built[0]))
 
@@ -25,14 +25,17 @@ static void values(void)
 	for (size_t i = 0; i < NBUILT; i++)
 		CHECK_OK(XHintSetScheduler(kSchedulerLocal, g_built[i]));
 	static const XPolicyType not_built[] = {
-		kPolicyHeterogeneousHighestPriorityFirst, kPolicyCPUHighestPriorityFirst,
-		kPolicyProcessUtilizationPartition,       kPolicyStrictProcessUtilizationPartition,
-		kPolicyActiveWindowFirst,                 kPolicyMultiLevelFeedbackQueue,
+	    kPolicyHeterogeneousHighestPriorityFirst,
+	    kPolicyCPUHighestPriorityFirst,
+	    kPolicyProcessUtilizationPartition,
+	    kPolicyStrictProcessUtilizationPartition,
+	    kPolicyActiveWindowFirst,
+	    kPolicyMultiLevelFeedbackQueue,
 	};
 	for (size_t i = 0; i < sizeof(not_built) / sizeof(not_built[0]); i++)
 		CHECK_RES(XHintSetScheduler(kSchedulerLocal, not_built[i]),
 			  kXSchedErrorNotSupported);
-	static const int invalid[] = { -1, 0, kPolicyMax, 50, 99, kPolicyExtendedMax, 1000 };
+	static const int invalid[] = {-1, 0, kPolicyMax, 50, 99, kPolicyExtendedMax, 1000};
 	for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++)
 		CHECK_RES(XHintSetScheduler(kSchedulerLocal, (XPolicyType)invalid[i]),
 			  kXSchedErrorInvalidValue);
@@ -48,10 +51,10 @@ static void names(void)
 		const char *name;
 		XPolicyType type;
 	} tab[] = {
-		{ "hpf", kPolicyHighestPriorityFirst },   { "Up", kPolicyUtilizationPartition },
-		{ "kedf", kPolicyKEarliestDeadlineFirst }, { "LAX", kPolicyLaxity },
-		{ "cFs", kPolicyCompletelyFairScheduler }, { "fifo", kPolicyFirstInFirstOut },
-		{ "EDF", kPolicyEarliestDeadlineFirst },
+	    {"hpf", kPolicyHighestPriorityFirst},    {"Up", kPolicyUtilizationPartition},
+	    {"kedf", kPolicyKEarliestDeadlineFirst}, {"LAX", kPolicyLaxity},
+	    {"cFs", kPolicyCompletelyFairScheduler}, {"fifo", kPolicyFirstInFirstOut},
+	    {"EDF", kPolicyEarliestDeadlineFirst},
 	};
 	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 		const xs_policy_ops *ops = xs_policy_find_name(tab[i].name);

@@ -11,16 +11,16 @@
 enum { A, B };
 
 static const XPolicyType g_policies[] = {
-	kPolicyHighestPriorityFirst,    kPolicyUtilizationPartition,
-	kPolicyKEarliestDeadlineFirst,  kPolicyLaxity,
-	kPolicyCompletelyFairScheduler, kPolicyFirstInFirstOut,
-	kPolicyEarliestDeadlineFirst,
+    kPolicyHighestPriorityFirst,    kPolicyUtilizationPartition,
+    kPolicyKEarliestDeadlineFirst,  kPolicyLaxity,
+    kPolicyCompletelyFairScheduler, kPolicyFirstInFirstOut,
+    kPolicyEarliestDeadlineFirst,
 };
 
 static void print_lateness(const xs_sched_stats *s0, const xs_sched_stats *s1)
 {
 	static const char *const names[XS_SCHED_LATE_BUCKETS] = {
-		"<10us", "<50us", "<100us", "<200us", "<500us", "<1ms", "<2ms", ">=2ms",
+	    "<10us", "<50us", "<100us", "<200us", "<500us", "<1ms", "<2ms", ">=2ms",
 	};
 	uint64_t n = s1->timer_wakeups - s0->timer_wakeups;
 	printf("timer wake-ups: %llu, passes: %llu, mean lateness %.1f us, max (ever) %.1f us\n",

@@ -14,7 +14,7 @@
 enum { A, B, C };
 
 #define CMD_US 1000
-#define TS_US 20000
+#define TS_US  20000
 
 struct window {
 	int64_t t, a, b;
@@ -22,7 +22,7 @@ struct window {
 
 static struct window now_window(void)
 {
-	return (struct window){ t_now_us(), su_busy(A), su_busy(B) };
+	return (struct window){t_now_us(), su_busy(A), su_busy(B)};
 }
 
 /* Measure for @us; returns A's share of the command time, and in *used the fraction of
