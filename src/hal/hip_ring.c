@@ -56,6 +56,7 @@ static XResult map_error(hipError_t e)
 static XResult fail(void *stream, const char *call, hipError_t e)
 {
 	XResult res = map_error(e);
+	(void)hipGetLastError(); /* do not leave the failure as the thread's last error */
 	XS_WARN(TOPIC, "HIP stream %p: %s failed (%s%s); Lv3 unavailable for it", stream, call,
 		hipGetErrorString(e),
 		no_code_object(e) ? "; the library has no code object for this GPU: rebuild "
