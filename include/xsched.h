@@ -687,7 +687,8 @@ XSCHED_API XResult HwCommandDestroy(HwCommandHandle hw_cmd);
 XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy);
 
 /**
- * @brief Set an XQueue's priority (used by HPF). Takes effect at once.
+ * @brief Set an XQueue's priority (used by HPF, by LAX for queues without a laxity, and by
+ *        CFS as the weight 1024 * 1.2^prio). Takes effect at once.
  * @param xq   [in] The XQueue.
  * @param prio [in] PRIORITY_MIN..PRIORITY_MAX; higher is more important.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
@@ -749,8 +750,8 @@ XSCHED_API XResult XHintTimeslice(Timeslice ts_us);
  * Under LAX a queue with a laxity has priority @p lax_prio from the moment it goes from
  * idle to ready until @p lax_us later, then @p crit_prio until it is idle again; while
  * idle it has @p lax_prio. HPF then decides on those priorities (a queue without a
- * laxity keeps its XHintPriority()). The scheduler wakes itself at the earliest
- * promotion, so no event is needed for it.
+ * laxity keeps its XHintPriority()). While another queue is ready, the scheduler wakes
+ * itself at the earliest promotion, so no event is needed for it.
  * Source: XSched's LaxityPolicy (sched/src/policy/lax.cpp), per XQueue here rather than
  * per process.
  *
