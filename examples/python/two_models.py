@@ -52,10 +52,13 @@ def parse_args():
     p.add_argument("--graphs", action="store_true",
                    help="replay CUDA graphs (one per forward or chunk) in every mode")
     p.add_argument("--level", default="max", help="XQueue preemption level: 1, 2 or max")
-    p.add_argument("--low-threshold", type=int, default=2,
-                   help="low XQueue: commands in flight (Lv1 suspension waits for these)")
-    p.add_argument("--low-batch-size", type=int, default=1,
-                   help="low XQueue: commands per completion point")
+    p.add_argument("--low-threshold", type=int, default=0,
+                   help="low XQueue: commands in flight (0: 2 at Lv1, where a suspension "
+                        "waits for them; the library's default at Lv2, where the gate "
+                        "stops the stream at the next command)")
+    p.add_argument("--low-batch-size", type=int, default=0,
+                   help="low XQueue: commands per completion point (0: 1 at Lv1, the "
+                        "library's default at Lv2)")
     p.add_argument("--switch-interval", type=float, default=0.001,
                    help="sys.setswitchinterval (s), the same in every mode")
     p.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
@@ -178,10 +181,13 @@ class Run:
             xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
             level = "max" if self.args.level == "max" else int(self.args.level)
             self.xq_high = xsched.XQueue(self.s_high, level=level, priority=1)
-            self.xq_low = xsched.XQueue(self.s_low, level=level, priority=0,
-                                        threshold=self.args.low_threshold,
-                                        batch_size=self.args.low_batch_size)
+            self.xq_low = xsched.XQueue(self.s_low, level=level, priority=0)
             self.level = int(self.xq_low.preempt_level)
+            lv1 = self.level == xsched.PreemptLevel.BLOCK
+            t = self.args.low_threshold or (2 if lv1 else xsched.DEFAULT_THRESHOLD)
+            b = self.args.low_batch_size or (1 if lv1 else xsched.DEFAULT_BATCH_SIZE)
+            self.xq_low.set_launch_config(t, b)
+            self.launch_config = (t, b)
 
     def teardown(self):
         for xq in (self.xq_high, self.xq_low):
@@ -296,6 +302,7 @@ class Run:
         }
         if self.mode.startswith("xsched"):
             res["preempt_level"] = self.level
+            res["low_launch_config"] = self.launch_config
             res["xqueue_stats"] = self.stats
         return res
 
