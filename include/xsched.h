@@ -435,7 +435,9 @@ XSCHED_API XResult XQueueProfileHwCommandCount(XQueueHandle xq, int64_t *count);
  * @brief Create a host HwQueue: commands run in launch order on a CPU thread it owns.
  *
  * The reference backend: it needs no GPU and supports Lv1 and Lv2 (its executor checks a
- * gate word before each command).
+ * gate word before each command). It runs host functions, launch callbacks, event records
+ * and event waits; XQueueSubmit() refuses the GPU-only kinds (kernels, copies, fills) with
+ * kXSchedErrorNotSupported.
  *
  * @param hwq [out] The new handle; owned by the caller, who must HwQueueDestroy() it.
  * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hwq is null;
@@ -447,9 +449,24 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
 /**
  * @brief Wrap an application-owned CUDA stream as a HwQueue.
  *
- * The library never creates or destroys a context: on its own threads it makes the
- * stream's context current before touching the stream. The stream must outlive the
- * HwQueue.
+ * The library never creates or destroys a context and never synchronizes a device: on
+ * its own threads it makes the stream's context current (cuStreamGetCtx, so streams of
+ * primary contexts, as PyTorch makes them, and of driver-API contexts both work), and
+ * where it must call the runtime on another thread it restores that thread's context
+ * afterwards. The stream must outlive the HwQueue. Needs a CUDA 12.5+ runtime; the
+ * driver is reached through the runtime (libcuda is not linked).
+ *
+ * Levels, probed here: Lv1 always; Lv2 if the device reports stream wait-value support
+ * and one wait-value enqueued on @p stream against an open gate completes. The probe
+ * waits for it, so this call returns only after the work already queued on @p stream.
+ * A gate closed at Lv2 blocks the hardware queue the stream is mapped to: with more
+ * streams than `CUDA_DEVICE_MAX_CONNECTIONS` (default 8, at most 32) streams share hardware
+ * queues, and a suspended stream can then hold back another one; raise that variable
+ * before the first CUDA call when many streams are scheduled at Lv2.
+ * Completion is tracked with events that block the library's completer thread in the
+ * driver (cudaEventBlockingSync); `XSCHED_GPU_SYNC=spin`, read here, makes them follow
+ * the context's scheduling flags instead (by default a spin: lower latency, one busy
+ * core per busy XQueue). doc/RESULTS.md compares the two.
  *
  * @param hwq    [out] The new handle (equal to @p stream); owned by the caller.
  * @param stream [in]  A `CUstream`/`cudaStream_t` created by the application.
@@ -465,6 +482,12 @@ XSCHED_API XResult CudaQueueCreate(HwQueueHandle *hwq, void *stream);
 
 /**
  * @brief Wrap an application-owned HIP stream as a HwQueue. As CudaQueueCreate().
+ *
+ * Library threads bind the stream's device (hipGetStreamDeviceId, hipSetDevice). The
+ * Lv2 probe uses hipStreamWaitValue32 and hipDeviceAttributeCanUseStreamWaitValue. HIP
+ * maps streams onto `GPU_MAX_HW_QUEUES` hardware queues (default 4): a closed gate can
+ * hold back the other streams of its queue, as with CUDA_DEVICE_MAX_CONNECTIONS.
+ *
  * @param hwq    [out] The new handle (equal to @p stream); owned by the caller.
  * @param stream [in]  A `hipStream_t` created by the application.
  * @return as CudaQueueCreate(), for HIP.
@@ -629,7 +652,16 @@ XSCHED_API XResult HwCommandCreateEventRecord(HwCommandHandle *hw_cmd);
  * A dependency across XQueues. The library launches the wait only once the record
  * command has been launched (so a suspended producer cannot be overtaken), and while an
  * XQueue waits for that it counts as not ready to the scheduler (so HPF does not
- * suspend the producer it waits for).
+ * suspend the producer it waits for). Where a launched record could still be held back
+ * (launched behind a Lv2 gate, or on another backend than the wait's), the wait goes
+ * only once the record has completed. Then the device orders the wait behind the record
+ * (cudaStreamWaitEvent/hipStreamWaitEvent; the host executor stops at it).
+ *
+ * A wait fails, instead of blocking for ever, with kXSchedErrorNotFound if its record's
+ * handle is destroyed before the record was submitted, and with kXSchedErrorInvalidValue
+ * if the record is submitted to the same XQueue after the wait; with the record's own
+ * result if the record failed. A wait whose record is never submitted blocks its XQueue
+ * (and XQueueDestroy() of it) until one of those happens.
  *
  * @param hw_cmd     [out] The new handle; owned by the caller.
  * @param record_cmd [in]  A command from HwCommandCreateEventRecord(); the wait holds a

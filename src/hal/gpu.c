@@ -30,6 +30,10 @@
  * work; the check before the next command stops the stream anyway), and the core treats
  * a record with gated work before it as a dependency to wait for completely.
  *
+ * A closed gate blocks the hardware queue (CUDA connection, HSA queue) its stream is
+ * mapped to; streams beyond CUDA_DEVICE_MAX_CONNECTIONS / GPU_MAX_HW_QUEUES share them,
+ * so a suspended stream can hold back another (documented at CudaQueueCreate).
+ *
  * Capability probe at creation, per stream: Lv1 always; Lv2 when the device reports
  * stream wait-value support and one wait-value on the stream against the open gate
  * completes. Never Lv3 (that is preempt/lv3's business).

@@ -119,7 +119,7 @@ int main(void)
 	       resume_us_max);
 
 	/* Destroying a deactivated XQueue drains it with the gate open. */
-	GPU_CHECK(gpuMemset(seq, 0, sizeof(unsigned)));
+	xt_zero(seq, sizeof(unsigned));
 	*(volatile unsigned *)g_prog = 0;
 	for (unsigned i = 0; i < 100; i++)
 		xt_submit(xq, xt_spin_cmd(SPIN_NS / 5, blocks, seq, log, i, prog_dev));

@@ -125,7 +125,7 @@ static void run_level(gpuStream_t s, HwQueueHandle hwq, int64_t level)
 	/* 3. Host functions and callbacks keep their place among kernels. */
 	void *prog_dev;
 	unsigned *prog = xt_mapped(sizeof(unsigned), &prog_dev);
-	GPU_CHECK(gpuMemset(seq, 0, sizeof(unsigned)));
+	xt_zero(seq, sizeof(unsigned));
 	struct host_probe probes[8];
 	HwQueueHandle seen_hwq[8];
 	for (unsigned i = 0; i < 8; i++) {
@@ -153,7 +153,7 @@ static void run_level(gpuStream_t s, HwQueueHandle hwq, int64_t level)
 #if defined(XT_CUDA)
 	cudaFunction_t fn;
 	GPU_CHECK(cudaGetFuncBySymbol(&fn, xt_kernel_count()));
-	GPU_CHECK(gpuMemset(seq, 0, sizeof(unsigned)));
+	xt_zero(seq, sizeof(unsigned));
 	for (unsigned i = 0; i < 16; i++) {
 		void *margs[] = { &seq, &log, &i };
 		size_t msizes[] = { sizeof(seq), sizeof(log), sizeof(i) };

@@ -63,7 +63,7 @@ int main(void)
 	CHECK_OK(XQueueWaitAll(g_xq));
 	xt_check_log(g_seq, log, PER_THREAD);
 
-	GPU_CHECK(gpuMemset(g_seq, 0, sizeof(unsigned)));
+	xt_zero(g_seq, sizeof(unsigned));
 	pthread_t subs[THREADS];
 	for (int i = 0; i < THREADS; i++) {
 		g_logs[i] = xt_dev(PER_THREAD * sizeof(unsigned));

@@ -40,11 +40,19 @@ void *xt_mapped(size_t bytes, void **dev)
 	return p;
 }
 
+void xt_zero(void *dev, size_t bytes)
+{
+	GPU_CHECK(gpuMemset(dev, 0, bytes));
+	/* cudaMemset/hipMemset run on the legacy default stream, asynchronously to the host
+	 * and unordered with the non-blocking streams of the tests: wait for it. */
+	GPU_CHECK(gpuStreamSynchronize(0));
+}
+
 void *xt_dev(size_t bytes)
 {
 	void *p;
 	GPU_CHECK(gpuMalloc(&p, bytes));
-	GPU_CHECK(gpuMemset(p, 0, bytes));
+	xt_zero(p, bytes);
 	return p;
 }
 

@@ -36,6 +36,9 @@ HwQueueHandle xt_hwq(gpuStream_t s);
 /* Pinned host memory mapped into the device, zeroed; *dev gets its device address. */
 void *xt_mapped(size_t bytes, void **dev);
 
+/* Zero @bytes of device memory at @dev, finished when this returns. */
+void xt_zero(void *dev, size_t bytes);
+
 /* Device memory, zeroed. */
 void *xt_dev(size_t bytes);
 
