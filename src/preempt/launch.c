@@ -343,21 +343,28 @@ void xs_launch_stop(xs_xqueue *xq)
 	xs_thread_join(xq->completer);
 }
 
-/* Level actions on suspend (@on) or resume (!@on) at @level. Caller holds xq->lock. */
-static void xs__level_actions(xs_xqueue *xq, int level, bool suspend)
+/* Apply the suspension actions of the levels above @from up to @to (close the gate for
+ * Lv2, interrupt for Lv3). Caller holds xq->lock. */
+static void xs__suspend_levels(xs_xqueue *xq, int from, int to)
 {
 	xs_hwq *q = xq->hwq;
-	if (suspend) {
-		if (level >= kPreemptLevelDeactivate)
-			q->ops->gate_close(q);
-		if (level >= kPreemptLevelInterrupt && q->ops->interrupt(q) != kXSchedSuccess)
-			XS_WARN("lv3", "interrupt failed; the queue stays deactivated (Lv2)");
-	} else {
-		if (level >= kPreemptLevelInterrupt && q->ops->restore(q) != kXSchedSuccess)
-			XS_ERROR("lv3", "restore failed");
-		if (level >= kPreemptLevelDeactivate)
-			q->ops->gate_open(q);
-	}
+	if (from < kPreemptLevelDeactivate && to >= kPreemptLevelDeactivate)
+		q->ops->gate_close(q);
+	if (from < kPreemptLevelInterrupt && to >= kPreemptLevelInterrupt &&
+	    q->ops->interrupt(q) != kXSchedSuccess)
+		XS_WARN("lv3", "interrupt failed; the queue stays deactivated (Lv2)");
+}
+
+/* Undo the suspension actions of the levels above @to up to @from, innermost first.
+ * Caller holds xq->lock. */
+static void xs__resume_levels(xs_xqueue *xq, int from, int to)
+{
+	xs_hwq *q = xq->hwq;
+	if (from >= kPreemptLevelInterrupt && to < kPreemptLevelInterrupt &&
+	    q->ops->restore(q) != kXSchedSuccess)
+		XS_ERROR("lv3", "restore failed");
+	if (from >= kPreemptLevelDeactivate && to < kPreemptLevelDeactivate)
+		q->ops->gate_open(q);
 }
 
 void xs_preempt_apply(xs_xqueue *xq)
@@ -370,10 +377,10 @@ void xs_preempt_apply(xs_xqueue *xq)
 	if (!run) {
 		xq->suspensions++;
 		xq->suspended_since_ns = now;
-		xs__level_actions(xq, xq->level, true);
+		xs__suspend_levels(xq, kPreemptLevelBlock, xq->level);
 	} else {
 		xq->suspended_ns += now - xq->suspended_since_ns;
-		xs__level_actions(xq, xq->level, false);
+		xs__resume_levels(xq, xq->level, kPreemptLevelBlock);
 		xs_cond_signal(&xq->launch_cv);
 	}
 }
@@ -382,6 +389,9 @@ void xs_preempt_relevel(xs_xqueue *xq, int old_level)
 {
 	if (xq->running || old_level == xq->level)
 		return;
-	xs__level_actions(xq, old_level, false);
-	xs__level_actions(xq, xq->level, true);
+	/* Only the difference: a gate that stays closed is never reopened in between. */
+	if (xq->level > old_level)
+		xs__suspend_levels(xq, old_level, xq->level);
+	else
+		xs__resume_levels(xq, old_level, xq->level);
 }
