@@ -6,7 +6,9 @@
  * third starts only once one of them is idle. Errors: k = 0, negative deadlines.
  *
  * Queues run at Lv1 with one command in flight, so a queue the scheduler suspends
- * launches nothing more: the orders checked are strict, not statistical.
+ * launches nothing more: the orders checked are strict, not statistical. Deadlines are
+ * 1 s apart, so a stall of the test thread between two submissions (which shifts a
+ * queue's ready time) cannot reorder them.
  */
 #include "sched_util.h"
 
@@ -33,9 +35,9 @@ static void edf(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyEarliestDeadlineFirst));
 	CHECK_OK(XHintKDeadline(3)); /* EDF runs one queue whatever k says */
-	CHECK_OK(XHintDeadline(su_q[A].xq, 300000));
-	CHECK_OK(XHintDeadline(su_q[B].xq, 100000));
-	CHECK_OK(XHintDeadline(su_q[C].xq, 200000));
+	CHECK_OK(XHintDeadline(su_q[A].xq, 3000000));
+	CHECK_OK(XHintDeadline(su_q[B].xq, 1000000));
+	CHECK_OK(XHintDeadline(su_q[C].xq, 2000000));
 	CHECK_OK(XHintDeadline(su_q[D].xq, NO_DEADLINE));
 
 	/* The gate runs (deadline 0 us after it became ready); once the scheduler has seen
@@ -82,9 +84,9 @@ static void kedf(void)
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyKEarliestDeadlineFirst));
 	CHECK_RES(XHintKDeadline(0), kXSchedErrorInvalidValue);
 	CHECK_OK(XHintKDeadline(2));
-	CHECK_OK(XHintDeadline(su_q[A].xq, 100000));
-	CHECK_OK(XHintDeadline(su_q[B].xq, 200000));
-	CHECK_OK(XHintDeadline(su_q[C].xq, 300000));
+	CHECK_OK(XHintDeadline(su_q[A].xq, 1000000));
+	CHECK_OK(XHintDeadline(su_q[B].xq, 2000000));
+	CHECK_OK(XHintDeadline(su_q[C].xq, 3000000));
 
 	/* Two gates take both places; A, B and C wait behind them. */
 	for (int i = A; i <= D; i++)

@@ -12,10 +12,17 @@ static bool all_before(int q, int r)
 	return su_last_end(q) <= su_first_start(r);
 }
 
-/* First command of A: submits to D, which must then wait for B and C. */
+static bool b_submitted(void *arg)
+{
+	(void)arg;
+	return t_stats(su_q[B].xq).submitted == 4;
+}
+
+/* First command of A: once B has its work, submits to D, which must then wait for B. */
 static XResult a_first(void *data)
 {
 	(void)data;
+	CHECK(t_wait_for(b_submitted, NULL, 10000));
 	su_submit(D, 3);
 	return su_fn(&su_q[A]);
 }
