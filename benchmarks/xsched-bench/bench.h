@@ -192,11 +192,13 @@ void xsb_json_sample(const char *scenario, const char *config, const char *mode,
 		     const struct xsb_sample *x, int64_t t0, double latency_ms);
 void xsb_json_raw(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Progress line on stderr (only on a TTY, without --quiet) and the stall watchdog. */
+/* Progress line on stderr (only on a TTY, without --quiet) and the stall watchdog: when no
+ * task completes for stall_s seconds, it calls @on_stall once per run (from its own
+ * thread) and, if the run stays stuck for as long again, exits with status 3. */
 void xsb_progress_begin(const char *label, long total, double duration_s);
 void xsb_progress_add(long n);
 void xsb_progress_end(void);
-void xsb_watchdog_start(int stall_s);
+void xsb_watchdog_start(int stall_s, void (*on_stall)(void));
 
 /* Fatal error: print and exit(1). */
 void xsb_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -231,6 +233,8 @@ int xsb_scenario_preempt(struct xsb_ctx *c);
 int xsb_scenario_overhead(struct xsb_ctx *c);
 int xsb_scenario_tune(struct xsb_ctx *c);
 void xsb_print_launch_cfg(const struct xsb_ctx *c);
+/* The watchdog's hook: dumps the running run's queues and resumes every queue. */
+void xsb_on_stall(void);
 
 /* ---- model layers (models.c) --------------------------------------------------------- */
 

@@ -252,6 +252,15 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
+	/* Every stream its own hardware connection (CUDA's maximum, 32), unless the user chose:
+	 * a closed Lv2 gate blocks every stream that shares its connection, and with 16
+	 * streams on the default 8, a suspended low stream can hold back the high one.
+	 * Must be set before CUDA starts. */
+	const char *conn_env = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	bool conn_set_here = !conn_env;
+	if (conn_set_here)
+		setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+
 	/* The backend. */
 	struct xsb_backend be;
 	char why[256] = "";
@@ -298,7 +307,9 @@ int main(int argc, char **argv)
 	else
 		printf("preemption levels of a HwQueue here: Lv1..Lv%d%s\n", be.max_level,
 		       be.max_level < 3 ? " (modes above it are skipped)" : "");
-	printf("CUDA_DEVICE_MAX_CONNECTIONS: %s\n", conn ? conn : "unset (8)");
+	printf("CUDA_DEVICE_MAX_CONNECTIONS: %s%s\n", conn ? conn : "?",
+	       conn_set_here ? " (set by xsched-bench; CUDA's default is 8: see doc/bench.md)"
+			     : "");
 	xsb_json_raw("{\"type\":\"run\",\"backend\":\"%s\",\"modeled\":%s,\"device\":\"%s\","
 		     "\"date\":\"%s\",\"max_level\":%d,\"quick\":%s}",
 		     be.name, be.modeled ? "true" : "false", be.device, date, be.max_level,
@@ -306,7 +317,7 @@ int main(int argc, char **argv)
 
 	struct xsb_ctx ctx = {.be = &be, .o = &o, .fails = 0};
 	xsb_print_launch_cfg(&ctx);
-	xsb_watchdog_start(stall);
+	xsb_watchdog_start(stall, xsb_on_stall);
 
 	int64_t t0 = xsb_now_ns();
 	static int (*const fns[XSB_NSCEN])(struct xsb_ctx *) = {

@@ -25,17 +25,23 @@ bench="$build/benchmarks/xsched-bench/xsched-bench"
 echo "+ $bench --quiet --jsonl $out/bench.jsonl $*" | tee "$out/bench.log"
 rc="$out/.rc"
 {
-	"$bench" --quiet --jsonl "$out/bench.jsonl" "$@" 2>&1
-	echo $? >"$rc"
+	if "$bench" --quiet --jsonl "$out/bench.jsonl" "$@" 2>&1; then
+		echo 0 >"$rc"
+	else
+		echo $? >"$rc"
+	fi
 } | tee -a "$out/bench.log"
 status=$(cat "$rc")
 if [ "${CONNECTIONS_32:-0}" = 1 ]; then
 	echo "+ CUDA_DEVICE_MAX_CONNECTIONS=32 $bench --quiet --scenario systematic" \
 		"--jsonl $out/bench-conn32.jsonl $*" | tee "$out/bench-conn32.log"
 	{
-		CUDA_DEVICE_MAX_CONNECTIONS=32 "$bench" --quiet --scenario systematic \
-			--jsonl "$out/bench-conn32.jsonl" "$@" 2>&1
-		echo $? >"$rc"
+		if CUDA_DEVICE_MAX_CONNECTIONS=32 "$bench" --quiet --scenario systematic \
+			--jsonl "$out/bench-conn32.jsonl" "$@" 2>&1; then
+			echo 0 >"$rc"
+		else
+			echo $? >"$rc"
+		fi
 	} | tee -a "$out/bench-conn32.log"
 	[ "$(cat "$rc")" = 0 ] || status=1
 fi

@@ -48,6 +48,11 @@ struct xsb__run {
 	atomic_int err;
 };
 
+/* The run whose threads are going, for the stall hook. */
+static pthread_mutex_t xsb__cur_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xsb__run *xsb__cur; /* under xsb__cur_lock */
+static atomic_bool xsb__cur_stalled;
+
 struct xsb__targ {
 	struct xsb__run *r;
 	int i;
@@ -262,12 +267,31 @@ static int xsb__run(struct xsb__run *r)
 		if (pthread_create(&th[i], NULL, xsb__thread, &ta[i]))
 			xsb_die("cannot start a thread");
 	}
+	pthread_mutex_lock(&xsb__cur_lock);
+	xsb__cur = r;
+	atomic_store(&xsb__cur_stalled, false);
+	pthread_mutex_unlock(&xsb__cur_lock);
 	pthread_barrier_wait(&r->bar);
 	r->t0 = xsb_now_ns();
 	pthread_barrier_wait(&r->bar);
 	for (int i = 0; i < r->nlanes; i++)
 		pthread_join(th[i], NULL);
 	xsb_progress_end();
+	pthread_mutex_lock(&xsb__cur_lock);
+	xsb__cur = NULL;
+	pthread_mutex_unlock(&xsb__cur_lock);
+	bool stalled = atomic_load(&xsb__cur_stalled);
+	if (stalled) {
+		/* The hook turned the scheduler off; the next run gets it back. */
+		XResult res = XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst);
+		if (res != kXSchedSuccess)
+			xsb_die("cannot restart the scheduler after a stall (error %d)", res);
+		fprintf(stderr,
+			"xsched-bench: [%s] completed after the stall; its figures are "
+			"left out\n",
+			label);
+		atomic_store(&r->err, 1);
+	}
 	pthread_barrier_destroy(&r->bar);
 	for (int i = 0; i < r->nlanes; i++)
 		xsb_lane_close(&r->lanes[i], be);
@@ -276,6 +300,47 @@ static int xsb__run(struct xsb__run *r)
 	free(r->lanes);
 	r->lanes = NULL;
 	return atomic_load(&r->err) ? -1 : 0;
+}
+
+void xsb_on_stall(void)
+{
+	pthread_mutex_lock(&xsb__cur_lock);
+	struct xsb__run *r = xsb__cur;
+	if (!r) {
+		pthread_mutex_unlock(&xsb__cur_lock);
+		return;
+	}
+	fprintf(stderr, "  queues of [%s %s %s]:\n", r->scenario, r->config, r->mode->name);
+	for (int i = 0; i < r->nlanes; i++) {
+		struct xsb_lane *l = &r->lanes[i];
+		XQueueStats st;
+		XQueueState state = kQueueStateUnknown;
+		if (!l->xq) {
+			fprintf(stderr, "    lane %2d %-4s native stream\n", i,
+				l->high ? "high" : "low");
+			continue;
+		}
+		if (XQueueGetStats(l->xq, &st) != kXSchedSuccess ||
+		    XQueueQuery(l->xq, &state) != kXSchedSuccess) {
+			fprintf(stderr, "    lane %2d: no statistics\n", i);
+			continue;
+		}
+		fprintf(stderr,
+			"    lane %2d %-4s %s: submitted %llu launched %llu completed %llu "
+			"pending %llu in flight %llu suspensions %llu\n",
+			i, l->high ? "high" : "low", state == kQueueStateIdle ? "idle " : "ready",
+			(unsigned long long)st.submitted, (unsigned long long)st.launched,
+			(unsigned long long)st.completed, (unsigned long long)st.pending,
+			(unsigned long long)st.in_flight, (unsigned long long)st.suspensions);
+	}
+	atomic_store(&xsb__cur_stalled, true);
+	pthread_mutex_unlock(&xsb__cur_lock);
+	/* Stop the scheduler: it resumes every queue it suspended (gates open). */
+	XResult res = XHintSetScheduler(kSchedulerAppManaged, kPolicyHighestPriorityFirst);
+	fprintf(stderr,
+		"  scheduler stopped, every queue resumed (%s); waiting for the run to "
+		"finish\n",
+		res == kXSchedSuccess ? "ok" : "failed");
 }
 
 static void xsb__run_free(struct xsb__run *r)

@@ -149,6 +149,8 @@ static bool xsb__prog_shown;
 static atomic_long xsb__prog_done;
 static atomic_llong xsb__last_progress_ns;
 static int xsb__stall_s;
+static void (*xsb__stall_hook)(void);
+static volatile bool xsb__stalled; /* this run stalled once (watchdog thread only) */
 
 void xsb_progress_begin(const char *label, long total, double duration_s)
 {
@@ -160,6 +162,7 @@ void xsb_progress_begin(const char *label, long total, double duration_s)
 	xsb__prog_active = true;
 	atomic_store_explicit(&xsb__prog_done, 0, memory_order_relaxed);
 	atomic_store_explicit(&xsb__last_progress_ns, xsb__prog_t0, memory_order_relaxed);
+	xsb__stalled = false;
 	pthread_mutex_unlock(&xsb__prog_lock);
 }
 
@@ -208,9 +211,22 @@ static void *xsb__progress_thread(void *arg)
 		pthread_mutex_unlock(&xsb__prog_lock);
 		int64_t last = atomic_load_explicit(&xsb__last_progress_ns, memory_order_relaxed);
 		if (active && xsb__stall_s > 0 && now - last > (int64_t)xsb__stall_s * 1000000000) {
+			if (xsb__stall_hook && !xsb__stalled) {
+				/* First stall of this run: say where, and let the hook try to
+				 * get the run going (it resumes every queue). */
+				fprintf(stderr,
+					"\nxsched-bench: no task completed for %d s in [%s]; "
+					"the run is stuck.\n",
+					xsb__stall_s, label);
+				xsb__stalled = true;
+				xsb__stall_hook();
+				atomic_store_explicit(&xsb__last_progress_ns, xsb_now_ns(),
+						      memory_order_relaxed);
+				continue;
+			}
 			fprintf(stderr,
 				"\nxsched-bench: no task completed for %d s in [%s]; the run is "
-				"stuck (a queue that never resumes?). Aborting.\n",
+				"stuck. Aborting.\n",
 				xsb__stall_s, label);
 			if (xsb_out.jsonl)
 				fflush(xsb_out.jsonl);
@@ -220,9 +236,10 @@ static void *xsb__progress_thread(void *arg)
 	return NULL;
 }
 
-void xsb_watchdog_start(int stall_s)
+void xsb_watchdog_start(int stall_s, void (*on_stall)(void))
 {
 	xsb__stall_s = stall_s;
+	xsb__stall_hook = on_stall;
 	pthread_t t;
 	if (pthread_create(&t, NULL, xsb__progress_thread, NULL) == 0)
 		pthread_detach(t);
