@@ -8,7 +8,11 @@
  *     with completion events that block (default) or spin (XSCHED_GPU_SYNC=spin), and the
  *     process's CPU time per wall second while it runs;
  * (c) the cost of one submit (create + submit + destroy of a kernel command, and submit
- *     alone) while the XQueue is suspended, so that no launching competes with it.
+ *     alone) while the XQueue is suspended, so that no launching competes with it;
+ * (d) the round trip of one short kernel (launch or submit, then wait for it), raw and
+ *     through an XQueue, with blocking and spinning completion events;
+ * (e) Lv2 with one gate check per 4 and per 16 commands (XSCHED_GATE_EVERY) on the
+ *     short-kernel stream.
  * Prints one line per measurement ("name value unit") and exits 77 without a device.
  * `--quick` runs fewer repetitions. Timing: host monotonic clock around a stream
  * synchronize or XQueueWaitAll, after warm-up; medians of the repetitions.
@@ -119,8 +123,11 @@ static double task_raw(gpuStream_t s)
 	return now_us() - t0;
 }
 
+static double g_task_cpu; /* CPU time per wall time of the last task_xq run */
+
 static double task_xq(XQueueHandle xq)
 {
+	double c0 = cpu_us();
 	double t0 = now_us();
 	for (int i = 0; i < GEMMS_PER_TASK; i++) {
 		HwCommandHandle c;
@@ -129,7 +136,9 @@ static double task_xq(XQueueHandle xq)
 		OK(HwCommandDestroy(c));
 	}
 	OK(XQueueWaitAll(xq));
-	return now_us() - t0;
+	double t = now_us() - t0;
+	g_task_cpu = (cpu_us() - c0) / t;
+	return t;
 }
 
 /* ---- short kernels ---- */
@@ -183,9 +192,35 @@ static struct rate shorts_xq(XQueueHandle xq, int k)
 	return (struct rate){ t / k, (cpu_us() - c0) / t };
 }
 
+static double roundtrip_raw(gpuStream_t s, int k)
+{
+	double v[4096];
+	for (int i = 0; i < k; i++) {
+		double t0 = now_us();
+		short_raw_launch(s);
+		GPU(gpuStreamSynchronize(s));
+		v[i] = now_us() - t0;
+	}
+	return median(v, k);
+}
+
+static double roundtrip_xq(XQueueHandle xq, int k)
+{
+	double v[4096];
+	for (int i = 0; i < k; i++) {
+		double t0 = now_us();
+		HwCommandHandle c = short_cmd();
+		OK(XQueueSubmit(xq, c));
+		OK(XQueueWait(xq, c));
+		OK(HwCommandDestroy(c));
+		v[i] = now_us() - t0;
+	}
+	return median(v, k);
+}
+
 /* ---- driver ---- */
 
-static int g_reps = 15, g_shorts = 20000;
+static int g_reps = 15, g_shorts = 20000, g_trips = 2000;
 
 static XQueueHandle make_xq(HwQueueHandle hwq, int64_t level, int64_t thr, int64_t batch)
 {
@@ -195,14 +230,36 @@ static XQueueHandle make_xq(HwQueueHandle hwq, int64_t level, int64_t thr, int64
 	return xq;
 }
 
-static void report_tasks(const char *name, double *v, int n, double raw)
+static void report_tasks(const char *name, double *v, int n, double raw, double cpu)
 {
 	double m = median(v, n);
 	printf("gemm_task_%s %.3f ms", name, m / 1000);
 	if (raw > 0)
-		printf(" (%+.2f%% vs raw)", (m - raw) / raw * 100);
+		printf(" (%+.2f%% vs raw, cpu %.2f)", (m - raw) / raw * 100, cpu);
 	printf("\n");
 }
+
+static void shorts_report(XQueueHandle xq, const char *name, double raw_short)
+{
+	int64_t configs[][2] = { { XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE },
+				 { 64, 16 } };
+	for (int c = 0; c < 2; c++) {
+		OK(XQueueSetLaunchConfig(xq, configs[c][0], configs[c][1]));
+		shorts_xq(xq, g_shorts / 4);
+		double r[8];
+		struct rate rr = { 0, 0 };
+		for (int i = 0; i < 5; i++) {
+			rr = shorts_xq(xq, g_shorts);
+			r[i] = rr.us_per_kernel;
+		}
+		double m = median(r, 5);
+		printf("short_%s_w%lld/%lld %.3f us/kernel (%+.1f%% vs raw, cpu %.2f)\n", name,
+		       (long long)configs[c][0], (long long)configs[c][1], m,
+		       (m - raw_short) / raw_short * 100, rr.cpu_per_wall);
+	}
+}
+
+static double g_raw_short; /* short_raw of the first mode, for the gate-group runs */
 
 static void run_mode(const char *mode, gpuStream_t s, int64_t max_level)
 {
@@ -217,7 +274,7 @@ static void run_mode(const char *mode, gpuStream_t s, int64_t max_level)
 		for (int i = 0; i < g_reps; i++)
 			v[i] = task_raw(s);
 		raw_task = median(v, g_reps);
-		report_tasks("raw", v, g_reps, 0);
+		report_tasks("raw", v, g_reps, 0, 0);
 		double r[8];
 		struct rate rr = { 0, 0 };
 		shorts_raw(s, g_shorts / 4);
@@ -226,38 +283,49 @@ static void run_mode(const char *mode, gpuStream_t s, int64_t max_level)
 			r[i] = rr.us_per_kernel;
 		}
 		raw_short = median(r, 5);
+		g_raw_short = raw_short;
 		printf("short_raw %.3f us/kernel (cpu %.2f)\n", raw_short, rr.cpu_per_wall);
+		roundtrip_raw(s, 100);
+		printf("roundtrip_raw %.2f us\n", roundtrip_raw(s, g_trips));
 	}
 	for (int64_t level = kPreemptLevelBlock; level <= max_level; level++) {
 		XQueueHandle xq = make_xq(hwq, level, XSCHED_DEFAULT_THRESHOLD,
 					  XSCHED_DEFAULT_BATCH_SIZE);
-		double v[64];
+		double v[64], cpu[64];
 		for (int i = 0; i < 3; i++)
 			task_xq(xq);
-		for (int i = 0; i < g_reps; i++)
+		for (int i = 0; i < g_reps; i++) {
 			v[i] = task_xq(xq);
+			cpu[i] = g_task_cpu;
+		}
 		char name[64];
 		snprintf(name, sizeof(name), "xq_lv%lld_%s", (long long)level, mode);
-		report_tasks(name, v, g_reps, raw_task);
-		int64_t configs[][2] = { { XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE },
-					 { 64, 16 } };
-		for (int c = 0; c < 2; c++) {
-			OK(XQueueSetLaunchConfig(xq, configs[c][0], configs[c][1]));
-			shorts_xq(xq, g_shorts / 4);
-			double r[8];
-			struct rate rr = { 0, 0 };
-			for (int i = 0; i < 5; i++) {
-				rr = shorts_xq(xq, g_shorts);
-				r[i] = rr.us_per_kernel;
-			}
-			double m = median(r, 5);
-			printf("short_%s_w%lld/%lld %.3f us/kernel (%+.1f%% vs raw, cpu %.2f)\n",
-			       name, (long long)configs[c][0], (long long)configs[c][1], m,
-			       (m - raw_short) / raw_short * 100, rr.cpu_per_wall);
-		}
+		report_tasks(name, v, g_reps, raw_task, median(cpu, g_reps));
+		shorts_report(xq, name, raw_short);
+		OK(XQueueSetLaunchConfig(xq, XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE));
+		roundtrip_xq(xq, 100);
+		printf("roundtrip_%s %.2f us\n", name, roundtrip_xq(xq, g_trips));
 		OK(XQueueDestroy(xq));
 	}
 	OK(HwQueueDestroy(hwq));
+}
+
+/* Lv2 on short kernels with a gate check every @k commands. */
+static void gate_groups(gpuStream_t s, int k)
+{
+	char kv[16];
+	snprintf(kv, sizeof(kv), "%d", k);
+	setenv("XSCHED_GPU_SYNC", "block", 1);
+	setenv("XSCHED_GATE_EVERY", kv, 1);
+	HwQueueHandle hwq;
+	OK(XT_QUEUE_CREATE(&hwq, (void *)s));
+	XQueueHandle xq = make_xq(hwq, kPreemptLevelDeactivate, 16, 8);
+	char name[64];
+	snprintf(name, sizeof(name), "xq_lv2_block_gate%d", k);
+	shorts_report(xq, name, g_raw_short);
+	OK(XQueueDestroy(xq));
+	OK(HwQueueDestroy(hwq));
+	unsetenv("XSCHED_GATE_EVERY");
 }
 
 static void submit_cost(gpuStream_t s)
@@ -304,6 +372,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--quick")) {
 		g_reps = 3;
 		g_shorts = 2000;
+		g_trips = 200;
 	}
 	int ndev = 0;
 	if (gpuGetDeviceCount(&ndev) != gpuSuccess || ndev == 0) {
@@ -351,6 +420,10 @@ int main(int argc, char **argv)
 
 	run_mode("block", s, max);
 	run_mode("spin", s, max);
+	if (max >= kPreemptLevelDeactivate) {
+		gate_groups(s, 4);
+		gate_groups(s, 16);
+	}
 	submit_cost(s);
 
 #if defined(XT_CUDA) && defined(XT_HAVE_CUBLAS)

@@ -462,7 +462,10 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
  * A gate closed at Lv2 blocks the hardware queue the stream is mapped to: with more
  * streams than `CUDA_DEVICE_MAX_CONNECTIONS` (default 8, at most 32) streams share hardware
  * queues, and a suspended stream can then hold back another one; raise that variable
- * before the first CUDA call when many streams are scheduled at Lv2.
+ * before the first CUDA call when many streams are scheduled at Lv2. A gate check costs
+ * about a microsecond per command, which matters for streams of very short kernels only:
+ * `XSCHED_GATE_EVERY=k`, read here, checks before every k-th command (a suspension then
+ * stops the stream up to k - 1 commands later); the default is 1.
  * Completion is tracked with events that block the library's completer thread in the
  * driver (cudaEventBlockingSync); `XSCHED_GPU_SYNC=spin`, read here, makes them follow
  * the context's scheduling flags instead (by default a spin: lower latency, one busy

@@ -26,7 +26,9 @@
  * destroy frees pinned memory: that would synchronize the device). Before each gated
  * command the launcher enqueues a stream wait-value "gate >= OPEN"; the stream stops
  * there while the gate reads CLOSED. Closing and opening are single stores (see
- * xs__gate_store). Event records are enqueued without a gate check (a marker runs no
+ * xs__gate_store). XSCHED_GATE_EVERY=k (read at creation, default 1) puts a check
+ * before every k-th gated command only: a suspension then stops the stream up to k - 1
+ * commands later, for less cost per command (doc/RESULTS.md). Event records are enqueued without a gate check (a marker runs no
  * work; the check before the next command stops the stream anyway), and the core treats
  * a record with gated work before it as a dependency to wait for completely.
  *
@@ -91,6 +93,8 @@ typedef struct xs__gpu_q {
 	xs_gpu_stream stream;
 	xs_gpu_binding bind;
 	unsigned event_flags;
+	unsigned gate_every; /* XSCHED_GATE_EVERY: one gate check per this many gated commands */
+	unsigned since_gate; /* gated commands since the last check; launcher thread only */
 	/* Lv2, when max_level >= 2: */
 	xs__gate_page *gate_page;
 	_Atomic uint32_t *gate; /* host address of the gate word */
@@ -327,10 +331,16 @@ static XResult xs__launch(xs_hwq *q, xs_cmd *cmd, bool gated)
 	xs__gpu_q *g = xs__gq(q);
 	xs_gpu_err err = XS_GPU_OK;
 	const char *what = NULL;
-	if (gated && g->gate && cmd->kind != XS_CMD_EVENT_RECORD) {
-		err = xs_gpu_wait_value_geq(g->stream, g->gate_dev, XS__GATE_OPEN);
-		if (err != XS_GPU_OK)
-			return xs__fail("gate check (stream wait-value)", g->stream, err);
+	if (!gated || !g->gate) {
+		g->since_gate = 0; /* the first gated command after Lv1 gets a check */
+	} else if (cmd->kind != XS_CMD_EVENT_RECORD) {
+		if (g->since_gate == 0) {
+			err = xs_gpu_wait_value_geq(g->stream, g->gate_dev, XS__GATE_OPEN);
+			if (err != XS_GPU_OK)
+				return xs__fail("gate check (stream wait-value)", g->stream, err);
+		}
+		if (++g->since_gate >= g->gate_every)
+			g->since_gate = 0;
 	}
 	switch (cmd->kind) {
 	case XS_CMD_CALLBACK:
@@ -551,6 +561,9 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 	const char *mode = getenv("XSCHED_GPU_SYNC");
 	bool spin = mode && !strcmp(mode, "spin");
 	g->event_flags = XS_GPU_EVENT_DISABLE_TIMING | (spin ? 0 : XS_GPU_EVENT_BLOCKING_SYNC);
+	const char *every = getenv("XSCHED_GATE_EVERY");
+	long n = every ? strtol(every, NULL, 10) : 1;
+	g->gate_every = n >= 1 && n <= 1024 ? (unsigned)n : 1;
 
 	err = xs_gpu_stream_binding(s, &g->bind);
 	if (err != XS_GPU_OK) {
@@ -580,7 +593,8 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 	xs__restore(&saved);
 
 	xs_hwq_init(&g->base, &xs__gpu_ops, level, stream, xs__free);
-	XS_DEBUG("hal", "%s stream %p: completion events %s", XS_GPU_NAME, stream,
-		 spin ? "follow the context's scheduling (spin)" : "block");
+	XS_DEBUG("hal", "%s stream %p: completion events %s, a gate check every %u gated "
+			"commands", XS_GPU_NAME, stream,
+		 spin ? "follow the context's scheduling (spin)" : "block", g->gate_every);
 	return xs_hwq_publish(&g->base, (uint64_t)(uintptr_t)stream, hwq);
 }
