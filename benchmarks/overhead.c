@@ -15,8 +15,12 @@
  *     short-kernel stream.
  * Prints one line per measurement ("name value unit") and exits 77 without a device.
  * `--quick` runs fewer repetitions. Timing: host monotonic clock around a stream
- * synchronize or XQueueWaitAll, after warm-up; medians of the repetitions.
+ * synchronize or XQueueWait/WaitAll, after warm-up. Each configuration (raw, or an
+ * XQueue of its own on a stream of its own) is measured once per round, rounds repeated,
+ * so that drifts of the machine fall on all alike; each line gives the median and the
+ * quartiles over the rounds. CPU: the process's CPU time per wall time while it ran.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,11 +127,8 @@ static double task_raw(gpuStream_t s)
 	return now_us() - t0;
 }
 
-static double g_task_cpu; /* CPU time per wall time of the last task_xq run */
-
 static double task_xq(XQueueHandle xq)
 {
-	double c0 = cpu_us();
 	double t0 = now_us();
 	for (int i = 0; i < GEMMS_PER_TASK; i++) {
 		HwCommandHandle c;
@@ -136,9 +137,7 @@ static double task_xq(XQueueHandle xq)
 		OK(HwCommandDestroy(c));
 	}
 	OK(XQueueWaitAll(xq));
-	double t = now_us() - t0;
-	g_task_cpu = (cpu_us() - c0) / t;
-	return t;
+	return now_us() - t0;
 }
 
 /* ---- short kernels ---- */
@@ -192,147 +191,180 @@ static struct rate shorts_xq(XQueueHandle xq, int k)
 	return (struct rate){ t / k, (cpu_us() - c0) / t };
 }
 
-static double roundtrip_raw(gpuStream_t s, int k)
-{
-	double v[4096];
-	for (int i = 0; i < k; i++) {
-		double t0 = now_us();
-		short_raw_launch(s);
-		GPU(gpuStreamSynchronize(s));
-		v[i] = now_us() - t0;
-	}
-	return median(v, k);
-}
+static int g_reps = 15, g_shorts = 20000, g_rounds = 7, g_trips = 2000;
 
-static double roundtrip_xq(XQueueHandle xq, int k)
-{
-	double v[4096];
-	for (int i = 0; i < k; i++) {
-		double t0 = now_us();
-		HwCommandHandle c = short_cmd();
-		OK(XQueueSubmit(xq, c));
-		OK(XQueueWait(xq, c));
-		OK(HwCommandDestroy(c));
-		v[i] = now_us() - t0;
-	}
-	return median(v, k);
-}
+/* ---- configurations, measured in interleaved rounds so that drifts of the machine
+ * (clocks, other load) fall on all of them alike ---- */
 
-/* ---- driver ---- */
+enum { MAXV = 4096 };
 
-static int g_reps = 15, g_shorts = 20000, g_trips = 2000;
-
-static XQueueHandle make_xq(HwQueueHandle hwq, int64_t level, int64_t thr, int64_t batch)
-{
+struct config {
+	const char *name;
+	int64_t level;  /* 0: raw launches on the stream */
+	const char *sync; /* XSCHED_GPU_SYNC when the HwQueue is made */
+	int gate_every;   /* XSCHED_GATE_EVERY when the HwQueue is made */
+	gpuStream_t s;
+	HwQueueHandle hwq;
 	XQueueHandle xq;
-	OK(XQueueCreate(&xq, hwq, level, 0));
-	OK(XQueueSetLaunchConfig(xq, thr, batch));
-	return xq;
-}
+	double v[MAXV], cpu[MAXV];
+	int n;
+};
 
-static void report_tasks(const char *name, double *v, int n, double raw, double cpu)
+static struct config g_cfg[] = {
+	{ .name = "raw", .level = 0 },
+	{ .name = "lv1_block", .level = 1, .sync = "block", .gate_every = 1 },
+	{ .name = "lv1_spin", .level = 1, .sync = "spin", .gate_every = 1 },
+	{ .name = "lv2_block", .level = 2, .sync = "block", .gate_every = 1 },
+	{ .name = "lv2_spin", .level = 2, .sync = "spin", .gate_every = 1 },
+	{ .name = "lv2_block_gate4", .level = 2, .sync = "block", .gate_every = 4 },
+	{ .name = "lv2_block_gate16", .level = 2, .sync = "block", .gate_every = 16 },
+};
+enum { NCFG = sizeof(g_cfg) / sizeof(g_cfg[0]) };
+
+static void cfg_open(struct config *c, int64_t max_level)
 {
-	double m = median(v, n);
-	printf("gemm_task_%s %.3f ms", name, m / 1000);
-	if (raw > 0)
-		printf(" (%+.2f%% vs raw, cpu %.2f)", (m - raw) / raw * 100, cpu);
-	printf("\n");
-}
-
-static void shorts_report(XQueueHandle xq, const char *name, double raw_short)
-{
-	int64_t configs[][2] = { { XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE },
-				 { 64, 16 } };
-	for (int c = 0; c < 2; c++) {
-		OK(XQueueSetLaunchConfig(xq, configs[c][0], configs[c][1]));
-		shorts_xq(xq, g_shorts / 4);
-		double r[8];
-		struct rate rr = { 0, 0 };
-		for (int i = 0; i < 5; i++) {
-			rr = shorts_xq(xq, g_shorts);
-			r[i] = rr.us_per_kernel;
-		}
-		double m = median(r, 5);
-		printf("short_%s_w%lld/%lld %.3f us/kernel (%+.1f%% vs raw, cpu %.2f)\n", name,
-		       (long long)configs[c][0], (long long)configs[c][1], m,
-		       (m - raw_short) / raw_short * 100, rr.cpu_per_wall);
-	}
-}
-
-static double g_raw_short; /* short_raw of the first mode, for the gate-group runs */
-
-static void run_mode(const char *mode, gpuStream_t s, int64_t max_level)
-{
-	setenv("XSCHED_GPU_SYNC", mode, 1);
-	HwQueueHandle hwq;
-	OK(XT_QUEUE_CREATE(&hwq, (void *)s));
-	double raw_task = 0, raw_short = 0;
-	{
-		double v[64];
-		for (int i = 0; i < 3; i++)
-			task_raw(s);
-		for (int i = 0; i < g_reps; i++)
-			v[i] = task_raw(s);
-		raw_task = median(v, g_reps);
-		report_tasks("raw", v, g_reps, 0, 0);
-		double r[8];
-		struct rate rr = { 0, 0 };
-		shorts_raw(s, g_shorts / 4);
-		for (int i = 0; i < 5; i++) {
-			rr = shorts_raw(s, g_shorts);
-			r[i] = rr.us_per_kernel;
-		}
-		raw_short = median(r, 5);
-		g_raw_short = raw_short;
-		printf("short_raw %.3f us/kernel (cpu %.2f)\n", raw_short, rr.cpu_per_wall);
-		roundtrip_raw(s, 100);
-		printf("roundtrip_raw %.2f us\n", roundtrip_raw(s, g_trips));
-	}
-	for (int64_t level = kPreemptLevelBlock; level <= max_level; level++) {
-		XQueueHandle xq = make_xq(hwq, level, XSCHED_DEFAULT_THRESHOLD,
-					  XSCHED_DEFAULT_BATCH_SIZE);
-		double v[64], cpu[64];
-		for (int i = 0; i < 3; i++)
-			task_xq(xq);
-		for (int i = 0; i < g_reps; i++) {
-			v[i] = task_xq(xq);
-			cpu[i] = g_task_cpu;
-		}
-		char name[64];
-		snprintf(name, sizeof(name), "xq_lv%lld_%s", (long long)level, mode);
-		report_tasks(name, v, g_reps, raw_task, median(cpu, g_reps));
-		shorts_report(xq, name, raw_short);
-		OK(XQueueSetLaunchConfig(xq, XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE));
-		roundtrip_xq(xq, 100);
-		printf("roundtrip_%s %.2f us\n", name, roundtrip_xq(xq, g_trips));
-		OK(XQueueDestroy(xq));
-	}
-	OK(HwQueueDestroy(hwq));
-}
-
-/* Lv2 on short kernels with a gate check every @k commands. */
-static void gate_groups(gpuStream_t s, int k)
-{
-	char kv[16];
-	snprintf(kv, sizeof(kv), "%d", k);
-	setenv("XSCHED_GPU_SYNC", "block", 1);
-	setenv("XSCHED_GATE_EVERY", kv, 1);
-	HwQueueHandle hwq;
-	OK(XT_QUEUE_CREATE(&hwq, (void *)s));
-	XQueueHandle xq = make_xq(hwq, kPreemptLevelDeactivate, 16, 8);
-	char name[64];
-	snprintf(name, sizeof(name), "xq_lv2_block_gate%d", k);
-	shorts_report(xq, name, g_raw_short);
-	OK(XQueueDestroy(xq));
-	OK(HwQueueDestroy(hwq));
+	GPU(gpuStreamCreateWithFlags(&c->s, gpuStreamNonBlocking));
+	if (!c->level || c->level > max_level)
+		return;
+	char every[16];
+	snprintf(every, sizeof(every), "%d", c->gate_every);
+	setenv("XSCHED_GPU_SYNC", c->sync, 1);
+	setenv("XSCHED_GATE_EVERY", every, 1);
+	OK(XT_QUEUE_CREATE(&c->hwq, (void *)c->s));
+	OK(XQueueCreate(&c->xq, c->hwq, c->level, 0));
+	unsetenv("XSCHED_GPU_SYNC");
 	unsetenv("XSCHED_GATE_EVERY");
 }
 
-static void submit_cost(gpuStream_t s)
+static void cfg_close(struct config *c)
 {
-	HwQueueHandle hwq;
-	OK(XT_QUEUE_CREATE(&hwq, (void *)s));
-	XQueueHandle xq = make_xq(hwq, kPreemptLevelBlock, 16, 8);
+	if (c->xq) {
+		OK(XQueueDestroy(c->xq));
+		OK(HwQueueDestroy(c->hwq));
+	}
+	GPU(gpuStreamDestroy(c->s));
+}
+
+static bool cfg_live(const struct config *c)
+{
+	return !c->level || c->xq;
+}
+
+static double pct(double *v, int n, double q)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	int i = (int)(q * (n - 1) + 0.5);
+	return v[i];
+}
+
+/* Print median [p25 .. p75] of c->v with @unit and @scale, against @raw (0: none). */
+static double report(const char *what, struct config *c, const char *unit, double scale,
+		     double raw, bool cpu)
+{
+	double m = median(c->v, c->n);
+	printf("%s_%s %.3f %s [%.3f .. %.3f]", what, c->name, m / scale, unit,
+	       pct(c->v, c->n, 0.25) / scale, pct(c->v, c->n, 0.75) / scale);
+	if (raw > 0)
+		printf(" %+.1f%% vs raw", (m - raw) / raw * 100);
+	if (cpu)
+		printf(", cpu %.2f", median(c->cpu, c->n));
+	printf("\n");
+	return m;
+}
+
+static void bench_gemm(void)
+{
+	for (int r = -3; r < g_reps; r++) {
+		for (int i = 0; i < NCFG; i++) {
+			struct config *c = &g_cfg[i];
+			if (!cfg_live(c) || (c->level && c->gate_every != 1))
+				continue;
+			double c0 = cpu_us();
+			double t = c->level ? task_xq(c->xq) : task_raw(c->s);
+			if (r >= 0) {
+				c->v[c->n] = t;
+				c->cpu[c->n++] = (cpu_us() - c0) / t;
+			}
+		}
+	}
+	double raw = report("gemm_task", &g_cfg[0], "ms", 1000, 0, true);
+	g_cfg[0].n = 0;
+	for (int i = 1; i < NCFG; i++) {
+		if (g_cfg[i].n)
+			report("gemm_task", &g_cfg[i], "ms", 1000, raw, true);
+		g_cfg[i].n = 0;
+	}
+}
+
+static void bench_shorts(int64_t thr, int64_t batch)
+{
+	for (int i = 0; i < NCFG; i++)
+		if (g_cfg[i].xq)
+			OK(XQueueSetLaunchConfig(g_cfg[i].xq, thr, batch));
+	for (int r = -1; r < g_rounds; r++) {
+		for (int i = 0; i < NCFG; i++) {
+			struct config *c = &g_cfg[i];
+			if (!cfg_live(c))
+				continue;
+			struct rate rr = c->level ? shorts_xq(c->xq, g_shorts)
+						  : shorts_raw(c->s, g_shorts);
+			if (r >= 0) {
+				c->v[c->n] = rr.us_per_kernel;
+				c->cpu[c->n++] = rr.cpu_per_wall;
+			}
+		}
+	}
+	char what[64];
+	snprintf(what, sizeof(what), "short_w%lld/%lld", (long long)thr, (long long)batch);
+	double raw = report(what, &g_cfg[0], "us/kernel", 1, 0, true);
+	g_cfg[0].n = 0;
+	for (int i = 1; i < NCFG; i++) {
+		if (g_cfg[i].n)
+			report(what, &g_cfg[i], "us/kernel", 1, raw, true);
+		g_cfg[i].n = 0;
+	}
+}
+
+static void bench_roundtrips(void)
+{
+	for (int i = 0; i < NCFG; i++)
+		if (g_cfg[i].xq)
+			OK(XQueueSetLaunchConfig(g_cfg[i].xq, XSCHED_DEFAULT_THRESHOLD,
+						 XSCHED_DEFAULT_BATCH_SIZE));
+	int per = g_trips / 10;
+	for (int r = -1; r < 10; r++) {
+		for (int i = 0; i < NCFG; i++) {
+			struct config *c = &g_cfg[i];
+			if (!cfg_live(c))
+				continue;
+			for (int k = 0; k < per; k++) {
+				double t0 = now_us();
+				if (c->level) {
+					HwCommandHandle cmd = short_cmd();
+					OK(XQueueSubmit(c->xq, cmd));
+					OK(XQueueWait(c->xq, cmd));
+					OK(HwCommandDestroy(cmd));
+				} else {
+					short_raw_launch(c->s);
+					GPU(gpuStreamSynchronize(c->s));
+				}
+				if (r >= 0 && c->n < MAXV)
+					c->v[c->n++] = now_us() - t0;
+			}
+		}
+	}
+	double raw = report("roundtrip", &g_cfg[0], "us", 1, 0, false);
+	g_cfg[0].n = 0;
+	for (int i = 1; i < NCFG; i++) {
+		if (g_cfg[i].n)
+			report("roundtrip", &g_cfg[i], "us", 1, raw, false);
+		g_cfg[i].n = 0;
+	}
+}
+
+static void submit_cost(void)
+{
+	XQueueHandle xq = g_cfg[1].xq;
 	enum { K = 20000 };
 	static HwCommandHandle cmds[K];
 	double best_full = 1e30, best_submit = 1e30;
@@ -363,8 +395,6 @@ static void submit_cost(gpuStream_t s)
 	printf("submit_create_submit_destroy %.3f us (best of 5 x %d, 4 kernel arguments)\n",
 	       best_full, K);
 	printf("submit_only %.3f us\n", best_submit);
-	OK(XQueueDestroy(xq));
-	OK(HwQueueDestroy(hwq));
 }
 
 int main(int argc, char **argv)
@@ -372,6 +402,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--quick")) {
 		g_reps = 3;
 		g_shorts = 2000;
+		g_rounds = 2;
 		g_trips = 200;
 	}
 	int ndev = 0;
@@ -416,16 +447,19 @@ int main(int argc, char **argv)
 	int64_t max;
 	OK(HwQueueGetMaxPreemptLevel(probe, &max));
 	OK(HwQueueDestroy(probe));
-	printf("max preemption level %lld\n", (long long)max);
+	GPU(gpuStreamDestroy(s));
+	printf("max preemption level %lld; each line: median [p25 .. p75]\n", (long long)max);
+	for (int i = 0; i < NCFG; i++)
+		cfg_open(&g_cfg[i], max);
 
-	run_mode("block", s, max);
-	run_mode("spin", s, max);
-	if (max >= kPreemptLevelDeactivate) {
-		gate_groups(s, 4);
-		gate_groups(s, 16);
-	}
-	submit_cost(s);
+	bench_gemm();
+	bench_shorts(XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE);
+	bench_shorts(64, 16);
+	bench_roundtrips();
+	submit_cost();
 
+	for (int i = 0; i < NCFG; i++)
+		cfg_close(&g_cfg[i]);
 #if defined(XT_CUDA) && defined(XT_HAVE_CUBLAS)
 	cublasDestroy(g_blas);
 #endif
