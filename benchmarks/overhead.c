@@ -5,12 +5,12 @@
  *     through an XQueue at Lv1 and Lv2;
  * (b) a stream of short kernels (one block of 256 threads each): time per kernel, raw
  *     and through an XQueue (default window 16/8 and a deep one, 64/16), at Lv1 and Lv2,
- *     with completion events that block (default) or spin (XSCHED_GPU_SYNC=spin), and the
- *     process's CPU time per wall second while it runs;
+ *     with the completer polling then blocking (default), blocking at once, or spinning
+ *     (XSCHED_GPU_SYNC=poll, block, spin), and the process's CPU time per wall second;
  * (c) the cost of one submit (create + submit + destroy of a kernel command, and submit
  *     alone) while the XQueue is suspended, so that no launching competes with it;
  * (d) the round trip of one short kernel (launch or submit, then wait for it), raw and
- *     through an XQueue, with blocking and spinning completion events;
+ *     through an XQueue, in each completion mode;
  * (e) Lv2 with one gate check per 4 and per 16 commands (XSCHED_GATE_EVERY) on the
  *     short-kernel stream.
  * Prints one line per measurement ("name value unit") and exits 77 without a device.
@@ -212,12 +212,14 @@ struct config {
 
 static struct config g_cfg[] = {
 	{ .name = "raw", .level = 0 },
+	{ .name = "lv1_poll", .level = 1, .sync = "poll", .gate_every = 1 },
 	{ .name = "lv1_block", .level = 1, .sync = "block", .gate_every = 1 },
 	{ .name = "lv1_spin", .level = 1, .sync = "spin", .gate_every = 1 },
+	{ .name = "lv2_poll", .level = 2, .sync = "poll", .gate_every = 1 },
 	{ .name = "lv2_block", .level = 2, .sync = "block", .gate_every = 1 },
 	{ .name = "lv2_spin", .level = 2, .sync = "spin", .gate_every = 1 },
-	{ .name = "lv2_block_gate4", .level = 2, .sync = "block", .gate_every = 4 },
-	{ .name = "lv2_block_gate16", .level = 2, .sync = "block", .gate_every = 16 },
+	{ .name = "lv2_poll_gate4", .level = 2, .sync = "poll", .gate_every = 4 },
+	{ .name = "lv2_poll_gate16", .level = 2, .sync = "poll", .gate_every = 16 },
 };
 enum { NCFG = sizeof(g_cfg) / sizeof(g_cfg[0]) };
 
@@ -463,7 +465,6 @@ int main(int argc, char **argv)
 #if defined(XT_CUDA) && defined(XT_HAVE_CUBLAS)
 	cublasDestroy(g_blas);
 #endif
-	GPU(gpuStreamDestroy(s));
 	GPU(gpuFree(g_a));
 	GPU(gpuFree(g_b));
 	GPU(gpuFree(g_c));

@@ -16,10 +16,13 @@
  * launches the wait, so nothing is enqueued then).
  *
  * Completion points: an event from a per-queue pool recorded on the stream;
- * sync_wait synchronizes on it. By default the events are created with BlockingSync, so
- * the completer thread sleeps in the driver instead of spinning a core per busy queue;
- * XSCHED_GPU_SYNC=spin (read when the HwQueue is created) leaves the wait to the
- * context's own scheduling flags (spinning by default). doc/RESULTS.md has the numbers.
+ * sync_wait waits for it. XSCHED_GPU_SYNC, read when the HwQueue is created, picks how:
+ * - poll (default): query the event for up to XS__POLL_NS, then sleep in the driver
+ *   (events made with BlockingSync). Short waits return at once, long ones cost no CPU;
+ * - block: sleep in the driver at once (an interrupt wakes the completer: tens of us);
+ * - spin: synchronize on events without BlockingSync, as the context's scheduling flags
+ *   say (by default a spin: one busy core per busy XQueue).
+ * doc/RESULTS.md has the measurements behind the default.
  *
  * Lv2 gate: one 32-bit word per HwQueue in pinned host memory mapped into the device
  * (a 64-byte slot of a page shared by the queues of one context, so that no queue's
@@ -67,6 +70,9 @@
 #error "build gpu.c with -DXS_GPU_CUDA or -DXS_GPU_HIP"
 #endif
 
+/* How long the completer polls a completion point before it sleeps (sync mode poll). */
+#define XS__POLL_NS 100000
+
 enum {
 	XS__GATE_CLOSED = 0,
 	XS__GATE_OPEN = 1,
@@ -93,6 +99,7 @@ typedef struct xs__gpu_q {
 	xs_gpu_stream stream;
 	xs_gpu_binding bind;
 	unsigned event_flags;
+	int64_t poll_ns; /* sync_wait polls this long before it blocks */
 	unsigned gate_every; /* XSCHED_GATE_EVERY: one gate check per this many gated commands */
 	unsigned since_gate; /* gated commands since the last check; launcher thread only */
 	/* Lv2, when max_level >= 2: */
@@ -412,7 +419,15 @@ static XResult xs__sync_create(xs_hwq *q, xs_sync *s)
 static XResult xs__sync_wait(xs_hwq *q, xs_sync *s)
 {
 	xs__gpu_q *g = xs__gq(q);
-	xs_gpu_err err = xs_gpu_event_sync((xs_gpu_event)s->native);
+	xs_gpu_event ev = (xs_gpu_event)s->native;
+	xs_gpu_err err = XS_GPU_NOT_READY;
+	if (g->poll_ns > 0) {
+		int64_t end = xs_now_ns() + g->poll_ns;
+		while ((err = xs_gpu_event_query(ev)) == XS_GPU_NOT_READY && xs_now_ns() < end)
+			;
+	}
+	if (err == XS_GPU_NOT_READY)
+		err = xs_gpu_event_sync(ev);
 	if (err != XS_GPU_OK)
 		return xs__fail("wait for a completion point", g->stream, err);
 	return kXSchedSuccess;
@@ -559,8 +574,15 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 	g->stream = s;
 	xs_mutex_init(&g->pool_lock);
 	const char *mode = getenv("XSCHED_GPU_SYNC");
-	bool spin = mode && !strcmp(mode, "spin");
+	if (!mode || !*mode)
+		mode = "poll";
+	bool spin = !strcmp(mode, "spin");
+	if (!spin && strcmp(mode, "block") && strcmp(mode, "poll")) {
+		XS_WARN("hal", "XSCHED_GPU_SYNC=%s is not poll, block or spin; using poll", mode);
+		mode = "poll";
+	}
 	g->event_flags = XS_GPU_EVENT_DISABLE_TIMING | (spin ? 0 : XS_GPU_EVENT_BLOCKING_SYNC);
+	g->poll_ns = !strcmp(mode, "poll") ? XS__POLL_NS : 0;
 	const char *every = getenv("XSCHED_GATE_EVERY");
 	long n = every ? strtol(every, NULL, 10) : 1;
 	g->gate_every = n >= 1 && n <= 1024 ? (unsigned)n : 1;
@@ -593,8 +615,7 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 	xs__restore(&saved);
 
 	xs_hwq_init(&g->base, &xs__gpu_ops, level, stream, xs__free);
-	XS_DEBUG("hal", "%s stream %p: completion events %s, a gate check every %u gated "
-			"commands", XS_GPU_NAME, stream,
-		 spin ? "follow the context's scheduling (spin)" : "block", g->gate_every);
+	XS_DEBUG("hal", "%s stream %p: completion waits %s, a gate check every %u gated "
+			"commands", XS_GPU_NAME, stream, mode, g->gate_every);
 	return xs_hwq_publish(&g->base, (uint64_t)(uintptr_t)stream, hwq);
 }

@@ -48,6 +48,8 @@ typedef struct xs_gpu_binding {
 #define xs_gpu_event_create cudaEventCreateWithFlags
 #define xs_gpu_event_record cudaEventRecord
 #define xs_gpu_event_sync cudaEventSynchronize
+#define xs_gpu_event_query cudaEventQuery
+#define XS_GPU_NOT_READY cudaErrorNotReady
 #define xs_gpu_event_destroy cudaEventDestroy
 #define xs_gpu_stream_wait_event(s, e) cudaStreamWaitEvent(s, e, 0)
 #define xs_gpu_stream_sync cudaStreamSynchronize

@@ -41,6 +41,8 @@ typedef struct xs_gpu_binding {
 #define xs_gpu_event_create hipEventCreateWithFlags
 #define xs_gpu_event_record hipEventRecord
 #define xs_gpu_event_sync hipEventSynchronize
+#define xs_gpu_event_query hipEventQuery
+#define XS_GPU_NOT_READY hipErrorNotReady
 #define xs_gpu_event_destroy hipEventDestroy
 #define xs_gpu_stream_wait_event(s, e) hipStreamWaitEvent(s, e, 0)
 #define xs_gpu_stream_sync hipStreamSynchronize
