@@ -2,11 +2,11 @@
  *
  * (a) tasks of 30 SGEMM 2048 x 2048 (cuBLAS through launch callbacks where the build has
  *     it, else the tiled kernel of tests/gpu/kernels.cu): median time per task, raw and
- *     through an XQueue at Lv1 and Lv2;
+ *     through an XQueue at Lv1 and Lv2 (and at Lv1 with a 32/32 window);
  * (b) a stream of short kernels (one block of 256 threads each): time per kernel, raw
  *     and through an XQueue (default window 16/8 and a deep one, 64/16), at Lv1 and Lv2,
- *     with the completer polling then blocking (default), blocking at once, or spinning
- *     (XSCHED_GPU_SYNC=poll, block, spin), and the process's CPU time per wall second;
+ *     with completion events that block (default) or spin (XSCHED_GPU_SYNC=spin), and
+ *     the process's CPU time per wall second;
  * (c) the cost of one submit (create + submit + destroy of a kernel command, and submit
  *     alone) while the XQueue is suspended, so that no launching competes with it;
  * (d) the round trip of one short kernel (launch or submit, then wait for it), raw and
@@ -37,26 +37,26 @@
 #define GEMM_IMPL "tiled SGEMM kernel"
 #endif
 
-#define GEMM_N 2048
+#define GEMM_N	       2048
 #define GEMMS_PER_TASK 30
 
-#define OK(expr)                                                                           \
-	do {                                                                               \
-		XResult r_ = (expr);                                                       \
-		if (r_ != kXSchedSuccess) {                                                \
-			fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr,   \
-				(int)r_);                                                  \
-			exit(1);                                                           \
-		}                                                                          \
+#define OK(expr)                                                                                   \
+	do {                                                                                       \
+		XResult r_ = (expr);                                                               \
+		if (r_ != kXSchedSuccess) {                                                        \
+			fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr,      \
+				(int)r_);                                                          \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
-#define GPU(expr)                                                                          \
-	do {                                                                               \
-		gpuError_t e_ = (expr);                                                    \
-		if (e_ != gpuSuccess) {                                                    \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,           \
-				gpuGetErrorString(e_));                                    \
-			exit(1);                                                           \
-		}                                                                          \
+#define GPU(expr)                                                                                  \
+	do {                                                                                       \
+		gpuError_t e_ = (expr);                                                            \
+		if (e_ != gpuSuccess) {                                                            \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,              \
+				gpuGetErrorString(e_));                                            \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static double now_us(void)
@@ -98,17 +98,17 @@ static XResult gemm_on(gpuStream_t s)
 #if defined(XT_CUDA) && defined(XT_HAVE_CUBLAS)
 	const float one = 1.0f, zero = 0.0f;
 	if (cublasSetStream(g_blas, s) != CUBLAS_STATUS_SUCCESS ||
-	    cublasSgemm(g_blas, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &one, g_a,
-			GEMM_N, g_b, GEMM_N, &zero, g_c, GEMM_N) != CUBLAS_STATUS_SUCCESS)
+	    cublasSgemm(g_blas, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &one, g_a, GEMM_N,
+			g_b, GEMM_N, &zero, g_c, GEMM_N) != CUBLAS_STATUS_SUCCESS)
 		return kXSchedErrorHardware;
 	return kXSchedSuccess;
 #else
 	int n = GEMM_N;
-	void *args[] = { &n, &g_a, &g_b, &g_c };
-	dim3 grid = { GEMM_N / 16, GEMM_N / 16, 1 }, block = { 16, 16, 1 };
+	void *args[] = {&n, &g_a, &g_b, &g_c};
+	dim3 grid = {GEMM_N / 16, GEMM_N / 16, 1}, block = {16, 16, 1};
 	return gpuLaunchKernel(xt_kernel_sgemm(), grid, block, args, 0, s) == gpuSuccess
-		       ? kXSchedSuccess
-		       : kXSchedErrorHardware;
+		   ? kXSchedSuccess
+		   : kXSchedErrorHardware;
 #endif
 }
 
@@ -148,9 +148,9 @@ static int g_xn = 256;
 static HwCommandHandle short_cmd(void)
 {
 	float a = 1.0f, b = 1.0f;
-	void *args[] = { &g_x, &a, &b, &g_xn };
-	size_t sizes[] = { sizeof(g_x), sizeof(a), sizeof(b), sizeof(g_xn) };
-	XDim3 grid = { 1, 1, 1 }, block = { 256, 1, 1 };
+	void *args[] = {&g_x, &a, &b, &g_xn};
+	size_t sizes[] = {sizeof(g_x), sizeof(a), sizeof(b), sizeof(g_xn)};
+	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
 	HwCommandHandle c;
 	OK(HwCommandCreateKernel(&c, xt_kernel_affine(), grid, block, 0, args, sizes, 4));
 	return c;
@@ -159,8 +159,8 @@ static HwCommandHandle short_cmd(void)
 static void short_raw_launch(gpuStream_t s)
 {
 	float a = 1.0f, b = 1.0f;
-	void *args[] = { &g_x, &a, &b, &g_xn };
-	dim3 grid = { 1, 1, 1 }, block = { 256, 1, 1 };
+	void *args[] = {&g_x, &a, &b, &g_xn};
+	dim3 grid = {1, 1, 1}, block = {256, 1, 1};
 	GPU(gpuLaunchKernel(xt_kernel_affine(), grid, block, args, 0, s));
 }
 
@@ -175,7 +175,7 @@ static struct rate shorts_raw(gpuStream_t s, int k)
 		short_raw_launch(s);
 	GPU(gpuStreamSynchronize(s));
 	double t = now_us() - t0;
-	return (struct rate){ t / k, (cpu_us() - c0) / t };
+	return (struct rate){t / k, (cpu_us() - c0) / t};
 }
 
 static struct rate shorts_xq(XQueueHandle xq, int k)
@@ -188,7 +188,7 @@ static struct rate shorts_xq(XQueueHandle xq, int k)
 	}
 	OK(XQueueWaitAll(xq));
 	double t = now_us() - t0;
-	return (struct rate){ t / k, (cpu_us() - c0) / t };
+	return (struct rate){t / k, (cpu_us() - c0) / t};
 }
 
 static int g_reps = 15, g_shorts = 20000, g_rounds = 7, g_trips = 2000;
@@ -200,26 +200,28 @@ enum { MAXV = 4096 };
 
 struct config {
 	const char *name;
-	int64_t level;  /* 0: raw launches on the stream */
+	int64_t level;	  /* 0: raw launches on the stream */
 	const char *sync; /* XSCHED_GPU_SYNC when the HwQueue is made */
-	int gate_every;   /* XSCHED_GATE_EVERY when the HwQueue is made */
+	int gate_every;	  /* XSCHED_GATE_EVERY when the HwQueue is made */
 	gpuStream_t s;
 	HwQueueHandle hwq;
 	XQueueHandle xq;
+	int tasks_only; /* != 0: only the GEMM tasks, with this threshold and batch size */
 	double v[MAXV], cpu[MAXV];
 	int n;
 };
 
 static struct config g_cfg[] = {
-	{ .name = "raw", .level = 0 },
-	{ .name = "lv1_poll", .level = 1, .sync = "poll", .gate_every = 1 },
-	{ .name = "lv1_block", .level = 1, .sync = "block", .gate_every = 1 },
-	{ .name = "lv1_spin", .level = 1, .sync = "spin", .gate_every = 1 },
-	{ .name = "lv2_poll", .level = 2, .sync = "poll", .gate_every = 1 },
-	{ .name = "lv2_block", .level = 2, .sync = "block", .gate_every = 1 },
-	{ .name = "lv2_spin", .level = 2, .sync = "spin", .gate_every = 1 },
-	{ .name = "lv2_poll_gate4", .level = 2, .sync = "poll", .gate_every = 4 },
-	{ .name = "lv2_poll_gate16", .level = 2, .sync = "poll", .gate_every = 16 },
+    {.name = "raw", .level = 0},
+    {.name = "lv1_block", .level = 1, .sync = "block", .gate_every = 1},
+    {.name = "lv1_spin", .level = 1, .sync = "spin", .gate_every = 1},
+    {.name = "lv2_block", .level = 2, .sync = "block", .gate_every = 1},
+    {.name = "lv2_spin", .level = 2, .sync = "spin", .gate_every = 1},
+    {.name = "lv2_block_gate4", .level = 2, .sync = "block", .gate_every = 4},
+    {.name = "lv2_block_gate16", .level = 2, .sync = "block", .gate_every = 16},
+    /* Tasks only: a window of 32/32, one completion point per task instead of four. */
+    {.name = "lv1_block_w32", .level = 1, .sync = "block", .gate_every = 1, .tasks_only = 32},
+    {.name = "lv1_spin_w32", .level = 1, .sync = "spin", .gate_every = 1, .tasks_only = 32},
 };
 enum { NCFG = sizeof(g_cfg) / sizeof(g_cfg[0]) };
 
@@ -234,6 +236,8 @@ static void cfg_open(struct config *c, int64_t max_level)
 	setenv("XSCHED_GATE_EVERY", every, 1);
 	OK(XT_QUEUE_CREATE(&c->hwq, (void *)c->s));
 	OK(XQueueCreate(&c->xq, c->hwq, c->level, 0));
+	if (c->tasks_only)
+		OK(XQueueSetLaunchConfig(c->xq, c->tasks_only, c->tasks_only));
 	unsetenv("XSCHED_GPU_SYNC");
 	unsetenv("XSCHED_GATE_EVERY");
 }
@@ -252,6 +256,12 @@ static bool cfg_live(const struct config *c)
 	return !c->level || c->xq;
 }
 
+/* Live and measured beyond the GEMM tasks. */
+static bool cfg_all(const struct config *c)
+{
+	return cfg_live(c) && !c->tasks_only;
+}
+
 static double pct(double *v, int n, double q)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
@@ -260,8 +270,8 @@ static double pct(double *v, int n, double q)
 }
 
 /* Print median [p25 .. p75] of c->v with @unit and @scale, against @raw (0: none). */
-static double report(const char *what, struct config *c, const char *unit, double scale,
-		     double raw, bool cpu)
+static double report(const char *what, struct config *c, const char *unit, double scale, double raw,
+		     bool cpu)
 {
 	double m = median(c->v, c->n);
 	printf("%s_%s %.3f %s [%.3f .. %.3f]", what, c->name, m / scale, unit,
@@ -301,15 +311,15 @@ static void bench_gemm(void)
 static void bench_shorts(int64_t thr, int64_t batch)
 {
 	for (int i = 0; i < NCFG; i++)
-		if (g_cfg[i].xq)
+		if (g_cfg[i].xq && !g_cfg[i].tasks_only)
 			OK(XQueueSetLaunchConfig(g_cfg[i].xq, thr, batch));
 	for (int r = -1; r < g_rounds; r++) {
 		for (int i = 0; i < NCFG; i++) {
 			struct config *c = &g_cfg[i];
-			if (!cfg_live(c))
+			if (!cfg_all(c))
 				continue;
-			struct rate rr = c->level ? shorts_xq(c->xq, g_shorts)
-						  : shorts_raw(c->s, g_shorts);
+			struct rate rr =
+			    c->level ? shorts_xq(c->xq, g_shorts) : shorts_raw(c->s, g_shorts);
 			if (r >= 0) {
 				c->v[c->n] = rr.us_per_kernel;
 				c->cpu[c->n++] = rr.cpu_per_wall;
@@ -330,14 +340,14 @@ static void bench_shorts(int64_t thr, int64_t batch)
 static void bench_roundtrips(void)
 {
 	for (int i = 0; i < NCFG; i++)
-		if (g_cfg[i].xq)
+		if (g_cfg[i].xq && !g_cfg[i].tasks_only)
 			OK(XQueueSetLaunchConfig(g_cfg[i].xq, XSCHED_DEFAULT_THRESHOLD,
 						 XSCHED_DEFAULT_BATCH_SIZE));
 	int per = g_trips / 10;
 	for (int r = -1; r < 10; r++) {
 		for (int i = 0; i < NCFG; i++) {
 			struct config *c = &g_cfg[i];
-			if (!cfg_live(c))
+			if (!cfg_all(c))
 				continue;
 			for (int k = 0; k < per; k++) {
 				double t0 = now_us();

@@ -466,11 +466,10 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
  * about a microsecond per command, which matters for streams of very short kernels only:
  * `XSCHED_GATE_EVERY=k`, read here, checks before every k-th command (a suspension then
  * stops the stream up to k - 1 commands later); the default is 1.
- * Completion is tracked with events. `XSCHED_GPU_SYNC`, read here, says how the
- * library's completer thread waits for them: `poll` (default) queries for up to 100 us
- * and then sleeps in the driver (cudaEventBlockingSync); `block` sleeps at once (least
- * CPU, tens of us more latency per wait); `spin` follows the context's scheduling flags
- * (by default a spin: one busy core per busy XQueue). doc/RESULTS.md compares them.
+ * Completion is tracked with events on which the library's completer thread sleeps in
+ * the driver (cudaEventBlockingSync); `XSCHED_GPU_SYNC=spin`, read here, makes it follow
+ * the context's scheduling flags instead (by default a spin: about 1% less overhead on
+ * 10 ms tasks, one busy core per busy XQueue). doc/RESULTS.md compares the two.
  *
  * @param hwq    [out] The new handle (equal to @p stream); owned by the caller.
  * @param stream [in]  A `CUstream`/`cudaStream_t` created by the application.

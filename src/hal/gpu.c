@@ -16,13 +16,12 @@
  * launches the wait, so nothing is enqueued then).
  *
  * Completion points: an event from a per-queue pool recorded on the stream;
- * sync_wait waits for it. XSCHED_GPU_SYNC, read when the HwQueue is created, picks how:
- * - poll (default): query the event for up to XS__POLL_NS, then sleep in the driver
- *   (events made with BlockingSync). Short waits return at once, long ones cost no CPU;
- * - block: sleep in the driver at once (an interrupt wakes the completer: tens of us);
- * - spin: synchronize on events without BlockingSync, as the context's scheduling flags
- *   say (by default a spin: one busy core per busy XQueue).
- * doc/RESULTS.md has the measurements behind the default.
+ * sync_wait synchronizes on it. By default the events are made with BlockingSync, so the
+ * completer thread sleeps in the driver instead of spinning a core per busy XQueue;
+ * XSCHED_GPU_SYNC=spin (read when the HwQueue is created) leaves the wait to the
+ * context's scheduling flags (by default a spin). On an H200 the spin saved about 1% of
+ * a 10 ms task for a whole core, and polling 100 us before sleeping gained nothing
+ * measurable (doc/RESULTS.md).
  *
  * Lv2 gate: one 32-bit word per HwQueue in pinned host memory mapped into the device
  * (a 64-byte slot of a page shared by the queues of one context, so that no queue's
@@ -31,9 +30,10 @@
  * there while the gate reads CLOSED. Closing and opening are single stores (see
  * xs__gate_store). XSCHED_GATE_EVERY=k (read at creation, default 1) puts a check
  * before every k-th gated command only: a suspension then stops the stream up to k - 1
- * commands later, for less cost per command (doc/RESULTS.md). Event records are enqueued without a gate check (a marker runs no
- * work; the check before the next command stops the stream anyway), and the core treats
- * a record with gated work before it as a dependency to wait for completely.
+ * commands later, for less cost per command (doc/RESULTS.md). Event records are enqueued
+ * without a gate check (a marker runs no work; the check before the next command stops
+ * the stream anyway), and the core treats a record with gated work before it as a
+ * dependency to wait for completely.
  *
  * A closed gate blocks the hardware queue (CUDA connection, HSA queue) its stream is
  * mapped to; streams beyond CUDA_DEVICE_MAX_CONNECTIONS / GPU_MAX_HW_QUEUES share them,
@@ -70,14 +70,11 @@
 #error "build gpu.c with -DXS_GPU_CUDA or -DXS_GPU_HIP"
 #endif
 
-/* How long the completer polls a completion point before it sleeps (sync mode poll). */
-#define XS__POLL_NS 100000
-
 enum {
 	XS__GATE_CLOSED = 0,
 	XS__GATE_OPEN = 1,
-	XS__GATE_SLOT = 64,                /* bytes per gate: one cache line */
-	XS__GATE_PAGE = 4096,              /* bytes per page of gates */
+	XS__GATE_SLOT = 64,   /* bytes per gate: one cache line */
+	XS__GATE_PAGE = 4096, /* bytes per page of gates */
 	XS__GATES_PER_PAGE = XS__GATE_PAGE / XS__GATE_SLOT,
 };
 
@@ -99,13 +96,12 @@ typedef struct xs__gpu_q {
 	xs_gpu_stream stream;
 	xs_gpu_binding bind;
 	unsigned event_flags;
-	int64_t poll_ns; /* sync_wait polls this long before it blocks */
 	unsigned gate_every; /* XSCHED_GATE_EVERY: one gate check per this many gated commands */
 	unsigned since_gate; /* gated commands since the last check; launcher thread only */
 	/* Lv2, when max_level >= 2: */
 	xs__gate_page *gate_page;
 	_Atomic uint32_t *gate; /* host address of the gate word */
-	void *gate_dev;         /* the same word's device address */
+	void *gate_dev;		/* the same word's device address */
 
 	xs_mutex pool_lock; /* guards pool and pool_n */
 	xs_gpu_event *pool;
@@ -170,7 +166,8 @@ static XResult xs__gate_take(xs__gpu_q *g)
 			xs_mutex_unlock(&xs__gate_lock);
 			free(p);
 			if (err != XS_GPU_OK)
-				xs__fail("pinned mapped allocation of the gate page", g->stream, err);
+				xs__fail("pinned mapped allocation of the gate page", g->stream,
+					 err);
 			return kXSchedErrorUnknown;
 		}
 		p->bind = g->bind;
@@ -273,8 +270,7 @@ static XResult xs__thread_init(xs_hwq *q)
 	xs__gpu_q *g = xs__gq(q);
 	xs_gpu_err err = xs_gpu_bind(&g->bind);
 	if (err != XS_GPU_OK)
-		return xs__fail("binding a library thread to the stream's context", g->stream,
-				err);
+		return xs__fail("binding a library thread to the stream's context", g->stream, err);
 	return kXSchedSuccess;
 }
 
@@ -419,15 +415,7 @@ static XResult xs__sync_create(xs_hwq *q, xs_sync *s)
 static XResult xs__sync_wait(xs_hwq *q, xs_sync *s)
 {
 	xs__gpu_q *g = xs__gq(q);
-	xs_gpu_event ev = (xs_gpu_event)s->native;
-	xs_gpu_err err = XS_GPU_NOT_READY;
-	if (g->poll_ns > 0) {
-		int64_t end = xs_now_ns() + g->poll_ns;
-		while ((err = xs_gpu_event_query(ev)) == XS_GPU_NOT_READY && xs_now_ns() < end)
-			;
-	}
-	if (err == XS_GPU_NOT_READY)
-		err = xs_gpu_event_sync(ev);
+	xs_gpu_err err = xs_gpu_event_sync((xs_gpu_event)s->native);
 	if (err != XS_GPU_OK)
 		return xs__fail("wait for a completion point", g->stream, err);
 	return kXSchedSuccess;
@@ -481,17 +469,17 @@ static void xs__free(xs_obj *obj)
 }
 
 static const xs_hal_ops xs__gpu_ops = {
-	.name = XS_GPU_NAME,
-	.thread_init = xs__thread_init,
-	.supports = xs__supports,
-	.launch = xs__launch,
-	.sync_create = xs__sync_create,
-	.sync_wait = xs__sync_wait,
-	.sync_destroy = xs__sync_destroy,
-	.sync_all = xs__sync_all,
-	.gate_close = xs__gate_close,
-	.gate_open = xs__gate_open,
-	.destroy = xs__destroy,
+    .name = XS_GPU_NAME,
+    .thread_init = xs__thread_init,
+    .supports = xs__supports,
+    .launch = xs__launch,
+    .sync_create = xs__sync_create,
+    .sync_wait = xs__sync_wait,
+    .sync_destroy = xs__sync_destroy,
+    .sync_all = xs__sync_all,
+    .gate_close = xs__gate_close,
+    .gate_open = xs__gate_open,
+    .destroy = xs__destroy,
 };
 
 /* The Lv2 probe, with the stream's context bound: the device's attribute, a gate, and
@@ -546,9 +534,10 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 	}
 	xs_gpu_stream s = (xs_gpu_stream)stream;
 	if (xs_gpu_is_default_stream(s)) {
-		XS_WARN("hal", XS_GPU_CREATE_NAME ": %p is a default stream (null, legacy or "
-						 "per-thread); its implicit synchronization with "
-						 "other streams would defeat preemption",
+		XS_WARN("hal",
+			XS_GPU_CREATE_NAME ": %p is a default stream (null, legacy or "
+					   "per-thread); its implicit synchronization with "
+					   "other streams would defeat preemption",
 			stream);
 		return kXSchedErrorInvalidValue;
 	}
@@ -575,14 +564,13 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 	xs_mutex_init(&g->pool_lock);
 	const char *mode = getenv("XSCHED_GPU_SYNC");
 	if (!mode || !*mode)
-		mode = "poll";
+		mode = "block";
 	bool spin = !strcmp(mode, "spin");
-	if (!spin && strcmp(mode, "block") && strcmp(mode, "poll")) {
-		XS_WARN("hal", "XSCHED_GPU_SYNC=%s is not poll, block or spin; using poll", mode);
-		mode = "poll";
+	if (!spin && strcmp(mode, "block")) {
+		XS_WARN("hal", "XSCHED_GPU_SYNC=%s is not block or spin; using block", mode);
+		mode = "block";
 	}
 	g->event_flags = XS_GPU_EVENT_DISABLE_TIMING | (spin ? 0 : XS_GPU_EVENT_BLOCKING_SYNC);
-	g->poll_ns = !strcmp(mode, "poll") ? XS__POLL_NS : 0;
 	const char *every = getenv("XSCHED_GATE_EVERY");
 	long n = every ? strtol(every, NULL, 10) : 1;
 	g->gate_every = n >= 1 && n <= 1024 ? (unsigned)n : 1;
@@ -609,13 +597,17 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 		return xs__fail(XS_GPU_CREATE_NAME ": reading the stream's flags", s, err);
 	}
 	if (!(flags & XS_GPU_STREAM_NON_BLOCKING))
-		XS_INFO("hal", "%s stream %p is a blocking stream: work on the legacy default "
-			       "stream still serializes with it", XS_GPU_NAME, stream);
+		XS_INFO("hal",
+			"%s stream %p is a blocking stream: work on the legacy default "
+			"stream still serializes with it",
+			XS_GPU_NAME, stream);
 	int level = xs__probe_level(g);
 	xs__restore(&saved);
 
 	xs_hwq_init(&g->base, &xs__gpu_ops, level, stream, xs__free);
-	XS_DEBUG("hal", "%s stream %p: completion waits %s, a gate check every %u gated "
-			"commands", XS_GPU_NAME, stream, mode, g->gate_every);
+	XS_DEBUG("hal",
+		 "%s stream %p: completion waits %s, a gate check every %u gated "
+		 "commands",
+		 XS_GPU_NAME, stream, mode, g->gate_every);
 	return xs_hwq_publish(&g->base, (uint64_t)(uintptr_t)stream, hwq);
 }

@@ -25,8 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define XS_GPU_NAME "cuda"
-#define XS_GPU_CREATE_NAME "CudaQueueCreate"
+#define XS_GPU_NAME	    "cuda"
+#define XS_GPU_CREATE_NAME  "CudaQueueCreate"
 #define XS_GPU_QUEUE_CREATE CudaQueueCreate
 
 typedef cudaStream_t xs_gpu_stream;
@@ -40,26 +40,24 @@ typedef struct xs_gpu_binding {
 } xs_gpu_binding;
 
 /* ---- runtime calls with the same shape in both runtimes ---- */
-#define xs_gpu_err_name cudaGetErrorName
-#define xs_gpu_err_string cudaGetErrorString
-#define xs_gpu_clear_error cudaGetLastError
-#define XS_GPU_EVENT_DISABLE_TIMING cudaEventDisableTiming
-#define XS_GPU_EVENT_BLOCKING_SYNC cudaEventBlockingSync
-#define xs_gpu_event_create cudaEventCreateWithFlags
-#define xs_gpu_event_record cudaEventRecord
-#define xs_gpu_event_sync cudaEventSynchronize
-#define xs_gpu_event_query cudaEventQuery
-#define XS_GPU_NOT_READY cudaErrorNotReady
-#define xs_gpu_event_destroy cudaEventDestroy
-#define xs_gpu_stream_wait_event(s, e) cudaStreamWaitEvent(s, e, 0)
-#define xs_gpu_stream_sync cudaStreamSynchronize
-#define xs_gpu_stream_get_flags cudaStreamGetFlags
-#define XS_GPU_STREAM_NON_BLOCKING cudaStreamNonBlocking
-#define xs_gpu_memcpy_async(d, s, n, st) cudaMemcpyAsync(d, s, n, cudaMemcpyDefault, st)
-#define xs_gpu_memset_async cudaMemsetAsync
-#define XS_GPU_HOST_FN_PARAMS void *data
-#define XS_GPU_HOST_FN_UNUSED() ((void)0)
-#define xs_gpu_launch_host_func cudaLaunchHostFunc
+#define xs_gpu_err_name			     cudaGetErrorName
+#define xs_gpu_err_string		     cudaGetErrorString
+#define xs_gpu_clear_error		     cudaGetLastError
+#define XS_GPU_EVENT_DISABLE_TIMING	     cudaEventDisableTiming
+#define XS_GPU_EVENT_BLOCKING_SYNC	     cudaEventBlockingSync
+#define xs_gpu_event_create		     cudaEventCreateWithFlags
+#define xs_gpu_event_record		     cudaEventRecord
+#define xs_gpu_event_sync		     cudaEventSynchronize
+#define xs_gpu_event_destroy		     cudaEventDestroy
+#define xs_gpu_stream_wait_event(s, e)	     cudaStreamWaitEvent(s, e, 0)
+#define xs_gpu_stream_sync		     cudaStreamSynchronize
+#define xs_gpu_stream_get_flags		     cudaStreamGetFlags
+#define XS_GPU_STREAM_NON_BLOCKING	     cudaStreamNonBlocking
+#define xs_gpu_memcpy_async(d, s, n, st)     cudaMemcpyAsync(d, s, n, cudaMemcpyDefault, st)
+#define xs_gpu_memset_async		     cudaMemsetAsync
+#define XS_GPU_HOST_FN_PARAMS		     void *data
+#define XS_GPU_HOST_FN_UNUSED()		     ((void)0)
+#define xs_gpu_launch_host_func		     cudaLaunchHostFunc
 #define xs_gpu_host_get_device_pointer(d, h) cudaHostGetDevicePointer(d, h, 0)
 
 /* Pinned, mapped into the device's address space, usable from every context. Ordinary
@@ -72,7 +70,7 @@ static inline xs_gpu_err xs_gpu_host_alloc_mapped(void **p, size_t n)
 static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b, void **args,
 					      size_t shmem, xs_gpu_stream s)
 {
-	dim3 gd = { g.x, g.y, g.z }, bd = { b.x, b.y, b.z };
+	dim3 gd = {g.x, g.y, g.z}, bd = {b.x, b.y, b.z};
 	return cudaLaunchKernel(func, gd, bd, args, shmem, s);
 }
 
@@ -104,13 +102,13 @@ static void xs__cu_load(void)
 		const char *name;
 		void **fn;
 	} syms[] = {
-		{ "cuStreamGetCtx", (void **)&xs__cu.stream_get_ctx },
-		{ "cuCtxGetCurrent", (void **)&xs__cu.ctx_get_current },
-		{ "cuCtxSetCurrent", (void **)&xs__cu.ctx_set_current },
-		{ "cuCtxGetDevice", (void **)&xs__cu.ctx_get_device },
-		{ "cuDeviceGetAttribute", (void **)&xs__cu.device_get_attribute },
-		{ "cuStreamWaitValue32", (void **)&xs__cu.stream_wait_value32 },
-		{ "cuLaunchKernel", (void **)&xs__cu.launch_kernel },
+	    {"cuStreamGetCtx", (void **)&xs__cu.stream_get_ctx},
+	    {"cuCtxGetCurrent", (void **)&xs__cu.ctx_get_current},
+	    {"cuCtxSetCurrent", (void **)&xs__cu.ctx_set_current},
+	    {"cuCtxGetDevice", (void **)&xs__cu.ctx_get_device},
+	    {"cuDeviceGetAttribute", (void **)&xs__cu.device_get_attribute},
+	    {"cuStreamWaitValue32", (void **)&xs__cu.stream_wait_value32},
+	    {"cuLaunchKernel", (void **)&xs__cu.launch_kernel},
 	};
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
@@ -173,8 +171,8 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 	CUdevice dev;
 	CUresult r = xs__cu.ctx_get_device(&dev);
 	if (r == CUDA_SUCCESS)
-		r = xs__cu.device_get_attribute(ok, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR,
-						dev);
+		r = xs__cu.device_get_attribute(
+		    ok, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, dev);
 	return (xs_gpu_err)r;
 }
 

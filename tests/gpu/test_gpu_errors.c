@@ -51,9 +51,9 @@ int main(void)
 	unsigned *seq = xt_dev(sizeof(unsigned));
 	unsigned *log = xt_dev(16 * sizeof(unsigned));
 	unsigned idx = 0;
-	void *args[] = { &seq, &log, &idx };
-	size_t sizes[] = { sizeof(seq), sizeof(log), sizeof(idx) };
-	XDim3 one = { 1, 1, 1 }, huge = { 2048, 1, 1 };
+	void *args[] = {&seq, &log, &idx};
+	size_t sizes[] = {sizeof(seq), sizeof(log), sizeof(idx)};
+	XDim3 one = {1, 1, 1}, huge = {2048, 1, 1};
 	HwCommandHandle good1 = xt_count_cmd(seq, log, 0), bad, good2;
 	CHECK_OK(HwCommandCreateKernel(&bad, xt_kernel_count(), one, huge, 0, args, sizes, 3));
 	good2 = xt_count_cmd(seq, log, 1);
@@ -69,8 +69,8 @@ int main(void)
 	CHECK(st.failed == 1);
 	/* Too much dynamic shared memory fails the same way. */
 	HwCommandHandle bad_shm;
-	CHECK_OK(HwCommandCreateKernel(&bad_shm, xt_kernel_count(), one, one,
-				       (size_t)1 << 30, args, sizes, 3));
+	CHECK_OK(HwCommandCreateKernel(&bad_shm, xt_kernel_count(), one, one, (size_t)1 << 30, args,
+				       sizes, 3));
 	CHECK_OK(XQueueSubmit(xq, bad_shm));
 	CHECK_RES(XQueueWait(xq, bad_shm), kXSchedErrorHardware);
 	/* And the queue goes on. */

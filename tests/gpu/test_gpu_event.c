@@ -25,9 +25,9 @@ static HwCommandHandle produce(XQueueHandle p, float value, unsigned long long s
 	xt_submit(p, xt_spin_cmd(spin_ns, 1, seq, NULL, 0, NULL));
 	float a = 0.0f;
 	int n = NB;
-	void *args[] = { &g_buf, &a, &value, &n };
-	size_t sizes[] = { sizeof(g_buf), sizeof(a), sizeof(value), sizeof(n) };
-	XDim3 grid = { NB / 256, 1, 1 }, block = { 256, 1, 1 };
+	void *args[] = {&g_buf, &a, &value, &n};
+	size_t sizes[] = {sizeof(g_buf), sizeof(a), sizeof(value), sizeof(n)};
+	XDim3 grid = {NB / 256, 1, 1}, block = {256, 1, 1};
 	HwCommandHandle cmd;
 	CHECK_OK(HwCommandCreateKernel(&cmd, xt_kernel_affine(), grid, block, 0, args, sizes, 4));
 	xt_submit(p, cmd);

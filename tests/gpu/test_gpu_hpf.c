@@ -6,13 +6,12 @@
  * low queue resumes and every command runs once, in order. */
 #include "xt.h"
 
-#define LOW_N 400
-#define HIGH_N 20
-#define SPIN_NS 1000000ull /* 1 ms per kernel */
+#define LOW_N	      400
+#define HIGH_N	      20
+#define SPIN_NS	      1000000ull /* 1 ms per kernel */
 #define LOW_THRESHOLD 4
 
-static void run(gpuStream_t sl, gpuStream_t sh, HwQueueHandle hl, HwQueueHandle hh,
-		int64_t level)
+static void run(gpuStream_t sl, gpuStream_t sh, HwQueueHandle hl, HwQueueHandle hh, int64_t level)
 {
 	XQueueHandle lo, hi;
 	CHECK_OK(XQueueCreate(&lo, hl, level, 0));
@@ -21,8 +20,8 @@ static void run(gpuStream_t sl, gpuStream_t sh, HwQueueHandle hl, HwQueueHandle 
 	CHECK_OK(XHintPriority(hi, 10));
 	/* Lv1 bounds the low queue's in-flight work by its window; at Lv2 the gate does, so
 	 * the window can be deep. */
-	CHECK_OK(XQueueSetLaunchConfig(lo, level >= kPreemptLevelDeactivate ? 32 : LOW_THRESHOLD,
-				       2));
+	CHECK_OK(
+	    XQueueSetLaunchConfig(lo, level >= kPreemptLevelDeactivate ? 32 : LOW_THRESHOLD, 2));
 	unsigned blocks = xt_sm_count() * 4;
 	unsigned *lseq = xt_dev(sizeof(unsigned)), *llog = xt_dev(LOW_N * sizeof(unsigned));
 	unsigned *hseq = xt_dev(sizeof(unsigned)), *hlog = xt_dev(HIGH_N * sizeof(unsigned));

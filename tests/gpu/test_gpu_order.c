@@ -7,7 +7,7 @@
 
 #include "xt.h"
 
-#define N 600
+#define N  600
 #define NX 4096
 
 static atomic_int g_stop;
@@ -81,9 +81,9 @@ static void run_level(gpuStream_t s, HwQueueHandle hwq, int64_t level)
 	xt_submit(xq, cmd);
 	float a, b;
 	int n = NX;
-	void *args[] = { &x, &a, &b, &n };
-	size_t sizes[] = { sizeof(x), sizeof(a), sizeof(b), sizeof(n) };
-	XDim3 grid = { NX / 256, 1, 1 }, block = { 256, 1, 1 };
+	void *args[] = {&x, &a, &b, &n};
+	size_t sizes[] = {sizeof(x), sizeof(a), sizeof(b), sizeof(n)};
+	XDim3 grid = {NX / 256, 1, 1}, block = {256, 1, 1};
 	double want = 1.0;
 	for (int i = 0; i < 60; i++) {
 		a = i % 3 == 0 ? 2.0f : 1.0f;
@@ -155,11 +155,11 @@ static void run_level(gpuStream_t s, HwQueueHandle hwq, int64_t level)
 	GPU_CHECK(cudaGetFuncBySymbol(&fn, xt_kernel_count()));
 	xt_zero(seq, sizeof(unsigned));
 	for (unsigned i = 0; i < 16; i++) {
-		void *margs[] = { &seq, &log, &i };
-		size_t msizes[] = { sizeof(seq), sizeof(log), sizeof(i) };
-		XDim3 one = { 1, 1, 1 };
-		CHECK_OK(HwCommandCreateModuleKernel(&cmd, (void *)fn, one, one, 0, margs, msizes,
-						     3));
+		void *margs[] = {&seq, &log, &i};
+		size_t msizes[] = {sizeof(seq), sizeof(log), sizeof(i)};
+		XDim3 one = {1, 1, 1};
+		CHECK_OK(
+		    HwCommandCreateModuleKernel(&cmd, (void *)fn, one, one, 0, margs, msizes, 3));
 		xt_submit(xq, cmd);
 	}
 	CHECK_OK(XQueueWaitAll(xq));

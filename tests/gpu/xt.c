@@ -63,22 +63,22 @@ unsigned long long xt_ticks(unsigned long long ns)
 
 HwCommandHandle xt_count_cmd(unsigned *seq, unsigned *log, unsigned idx)
 {
-	void *args[] = { &seq, &log, &idx };
-	size_t sizes[] = { sizeof(seq), sizeof(log), sizeof(idx) };
-	XDim3 one = { 1, 1, 1 };
+	void *args[] = {&seq, &log, &idx};
+	size_t sizes[] = {sizeof(seq), sizeof(log), sizeof(idx)};
+	XDim3 one = {1, 1, 1};
 	HwCommandHandle cmd;
 	CHECK_OK(HwCommandCreateKernel(&cmd, xt_kernel_count(), one, one, 0, args, sizes, 3));
 	return cmd;
 }
 
-HwCommandHandle xt_spin_cmd(unsigned long long ns, unsigned blocks, unsigned *seq,
-			    unsigned *log, unsigned idx, unsigned *progress_dev)
+HwCommandHandle xt_spin_cmd(unsigned long long ns, unsigned blocks, unsigned *seq, unsigned *log,
+			    unsigned idx, unsigned *progress_dev)
 {
 	unsigned long long ticks = xt_ticks(ns);
-	void *args[] = { &ticks, &seq, &log, &idx, &progress_dev };
-	size_t sizes[] = { sizeof(ticks), sizeof(seq), sizeof(log), sizeof(idx),
-			   sizeof(progress_dev) };
-	XDim3 grid = { blocks, 1, 1 }, block = { 128, 1, 1 };
+	void *args[] = {&ticks, &seq, &log, &idx, &progress_dev};
+	size_t sizes[] = {sizeof(ticks), sizeof(seq), sizeof(log), sizeof(idx),
+			  sizeof(progress_dev)};
+	XDim3 grid = {blocks, 1, 1}, block = {128, 1, 1};
 	HwCommandHandle cmd;
 	CHECK_OK(HwCommandCreateKernel(&cmd, xt_kernel_spin(), grid, block, 0, args, sizes, 5));
 	return cmd;

@@ -14,14 +14,14 @@
 /* Meson's exit code for a skipped test. */
 #define XT_SKIP 77
 
-#define GPU_CHECK(expr)                                                                    \
-	do {                                                                               \
-		gpuError_t e_ = (expr);                                                    \
-		if (e_ != gpuSuccess) {                                                    \
-			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,    \
-				gpuGetErrorString(e_));                                    \
-			exit(1);                                                           \
-		}                                                                          \
+#define GPU_CHECK(expr)                                                                            \
+	do {                                                                                       \
+		gpuError_t e_ = (expr);                                                            \
+		if (e_ != gpuSuccess) {                                                            \
+			fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,       \
+				gpuGetErrorString(e_));                                            \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* Exit with XT_SKIP unless a device of this runtime is usable; print its name. */
@@ -49,8 +49,8 @@ unsigned long long xt_ticks(unsigned long long ns);
 HwCommandHandle xt_count_cmd(unsigned *seq, unsigned *log, unsigned idx);
 
 /* A kernel command of xt_spin on @blocks blocks of 128 threads for @ns nanoseconds. */
-HwCommandHandle xt_spin_cmd(unsigned long long ns, unsigned blocks, unsigned *seq,
-			    unsigned *log, unsigned idx, unsigned *progress_dev);
+HwCommandHandle xt_spin_cmd(unsigned long long ns, unsigned blocks, unsigned *seq, unsigned *log,
+			    unsigned idx, unsigned *progress_dev);
 
 /* Submit @cmd to @xq and drop the caller's handle. */
 void xt_submit(XQueueHandle xq, HwCommandHandle cmd);

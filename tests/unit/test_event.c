@@ -126,9 +126,9 @@ static void create_errors(void)
 	HwCommandHandle cmd, fn;
 	int a = 1;
 	double b = 2.0;
-	void *args[] = { &a, &b };
-	size_t sizes[] = { sizeof(a), sizeof(b) };
-	XDim3 one = { 1, 1, 1 }, zero = { 0, 1, 1 };
+	void *args[] = {&a, &b};
+	size_t sizes[] = {sizeof(a), sizeof(b)};
+	XDim3 one = {1, 1, 1}, zero = {0, 1, 1};
 	static char kernel; /* stands for a kernel's host-side handle */
 
 	CHECK_RES(HwCommandCreateKernel(NULL, &kernel, one, one, 0, args, sizes, 2),
@@ -143,7 +143,7 @@ static void create_errors(void)
 		  kXSchedErrorInvalidValue);
 	CHECK_RES(HwCommandCreateKernel(&cmd, &kernel, one, one, 0, args, NULL, 2),
 		  kXSchedErrorInvalidValue);
-	size_t bad[] = { sizeof(a), 0 };
+	size_t bad[] = {sizeof(a), 0};
 	CHECK_RES(HwCommandCreateKernel(&cmd, &kernel, one, one, 0, args, bad, 2),
 		  kXSchedErrorInvalidValue);
 	CHECK_RES(HwCommandCreateModuleKernel(&cmd, NULL, one, one, 0, NULL, NULL, 0),
