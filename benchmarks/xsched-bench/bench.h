@@ -122,6 +122,9 @@ struct xsb_backend {
 	 * if it has not run. */
 	int64_t (*stamp_read)(int slot);
 	void (*stamp_reset)(int slot);
+	/* Measure the offset of the stamp clock to the host clock again (they drift apart by
+	 * parts per million); NULL when stamps are host times. */
+	int (*calibrate)(void);
 	/* Method used for stamps, in words (for the output). */
 	const char *stamp_method;
 	void (*fini)(void);

@@ -33,7 +33,7 @@ static void xsb__usage(FILE *f)
 	    "  --backend B          auto (default: CUDA if a device is found, else host), cuda,\n"
 	    "                       hip, host (a model of a GPU on the CPU)\n"
 	    "  --launch-config C    low-priority XQueues' threshold:batch per level, e.g.\n"
-	    "                       lv1=2:1,lv2=16:8 (default: lv1=1:1, others library default)\n"
+	    "                       lv1=2:1,lv2=16:8 (default: the library's, 16:8)\n"
 	    "  --large-batch N      two-models: batch of the large model (default 8)\n"
 	    "  --rate R             two-models: requests per second of the small model (20)\n"
 	    "  --jsonl PATH         write every sample and summary as JSON lines\n"
@@ -105,12 +105,12 @@ static bool xsb__scenario_selected(const char *list, const char *name)
 
 int main(int argc, char **argv)
 {
-	struct xsb_opts o = {.scenario = "all",
-			     .large_batch = 8,
-			     .rate = 20,
-			     .seed = 1,
-			     .cfg = {{0, 0}, {1, 1}, {0, 0}, {0, 0}},
-			     .cfg_set = {false, true, false, false}};
+	struct xsb_opts o = {
+	    .scenario = "all",
+	    .large_batch = 8,
+	    .rate = 20,
+	    .seed = 1,
+	};
 	const char *backend = "auto", *jsonl = NULL;
 	int stall = 60;
 	bool quiet = false;

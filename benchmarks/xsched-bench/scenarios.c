@@ -34,6 +34,7 @@ struct xsb__run {
 	int nlanes, nhigh;
 	const struct xsb_task *task_high, *task_low;
 	int ntasks;	   /* closed: tasks per high lane (and at least per low lane) */
+	int ntasks_low;	   /* closed: if > 0, the least a low lane runs instead */
 	double think_ms;   /* closed: high lanes think U(0, think_ms) before each task */
 	double duration_s; /* open */
 	double rate;	   /* open: high requests per second */
@@ -105,7 +106,8 @@ static void xsb__closed(struct xsb__run *r, int i, struct xsb_lane *l, const str
 			break;
 		if (l->high && k >= r->ntasks)
 			break;
-		if (!l->high && k >= r->ntasks && atomic_load(&r->highs_left) == 0)
+		if (!l->high && k >= (r->ntasks_low > 0 ? r->ntasks_low : r->ntasks) &&
+		    atomic_load(&r->highs_left) == 0)
 			break;
 		if (l->high && r->think_ms > 0)
 			xsb_sleep_ns((int64_t)(xsb_rand01(rng) * r->think_ms * 1e6));
@@ -257,7 +259,9 @@ static int xsb__run(struct xsb__run *r)
 	snprintf(label, sizeof(label), "%s %s %s", r->scenario, r->config, r->mode->name);
 	long total = 0;
 	if (r->body == XSB_CLOSED)
-		total = (long)r->ntasks * r->nlanes;
+		total =
+		    (long)r->ntasks * r->nhigh +
+		    (long)(r->ntasks_low > 0 ? r->ntasks_low : r->ntasks) * (r->nlanes - r->nhigh);
 	else if (r->body == XSB_PREEMPT)
 		total = r->nsamples;
 	xsb_progress_begin(label, total, r->duration_s);
@@ -560,6 +564,11 @@ static void xsb__modes(struct xsb_ctx *c, struct xsb__run *base, struct xsb__tab
 		struct xsb__run r = *base;
 		r.mode = m;
 		r.cfg = xsb__cfg(c, m);
+		if (r.body == XSB_PREEMPT && c->be->calibrate && c->be->calibrate()) {
+			xsb__skip_row(tab, m->name, "clock calibration failed");
+			c->fails++;
+			continue;
+		}
 		if (xsb__run(&r)) {
 			xsb__skip_row(tab, m->name, "the run failed (see the errors above)");
 			c->fails++;
@@ -779,6 +788,8 @@ int xsb_scenario_preempt(struct xsb_ctx *c)
 		ir.nlanes = 1;
 		snprintf(ir.config, sizeof(ir.config), "idle");
 		struct xsb_stats idle = {0};
+		if (c->be->calibrate && c->be->calibrate())
+			c->fails++;
 		if (!xsb__run(&ir)) {
 			struct xsb__row row;
 			xsb__collect(&ir, true, &row);
@@ -872,47 +883,73 @@ int xsb_scenario_overhead(struct xsb_ctx *c)
 
 /* ---- tune -------------------------------------------------------------------------------- */
 
+/* For each xsched mode and launch config of the low queues: systematic 1H+15L (the high
+ * thread runs 3x the systematic tasks; low threads stop once it is done), which shows the
+ * effect on the high queue's latency when many low queues are in flight, and two-models,
+ * which shows the effect on the throughput of a single low queue of short kernels. */
 int xsb_scenario_tune(struct xsb_ctx *c)
 {
-	static const struct xsb_launch_cfg full[] = {{1, 1}, {2, 1},  {4, 2},
-						     {8, 4}, {16, 8}, {64, 32}};
+	static const struct xsb_launch_cfg full[] = {{1, 1}, {2, 1}, {4, 2}, {16, 8}, {64, 32}};
 	static const struct xsb_launch_cfg quick[] = {{1, 1}, {16, 8}};
 	const struct xsb_launch_cfg *cfgs = c->o->quick ? quick : full;
 	size_t ncfg =
 	    c->o->quick ? sizeof(quick) / sizeof(quick[0]) : sizeof(full) / sizeof(full[0]);
-	struct xsb_task t;
+	struct xsb_task t, small = {0}, large = {0};
 	xsb__sgemm_task(&t);
 	struct xsb_stats alone;
 	if (xsb__get_sgemm_alone(c, &t, &alone)) {
 		xsb_task_free(&t);
 		return -1;
 	}
+	xsb_resnet18(&small, 1);
+	xsb_resnet50(&large, c->o->large_batch);
 	int threads = c->o->threads > 0 ? c->o->threads : 16;
-	int ntasks = xsb__tasks(c, 10, 3);
-	struct xsb__run base = {.c = c,
-				.scenario = "tune",
-				.body = XSB_CLOSED,
-				.nlanes = threads,
-				.nhigh = 1,
-				.task_high = &t,
-				.task_low = &t,
-				.ntasks = ntasks};
-	/* Native throughput, the reference. */
-	struct xsb__run nr = base;
-	nr.mode = xsb_mode_find("native");
-	snprintf(nr.config, sizeof(nr.config), "1H+%dL", threads - 1);
-	double nat_thr = 0;
+	int ntasks = 3 * xsb__tasks(c, 10, 3);
+	double dur = c->o->quick ? 0.5 : 3.0;
+	struct xsb__run sys = {.c = c,
+			       .scenario = "tune",
+			       .body = XSB_CLOSED,
+			       .nlanes = threads,
+			       .nhigh = 1,
+			       .task_high = &t,
+			       .task_low = &t,
+			       .ntasks = ntasks,
+			       .ntasks_low = 1};
+	struct xsb__run two = {.c = c,
+			       .scenario = "tune",
+			       .body = XSB_OPEN,
+			       .nlanes = 2,
+			       .nhigh = 1,
+			       .task_high = &small,
+			       .task_low = &large,
+			       .duration_s = dur,
+			       .rate = c->o->rate};
+	/* References for two-models: its alone p99 and native low throughput. */
+	double two_alone_p99 = 0, two_nat_thr = 0;
+	struct xsb__run ar = two, nr = two;
+	ar.mode = nr.mode = xsb_mode_find("native");
+	ar.nlanes = 1;
+	snprintf(ar.config, sizeof(ar.config), "two-models/alone");
+	snprintf(nr.config, sizeof(nr.config), "two-models");
+	struct xsb__row row;
+	if (!xsb__run(&ar)) {
+		xsb__collect(&ar, true, &row);
+		two_alone_p99 = row.st.p99;
+	}
+	xsb__run_free(&ar);
 	if (!xsb__run(&nr)) {
-		struct xsb__row row;
 		xsb__collect(&nr, false, &row);
-		nat_thr = row.thr;
+		two_nat_thr = row.thr;
 	}
 	xsb__run_free(&nr);
-	printf("\ntune: systematic 1H+%dL (%d tasks per thread) for each launch config of the low "
-	       "XQueues (threshold:batch)\n",
-	       threads - 1, ntasks);
-	printf("  %-18s %8s %9s %9s %7s %8s %8s\n", "mode", "T:B", "p50 ms", "p99 ms", "p99/al",
-	       "low thr", "total s");
+
+	printf("\ntune: launch config of the low XQueues (threshold:batch), per mode. systematic "
+	       "1H+%dL: the high thread runs %d tasks, low threads stop when it is done; "
+	       "two-models: %.0f s, low = ResNet-50 batch %d (one queue of short kernels)\n",
+	       threads - 1, ntasks, dur, c->o->large_batch);
+	printf("  %-18s %6s | %-28s | %-22s\n", "", "", "systematic: high", "two-models");
+	printf("  %-18s %6s | %8s %8s %8s | %9s %11s\n", "mode", "T:B", "p50 ms", "p99 ms",
+	       "p99/al", "p99/al", "low thr");
 	for (size_t mi = 0; mi < c->o->nmodes; mi++) {
 		const struct xsb_mode *m = c->o->modes[mi];
 		if (!m->xsched)
@@ -923,33 +960,43 @@ int xsb_scenario_tune(struct xsb_ctx *c)
 			continue;
 		}
 		for (size_t k = 0; k < ncfg; k++) {
-			struct xsb__run r = base;
-			r.mode = m;
-			r.cfg = &cfgs[k];
-			snprintf(r.config, sizeof(r.config), "1H+%dL/%lld:%lld", threads - 1,
-				 (long long)cfgs[k].threshold, (long long)cfgs[k].batch);
 			char tb[24];
 			snprintf(tb, sizeof(tb), "%lld:%lld", (long long)cfgs[k].threshold,
 				 (long long)cfgs[k].batch);
-			if (xsb__run(&r)) {
-				printf("  %-18s %8s failed\n", m->name, tb);
+			struct xsb__run r = sys, q = two;
+			r.mode = q.mode = m;
+			r.cfg = q.cfg = &cfgs[k];
+			snprintf(r.config, sizeof(r.config), "1H+%dL/%s", threads - 1, tb);
+			snprintf(q.config, sizeof(q.config), "two-models/%s", tb);
+			struct xsb__row hi = {0}, qhi = {0}, qlo = {0};
+			bool ok = !xsb__run(&r);
+			if (ok)
+				xsb__collect(&r, true, &hi);
+			xsb__run_free(&r);
+			ok = ok && !xsb__run(&q);
+			if (ok) {
+				xsb__collect(&q, true, &qhi);
+				xsb__collect(&q, false, &qlo);
+			}
+			xsb__run_free(&q);
+			if (!ok) {
+				printf("  %-18s %6s failed\n", m->name, tb);
 				c->fails++;
-				xsb__run_free(&r);
 				continue;
 			}
-			struct xsb__row hi, lo;
-			xsb__collect(&r, true, &hi);
-			xsb__collect(&r, false, &lo);
-			xsb__run_free(&r);
-			char thr[16] = "-";
-			if (nat_thr > 0)
-				snprintf(thr, sizeof(thr), "%.3f", lo.thr / nat_thr);
-			printf("  %-18s %8s %9.3f %9.3f %7.2f %8s %8.2f\n", m->name, tb, hi.st.p50,
-			       hi.st.p99, alone.p99 > 0 ? hi.st.p99 / alone.p99 : 0, thr,
-			       lo.total_s > hi.total_s ? lo.total_s : hi.total_s);
+			char r2[16] = "-", thr[16] = "-";
+			if (two_alone_p99 > 0)
+				snprintf(r2, sizeof(r2), "%.2f", qhi.st.p99 / two_alone_p99);
+			if (two_nat_thr > 0)
+				snprintf(thr, sizeof(thr), "%.3f", qlo.thr / two_nat_thr);
+			printf("  %-18s %6s | %8.3f %8.3f %8.2f | %9s %11s\n", m->name, tb,
+			       hi.st.p50, hi.st.p99, alone.p99 > 0 ? hi.st.p99 / alone.p99 : 0, r2,
+			       thr);
 		}
 	}
 	xsb_task_free(&t);
+	xsb_task_free(&small);
+	xsb_task_free(&large);
 	return 0;
 }
 
