@@ -603,6 +603,12 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 			XS_GPU_NAME, stream);
 	int level = xs__probe_level(g);
 	xs__restore(&saved);
+	if (level >= kPreemptLevelDeactivate && !getenv(XS_GPU_HWQ_ENV))
+		XS_INFO("hal",
+			"%s stream %p has Lv2, but " XS_GPU_HWQ_ENV " is not set: streams "
+			"share a few hardware queues, and a closed gate holds back every "
+			"stream of its queue; set it (CUDA: 32) before the first runtime call",
+			XS_GPU_NAME, stream);
 
 	xs_hwq_init(&g->base, &xs__gpu_ops, level, stream, xs__free);
 	XS_DEBUG("hal",

@@ -29,6 +29,9 @@
 #define XS_GPU_CREATE_NAME  "CudaQueueCreate"
 #define XS_GPU_QUEUE_CREATE CudaQueueCreate
 
+/* Sets how many hardware queues the context spreads its streams over (default 8). */
+#define XS_GPU_HWQ_ENV "CUDA_DEVICE_MAX_CONNECTIONS"
+
 typedef cudaStream_t xs_gpu_stream;
 typedef cudaEvent_t xs_gpu_event;
 typedef cudaError_t xs_gpu_err;

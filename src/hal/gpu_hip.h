@@ -22,6 +22,9 @@
 #define XS_GPU_CREATE_NAME  "HipQueueCreate"
 #define XS_GPU_QUEUE_CREATE HipQueueCreate
 
+/* Sets how many hardware queues the process spreads its streams over (default 4). */
+#define XS_GPU_HWQ_ENV "GPU_MAX_HW_QUEUES"
+
 typedef hipStream_t xs_gpu_stream;
 typedef hipEvent_t xs_gpu_event;
 typedef hipError_t xs_gpu_err;
