@@ -41,7 +41,9 @@
  *
  * Capability probe at creation, per stream: Lv1 always; Lv2 when the device reports
  * stream wait-value support and one wait-value on the stream against the open gate
- * completes. Never Lv3 (that is preempt/lv3's business).
+ * completes. HIP builds with hipcc (XS_GPU_HIP_LV3) then try Lv3: the stream's hardware
+ * queue is found by hip_ring.c and attached through preempt/lv3.c, whose trial
+ * suspend/resume is the probe.
  *
  * Errors: every runtime status is mapped to an XResult here and logged (topic "hal") with
  * the runtime's own name and text for it. A failed launch is reported on its command and
@@ -61,6 +63,12 @@
 #include "core/log.h"
 #include "core/thread.h"
 #include "hal/hal.h"
+#if defined(XS_GPU_HIP_LV3)
+#include <stdio.h>
+
+#include "hal/hip_ring.h"
+#include "preempt/lv3.h"
+#endif
 
 #if defined(XS_GPU_CUDA)
 #include "hal/gpu_cuda.h"
@@ -102,6 +110,9 @@ typedef struct xs__gpu_q {
 	xs__gate_page *gate_page;
 	_Atomic uint32_t *gate; /* host address of the gate word */
 	void *gate_dev;		/* the same word's device address */
+#if defined(XS_GPU_HIP_LV3)
+	xs_lv3 *lv3; /* Lv3: set before publish; used under the XQueue's lock; detached in destroy */
+#endif
 
 	xs_mutex pool_lock; /* guards pool and pool_n */
 	xs_gpu_event *pool;
@@ -457,8 +468,28 @@ static void xs__release(xs__gpu_q *g)
 
 static void xs__destroy(xs_hwq *q)
 {
+#if defined(XS_GPU_HIP_LV3)
+	xs_lv3_detach(xs__gq(q)->lv3); /* KFD blocks destroying a suspended queue */
+	xs__gq(q)->lv3 = NULL;
+#endif
 	xs__release(xs__gq(q));
 }
+
+#if defined(XS_GPU_HIP_LV3)
+/* Lv3 (CWSR through KFD). lv3.c logs a failure once and falls back to the closed gate, so
+ * both report success. */
+static XResult xs__lv3_interrupt(xs_hwq *q)
+{
+	xs_lv3_interrupt(xs__gq(q)->lv3);
+	return kXSchedSuccess;
+}
+
+static XResult xs__lv3_restore(xs_hwq *q)
+{
+	xs_lv3_restore(xs__gq(q)->lv3);
+	return kXSchedSuccess;
+}
+#endif
 
 static void xs__free(xs_obj *obj)
 {
@@ -479,6 +510,10 @@ static const xs_hal_ops xs__gpu_ops = {
     .sync_all = xs__sync_all,
     .gate_close = xs__gate_close,
     .gate_open = xs__gate_open,
+#if defined(XS_GPU_HIP_LV3)
+    .interrupt = xs__lv3_interrupt,
+    .restore = xs__lv3_restore,
+#endif
     .destroy = xs__destroy,
 };
 
@@ -602,6 +637,18 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 			"stream still serializes with it",
 			XS_GPU_NAME, stream);
 	int level = xs__probe_level(g);
+#if defined(XS_GPU_HIP_LV3)
+	/* Lv3 needs Lv2 (the gate holds what the interrupt let through) and the stream's
+	 * own hardware queue; hip_ring and lv3 each log their own failure line. */
+	if (level == kPreemptLevelDeactivate) {
+		uint64_t ring = 0;
+		char name[48];
+		snprintf(name, sizeof(name), "HIP stream %p", stream);
+		if (xs_hip_stream_ring_base(stream, &ring) == kXSchedSuccess &&
+		    xs_lv3_attach(&g->lv3, ring, level, name) == kXSchedSuccess)
+			level = kPreemptLevelInterrupt;
+	}
+#endif
 	xs__restore(&saved);
 	if (level >= kPreemptLevelDeactivate && !getenv(XS_GPU_HWQ_ENV))
 		XS_INFO("hal",
