@@ -3,7 +3,11 @@
 #include <stdio.h>
 #include <xsched.h>
 
-static XResult work(void *name) { printf("%s\n", (const char *)name); return kXSchedSuccess; }
+static XResult work(void *name)
+{
+	printf("%s\n", (const char *)name);
+	return kXSchedSuccess;
+}
 
 int main(void)
 {

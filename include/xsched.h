@@ -141,11 +141,11 @@ typedef enum {
 	/** HPF: while a queue of higher priority has work, lower ones are suspended. */
 	kPolicyHighestPriorityFirst = 1,
 	kPolicyHeterogeneousHighestPriorityFirst = 2, /**< XSched's HHPF; not built here. */
-	kPolicyCPUHighestPriorityFirst = 3,	      /**< XSched's CHPF; not built here. */
+	kPolicyCPUHighestPriorityFirst = 3,           /**< XSched's CHPF; not built here. */
 	/** UP: one queue at a time, round robin, time slices in proportion to
 	 *  XHintUtilization(), the round length set by XHintTimeslice(). */
 	kPolicyUtilizationPartition = 4,
-	kPolicyProcessUtilizationPartition = 5,	      /**< XSched's PUP; not built here. */
+	kPolicyProcessUtilizationPartition = 5,       /**< XSched's PUP; not built here. */
 	kPolicyStrictProcessUtilizationPartition = 6, /**< XSched's SPUP; not built here. */
 	/** KEDF: the k queues with the earliest absolute deadlines (ready time +
 	 *  XHintDeadline()) run; k from XHintKDeadline(), default 1. */
@@ -184,21 +184,21 @@ typedef XResult (*HostFunction)(void *data);
 /** Priority: a signed integer, higher is more important (XSched's range). */
 typedef int32_t Priority;
 #define PRIORITY_NO_EXECUTE -256
-#define PRIORITY_MIN -255
-#define PRIORITY_DEFAULT 0
-#define PRIORITY_MAX 255
+#define PRIORITY_MIN        -255
+#define PRIORITY_DEFAULT    0
+#define PRIORITY_MAX        255
 
 /** Utilization share in percent, 0..100 (XSched's range). */
 typedef int32_t Utilization;
-#define UTILIZATION_MIN 0
+#define UTILIZATION_MIN     0
 #define UTILIZATION_DEFAULT 100
-#define UTILIZATION_MAX 100
+#define UTILIZATION_MAX     100
 
 /** Time slice in microseconds (XSched's range). */
 typedef int64_t Timeslice;
-#define TIMESLICE_MIN 100        /* 0.1 ms */
-#define TIMESLICE_DEFAULT 5000   /* 5 ms */
-#define TIMESLICE_MAX 10000000   /* 10 s */
+#define TIMESLICE_MIN     100      /* 0.1 ms */
+#define TIMESLICE_DEFAULT 5000     /* 5 ms */
+#define TIMESLICE_MAX     10000000 /* 10 s */
 
 /** Laxity in microseconds; NO_LAXITY for none. */
 typedef int64_t Laxity;
@@ -212,18 +212,18 @@ typedef int64_t Deadline;
  * Launch-config defaults: at most 16 commands in flight, completion tracked every 8.
  * Source: XSched's protocol/include/xsched/protocol/def.h (threshold 16, batch size 8).
  */
-#define XSCHED_DEFAULT_THRESHOLD 16
+#define XSCHED_DEFAULT_THRESHOLD  16
 #define XSCHED_DEFAULT_BATCH_SIZE 8
 
 /** Per-XQueue statistics returned by XQueueGetStats(). Counters start at 0 on create. */
 typedef struct XQueueStats {
-	uint64_t submitted;   /**< Commands accepted by XQueueSubmit(). */
-	uint64_t launched;    /**< Commands handed to the HwQueue. */
-	uint64_t completed;   /**< Commands whose completion was observed. */
-	uint64_t failed;      /**< Completed commands whose result was not kXSchedSuccess. */
-	uint64_t pending;     /**< Submitted, not yet launched (now). */
-	uint64_t in_flight;   /**< Launched, not yet completed (now). */
-	uint64_t suspensions; /**< Times the XQueue went from running to suspended. */
+	uint64_t submitted;    /**< Commands accepted by XQueueSubmit(). */
+	uint64_t launched;     /**< Commands handed to the HwQueue. */
+	uint64_t completed;    /**< Commands whose completion was observed. */
+	uint64_t failed;       /**< Completed commands whose result was not kXSchedSuccess. */
+	uint64_t pending;      /**< Submitted, not yet launched (now). */
+	uint64_t in_flight;    /**< Launched, not yet completed (now). */
+	uint64_t suspensions;  /**< Times the XQueue went from running to suspended. */
 	uint64_t suspended_ns; /**< Total time suspended, in ns, including the current spell. */
 } XQueueStats;
 
@@ -538,7 +538,8 @@ XSCHED_API XResult HwQueueGetMaxPreemptLevel(HwQueueHandle hwq, int64_t *level);
  *         kXSchedErrorUnknown if out of memory.
  * Thread-safety: any thread.
  */
-XSCHED_API XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, void *data);
+XSCHED_API XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch,
+					   void *data);
 
 /**
  * @brief Create a command that runs @p fn on the host in the HwQueue's order.
@@ -601,10 +602,9 @@ XSCHED_API XResult HwCommandCreateKernel(HwCommandHandle *hw_cmd, const void *fu
  * @return as HwCommandCreateKernel().
  * Thread-safety: any thread.
  */
-XSCHED_API XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function,
-					       XDim3 grid, XDim3 block, size_t shared_mem_bytes,
-					       void **args, const size_t *arg_sizes,
-					       size_t num_args);
+XSCHED_API XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function, XDim3 grid,
+					       XDim3 block, size_t shared_mem_bytes, void **args,
+					       const size_t *arg_sizes, size_t num_args);
 
 /**
  * @brief Create an asynchronous copy of @p bytes bytes from @p src to @p dst.

@@ -266,8 +266,8 @@ int main(int argc, char **argv)
 		int i, blocks = prop.multiProcessorCount * 2;
 		hipEvent_t e0, e1;
 
-		HIP_CHECK(hipHostMalloc((void **)&progress, sizeof(*progress),
-					hipHostMallocCoherent));
+		HIP_CHECK(
+		    hipHostMalloc((void **)&progress, sizeof(*progress), hipHostMallocCoherent));
 		HIP_CHECK(hipHostMalloc((void **)&stop, sizeof(*stop), hipHostMallocCoherent));
 		HIP_CHECK(hipEventCreate(&e0));
 		HIP_CHECK(hipEventCreate(&e1));

@@ -46,7 +46,8 @@ static XResult xs__register(HwCommandHandle *hw_cmd, xs_cmd *cmd)
 XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, void *data)
 {
 	if (!hw_cmd || !launch) {
-		XS_WARN("core", "HwCommandCreateCallback: %s is null", hw_cmd ? "launch" : "hw_cmd");
+		XS_WARN("core", "HwCommandCreateCallback: %s is null",
+			hw_cmd ? "launch" : "hw_cmd");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_CALLBACK);
@@ -164,10 +165,11 @@ XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function, XDi
 XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *src, size_t bytes)
 {
 	if (!hw_cmd || !dst || !src || !bytes) {
-		XS_WARN("core", "HwCommandCreateMemcpy: %s", !hw_cmd ? "hw_cmd is null"
-							     : !dst  ? "dst is null"
-							     : !src  ? "src is null"
-								     : "bytes is 0");
+		XS_WARN("core", "HwCommandCreateMemcpy: %s",
+			!hw_cmd ? "hw_cmd is null"
+			: !dst  ? "dst is null"
+			: !src  ? "src is null"
+				: "bytes is 0");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMCPY);
@@ -182,9 +184,10 @@ XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *sr
 XResult HwCommandCreateMemset(HwCommandHandle *hw_cmd, void *dst, uint8_t value, size_t bytes)
 {
 	if (!hw_cmd || !dst || !bytes) {
-		XS_WARN("core", "HwCommandCreateMemset: %s", !hw_cmd ? "hw_cmd is null"
-							     : !dst  ? "dst is null"
-								     : "bytes is 0");
+		XS_WARN("core", "HwCommandCreateMemset: %s",
+			!hw_cmd ? "hw_cmd is null"
+			: !dst  ? "dst is null"
+				: "bytes is 0");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMSET);

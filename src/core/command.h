@@ -78,7 +78,7 @@ typedef struct xs_cmd {
 			LaunchCallback fn;
 			void *data;
 		} callback;
-		struct {                /* KERNEL and MODULE_KERNEL */
+		struct {                  /* KERNEL and MODULE_KERNEL */
 			const void *func; /* host-side kernel handle, or the module function */
 			XDim3 grid, block;
 			size_t shared_mem_bytes;

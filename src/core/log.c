@@ -44,7 +44,7 @@ void xs_log_set_level(enum xs_log_level level)
 
 void xs_log_write(enum xs_log_level level, const char *topic, const char *fmt, ...)
 {
-	static const char *const names[] = { "debug", "info", "warn", "error" };
+	static const char *const names[] = {"debug", "info", "warn", "error"};
 	char line[512];
 	int n = snprintf(line, sizeof(line), "xsched[%s] %s: ", topic,
 			 names[level <= XS_LOG_ERROR ? level : XS_LOG_ERROR]);

@@ -26,20 +26,20 @@ bool xs_log_enabled(enum xs_log_level level);
 /* Print one line; callers normally go through the XS_* macros below so that
  * arguments are not evaluated while logging is off. */
 void xs_log_write(enum xs_log_level level, const char *topic, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Override the level read from XSCHED_LOG (tests use this). */
 void xs_log_set_level(enum xs_log_level level);
 
-#define XS_LOG(level, topic, ...)                                                          \
-	do {                                                                               \
-		if (xs_log_enabled(level))                                                 \
-			xs_log_write(level, topic, __VA_ARGS__);                           \
+#define XS_LOG(level, topic, ...)                                                                  \
+	do {                                                                                       \
+		if (xs_log_enabled(level))                                                         \
+			xs_log_write(level, topic, __VA_ARGS__);                                   \
 	} while (0)
 
 #define XS_DEBUG(topic, ...) XS_LOG(XS_LOG_DEBUG, topic, __VA_ARGS__)
-#define XS_INFO(topic, ...) XS_LOG(XS_LOG_INFO, topic, __VA_ARGS__)
-#define XS_WARN(topic, ...) XS_LOG(XS_LOG_WARN, topic, __VA_ARGS__)
+#define XS_INFO(topic, ...)  XS_LOG(XS_LOG_INFO, topic, __VA_ARGS__)
+#define XS_WARN(topic, ...)  XS_LOG(XS_LOG_WARN, topic, __VA_ARGS__)
 #define XS_ERROR(topic, ...) XS_LOG(XS_LOG_ERROR, topic, __VA_ARGS__)
 
 #endif

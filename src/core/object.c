@@ -7,7 +7,7 @@
 
 /* Guards xs__root, xs__next and xs__count. A leaf lock: nothing else is taken under it. */
 static xs_mutex xs__table_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *xs__root;     /* tsearch(3) tree of xs_obj *, ordered by handle */
+static void *xs__root; /* tsearch(3) tree of xs_obj *, ordered by handle */
 static uint64_t xs__next = 1;
 static size_t xs__count;
 
@@ -61,7 +61,7 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key)
 
 static xs_obj *xs__find(uint64_t handle, enum xs_kind kind)
 {
-	xs_obj key = { .handle = handle };
+	xs_obj key = {.handle = handle};
 	xs_obj **slot = tfind(&key, &xs__root, xs__cmp);
 	return slot && (*slot)->kind == kind ? *slot : NULL;
 }

@@ -24,9 +24,9 @@ enum xs_kind {
 };
 
 typedef struct xs_obj {
-	uint64_t handle;      /* key in the table; first member (the tree compares it) */
+	uint64_t handle; /* key in the table; first member (the tree compares it) */
 	enum xs_kind kind;
-	atomic_uint refs;     /* the table's reference counts as one while registered */
+	atomic_uint refs;                 /* the table's reference counts as one while registered */
 	void (*free)(struct xs_obj *obj); /* called once, when refs reaches 0 */
 } xs_obj;
 

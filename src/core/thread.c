@@ -71,8 +71,8 @@ void xs_cond_wait(xs_cond *c, xs_mutex *m)
 bool xs_cond_timedwait(xs_cond *c, xs_mutex *m, int64_t deadline_ns)
 {
 	struct timespec ts = {
-		.tv_sec = deadline_ns / 1000000000,
-		.tv_nsec = deadline_ns % 1000000000,
+	    .tv_sec = deadline_ns / 1000000000,
+	    .tv_nsec = deadline_ns % 1000000000,
 	};
 	int err = pthread_cond_timedwait(c, m, &ts);
 	if (err == ETIMEDOUT)

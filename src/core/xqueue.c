@@ -50,13 +50,16 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 	}
 	xs_obj *qobj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
 	if (!qobj) {
-		XS_WARN("core", "XQueueCreate: 0x%llx is not a live HwQueue", (unsigned long long)hwq);
+		XS_WARN("core", "XQueueCreate: 0x%llx is not a live HwQueue",
+			(unsigned long long)hwq);
 		return kXSchedErrorNotFound;
 	}
 	xs_hwq *q = xs_hwq_of(qobj);
 	if (level > q->max_level) {
-		XS_WARN("core", "XQueueCreate: the %s HwQueue supports preemption levels up to %d, "
-				"not %lld", q->ops->name, q->max_level, (long long)level);
+		XS_WARN("core",
+			"XQueueCreate: the %s HwQueue supports preemption levels up to %d, "
+			"not %lld",
+			q->ops->name, q->max_level, (long long)level);
 		xs_obj_unref(qobj);
 		return kXSchedErrorNotSupported;
 	}
@@ -116,7 +119,8 @@ XResult XQueueDestroy(XQueueHandle xq)
 		return kXSchedSuccess;
 	xs_obj *obj = xs_handle_unregister(xq, XS_KIND_XQUEUE);
 	if (!obj) {
-		XS_WARN("core", "XQueueDestroy: 0x%llx is not a live XQueue", (unsigned long long)xq);
+		XS_WARN("core", "XQueueDestroy: 0x%llx is not a live XQueue",
+			(unsigned long long)xq);
 		return kXSchedErrorNotFound;
 	}
 	xs_xqueue *x = xs_xqueue_of(obj);
@@ -148,8 +152,10 @@ XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level)
 			(long long)level);
 		res = kXSchedErrorInvalidValue;
 	} else if (level > x->hwq->max_level) {
-		XS_WARN("core", "XQueueSetPreemptLevel: the %s HwQueue supports levels up to %d, "
-				"not %lld", x->hwq->ops->name, x->hwq->max_level, (long long)level);
+		XS_WARN("core",
+			"XQueueSetPreemptLevel: the %s HwQueue supports levels up to %d, "
+			"not %lld",
+			x->hwq->ops->name, x->hwq->max_level, (long long)level);
 		res = kXSchedErrorNotSupported;
 	} else {
 		xs_mutex_lock(&x->lock);
@@ -240,9 +246,8 @@ XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 		XS_WARN("core", "XQueueSubmit: the %s HwQueue cannot run this kind of command",
 			x->hwq->ops->name);
 		res = kXSchedErrorNotSupported;
-	} else if (!atomic_compare_exchange_strong_explicit(&cmd->xq, &none, x,
-							    memory_order_acq_rel,
-							    memory_order_acquire)) {
+	} else if (!atomic_compare_exchange_strong_explicit(
+		       &cmd->xq, &none, x, memory_order_acq_rel, memory_order_acquire)) {
 		XS_WARN("core", "XQueueSubmit: command 0x%llx was already submitted",
 			(unsigned long long)hw_cmd);
 		res = kXSchedErrorNotAllowed;
@@ -281,7 +286,8 @@ XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
 		return kXSchedErrorNotFound;
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
 	if (!cobj) {
-		XS_WARN("core", "XQueueWait: 0x%llx is not a live command", (unsigned long long)hw_cmd);
+		XS_WARN("core", "XQueueWait: 0x%llx is not a live command",
+			(unsigned long long)hw_cmd);
 		xs_obj_unref(&x->obj);
 		return kXSchedErrorNotFound;
 	}
@@ -347,8 +353,9 @@ XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 			(unsigned long long)flags);
 		res = kXSchedErrorNotSupported;
 	} else if ((flags & kQueueSuspendFlagSyncHwQueue) && x->level > kPreemptLevelBlock) {
-		XS_WARN("core", "XQueueSuspend: SyncHwQueue is supported at Lv1 only (the queue "
-				"is at Lv%d: commands behind its gate would never complete)",
+		XS_WARN("core",
+			"XQueueSuspend: SyncHwQueue is supported at Lv1 only (the queue "
+			"is at Lv%d: commands behind its gate would never complete)",
 			x->level);
 		res = kXSchedErrorNotSupported;
 	} else {
@@ -370,8 +377,10 @@ XResult XQueueResume(XQueueHandle xq, int64_t flags)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
 	if (flags != kQueueResumeFlagNone) {
-		XS_WARN("core", "XQueueResume: flags 0x%llx are not supported (DropCommands would "
-				"lose submitted commands)", (unsigned long long)flags);
+		XS_WARN("core",
+			"XQueueResume: flags 0x%llx are not supported (DropCommands would "
+			"lose submitted commands)",
+			(unsigned long long)flags);
 		res = kXSchedErrorNotSupported;
 	} else {
 		xs_mutex_lock(&x->lock);

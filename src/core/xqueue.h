@@ -32,7 +32,7 @@ typedef struct xs_xqueue {
 	xs_cmd *sp_head, *sp_tail; /* in-flight commands carrying a completion point (FIFO) */
 
 	uint64_t submitted, launched, completed, failed;
-	uint64_t synced; /* seq of the last launched command covered by a completion point */
+	uint64_t synced;     /* seq of the last launched command covered by a completion point */
 	XResult err_pending; /* first failure since the last XQueueWaitAll reported one */
 
 	int64_t threshold, batch_size; /* progressive launching (Lv1) */
@@ -53,7 +53,7 @@ typedef struct xs_xqueue {
 	/* Scheduling inputs, written by hints under xq->lock, read by the scheduler. */
 	Priority prio;
 	/* --- Hints beyond the priority (sched/hint.c). All zero (calloc) = no hint given. */
-	bool has_util;	      /* else UTILIZATION_DEFAULT */
+	bool has_util;        /* else UTILIZATION_DEFAULT */
 	bool has_deadline;    /* else NO_DEADLINE */
 	bool has_laxity;      /* else NO_LAXITY */
 	Utilization util;     /* XHintUtilization, 0..100 */
@@ -82,8 +82,8 @@ static inline bool xs_xqueue_idle(const xs_xqueue *xq)
 }
 
 /* Lv1 machinery (preempt/launch.c). */
-int xs_launch_start(xs_xqueue *xq);  /* start both threads; 0 or errno */
-void xs_launch_stop(xs_xqueue *xq);  /* xq->stop must be set; joins both threads */
+int xs_launch_start(xs_xqueue *xq); /* start both threads; 0 or errno */
+void xs_launch_stop(xs_xqueue *xq); /* xq->stop must be set; joins both threads */
 
 /* Recompute xq->running from the suspension flags and apply the preemption level's
  * actions on a change (close/open the gate, interrupt/restore). Caller holds xq->lock. */

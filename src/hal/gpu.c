@@ -109,9 +109,10 @@ typedef struct xs__gpu_q {
 	/* Lv2, when max_level >= 2: */
 	xs__gate_page *gate_page;
 	_Atomic uint32_t *gate; /* host address of the gate word */
-	void *gate_dev;		/* the same word's device address */
+	void *gate_dev;         /* the same word's device address */
 #if defined(XS_GPU_HIP_LV3)
-	xs_lv3 *lv3; /* Lv3: set before publish; used under the XQueue's lock; detached in destroy */
+	xs_lv3
+	    *lv3; /* Lv3: set before publish; used under the XQueue's lock; detached in destroy */
 #endif
 
 	xs_mutex pool_lock; /* guards pool and pool_n */

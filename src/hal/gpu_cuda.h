@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define XS_GPU_NAME	    "cuda"
+#define XS_GPU_NAME         "cuda"
 #define XS_GPU_CREATE_NAME  "CudaQueueCreate"
 #define XS_GPU_QUEUE_CREATE CudaQueueCreate
 
@@ -43,24 +43,24 @@ typedef struct xs_gpu_binding {
 } xs_gpu_binding;
 
 /* ---- runtime calls with the same shape in both runtimes ---- */
-#define xs_gpu_err_name			     cudaGetErrorName
-#define xs_gpu_err_string		     cudaGetErrorString
-#define xs_gpu_clear_error		     cudaGetLastError
-#define XS_GPU_EVENT_DISABLE_TIMING	     cudaEventDisableTiming
-#define XS_GPU_EVENT_BLOCKING_SYNC	     cudaEventBlockingSync
-#define xs_gpu_event_create		     cudaEventCreateWithFlags
-#define xs_gpu_event_record		     cudaEventRecord
-#define xs_gpu_event_sync		     cudaEventSynchronize
-#define xs_gpu_event_destroy		     cudaEventDestroy
-#define xs_gpu_stream_wait_event(s, e)	     cudaStreamWaitEvent(s, e, 0)
-#define xs_gpu_stream_sync		     cudaStreamSynchronize
-#define xs_gpu_stream_get_flags		     cudaStreamGetFlags
-#define XS_GPU_STREAM_NON_BLOCKING	     cudaStreamNonBlocking
+#define xs_gpu_err_name                      cudaGetErrorName
+#define xs_gpu_err_string                    cudaGetErrorString
+#define xs_gpu_clear_error                   cudaGetLastError
+#define XS_GPU_EVENT_DISABLE_TIMING          cudaEventDisableTiming
+#define XS_GPU_EVENT_BLOCKING_SYNC           cudaEventBlockingSync
+#define xs_gpu_event_create                  cudaEventCreateWithFlags
+#define xs_gpu_event_record                  cudaEventRecord
+#define xs_gpu_event_sync                    cudaEventSynchronize
+#define xs_gpu_event_destroy                 cudaEventDestroy
+#define xs_gpu_stream_wait_event(s, e)       cudaStreamWaitEvent(s, e, 0)
+#define xs_gpu_stream_sync                   cudaStreamSynchronize
+#define xs_gpu_stream_get_flags              cudaStreamGetFlags
+#define XS_GPU_STREAM_NON_BLOCKING           cudaStreamNonBlocking
 #define xs_gpu_memcpy_async(d, s, n, st)     cudaMemcpyAsync(d, s, n, cudaMemcpyDefault, st)
-#define xs_gpu_memset_async		     cudaMemsetAsync
-#define XS_GPU_HOST_FN_PARAMS		     void *data
-#define XS_GPU_HOST_FN_UNUSED()		     ((void)0)
-#define xs_gpu_launch_host_func		     cudaLaunchHostFunc
+#define xs_gpu_memset_async                  cudaMemsetAsync
+#define XS_GPU_HOST_FN_PARAMS                void *data
+#define XS_GPU_HOST_FN_UNUSED()              ((void)0)
+#define xs_gpu_launch_host_func              cudaLaunchHostFunc
 #define xs_gpu_host_get_device_pointer(d, h) cudaHostGetDevicePointer(d, h, 0)
 
 /* Pinned, mapped into the device's address space, usable from every context. Ordinary

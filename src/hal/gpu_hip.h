@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define XS_GPU_NAME	    "hip"
+#define XS_GPU_NAME         "hip"
 #define XS_GPU_CREATE_NAME  "HipQueueCreate"
 #define XS_GPU_QUEUE_CREATE HipQueueCreate
 
@@ -36,27 +36,27 @@ typedef struct xs_gpu_binding {
 } xs_gpu_binding;
 
 /* ---- runtime calls with the same shape in both runtimes ---- */
-#define xs_gpu_err_name			 hipGetErrorName
-#define xs_gpu_err_string		 hipGetErrorString
-#define xs_gpu_clear_error		 hipGetLastError
-#define XS_GPU_EVENT_DISABLE_TIMING	 hipEventDisableTiming
-#define XS_GPU_EVENT_BLOCKING_SYNC	 hipEventBlockingSync
-#define xs_gpu_event_create		 hipEventCreateWithFlags
-#define xs_gpu_event_record		 hipEventRecord
-#define xs_gpu_event_sync		 hipEventSynchronize
-#define xs_gpu_event_destroy		 hipEventDestroy
-#define xs_gpu_stream_wait_event(s, e)	 hipStreamWaitEvent(s, e, 0)
-#define xs_gpu_stream_sync		 hipStreamSynchronize
-#define xs_gpu_stream_get_flags		 hipStreamGetFlags
-#define XS_GPU_STREAM_NON_BLOCKING	 hipStreamNonBlocking
+#define xs_gpu_err_name                  hipGetErrorName
+#define xs_gpu_err_string                hipGetErrorString
+#define xs_gpu_clear_error               hipGetLastError
+#define XS_GPU_EVENT_DISABLE_TIMING      hipEventDisableTiming
+#define XS_GPU_EVENT_BLOCKING_SYNC       hipEventBlockingSync
+#define xs_gpu_event_create              hipEventCreateWithFlags
+#define xs_gpu_event_record              hipEventRecord
+#define xs_gpu_event_sync                hipEventSynchronize
+#define xs_gpu_event_destroy             hipEventDestroy
+#define xs_gpu_stream_wait_event(s, e)   hipStreamWaitEvent(s, e, 0)
+#define xs_gpu_stream_sync               hipStreamSynchronize
+#define xs_gpu_stream_get_flags          hipStreamGetFlags
+#define XS_GPU_STREAM_NON_BLOCKING       hipStreamNonBlocking
 #define xs_gpu_memcpy_async(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDefault, st)
-#define xs_gpu_memset_async		 hipMemsetAsync
+#define xs_gpu_memset_async              hipMemsetAsync
 /* ROCm 5.2.3 declares hipLaunchHostFunc but its library does not export it:
  * hipStreamAddCallback, whose callback also holds back later work on the stream, stands
  * in. Its status argument is not used (a failed stream reports at the next completion
  * point). */
-#define XS_GPU_HOST_FN_PARAMS		     hipStream_t stream_, hipError_t status_, void *data
-#define XS_GPU_HOST_FN_UNUSED()		     ((void)stream_, (void)status_)
+#define XS_GPU_HOST_FN_PARAMS                hipStream_t stream_, hipError_t status_, void *data
+#define XS_GPU_HOST_FN_UNUSED()              ((void)stream_, (void)status_)
 #define xs_gpu_launch_host_func(s, fn, d)    hipStreamAddCallback(s, fn, d, 0)
 #define xs_gpu_host_get_device_pointer(d, h) hipHostGetDevicePointer(d, h, 0)
 

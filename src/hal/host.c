@@ -149,8 +149,8 @@ static XResult xs__thread_init(xs_hwq *q)
 static bool xs__supports(xs_hwq *q, enum xs_cmd_kind kind)
 {
 	(void)q;
-	return kind == XS_CMD_HOST_FUNC || kind == XS_CMD_CALLBACK ||
-	       kind == XS_CMD_EVENT_RECORD || kind == XS_CMD_EVENT_WAIT;
+	return kind == XS_CMD_HOST_FUNC || kind == XS_CMD_CALLBACK || kind == XS_CMD_EVENT_RECORD ||
+	       kind == XS_CMD_EVENT_WAIT;
 }
 
 static XResult xs__launch(xs_hwq *q, xs_cmd *cmd, bool gated)
@@ -284,21 +284,21 @@ static void xs__free(xs_obj *obj)
 }
 
 static const xs_hal_ops xs__host_ops = {
-	.name = "host",
-	.thread_init = xs__thread_init,
-	.supports = xs__supports,
-	.launch = xs__launch,
-	.sync_create = xs__sync_create,
-	.sync_wait = xs__sync_wait,
-	.sync_destroy = xs__sync_destroy,
-	.sync_all = xs__sync_all,
-	.gate_close = xs__gate_close,
-	.gate_open = xs__gate_open,
-	/* Set on every host queue; they act only once xs_host_queue_enable_lv3() has raised
-	 * the max level to 3, since the core calls them only at that level. */
-	.interrupt = xs__interrupt,
-	.restore = xs__restore,
-	.destroy = xs__destroy,
+    .name = "host",
+    .thread_init = xs__thread_init,
+    .supports = xs__supports,
+    .launch = xs__launch,
+    .sync_create = xs__sync_create,
+    .sync_wait = xs__sync_wait,
+    .sync_destroy = xs__sync_destroy,
+    .sync_all = xs__sync_all,
+    .gate_close = xs__gate_close,
+    .gate_open = xs__gate_open,
+    /* Set on every host queue; they act only once xs_host_queue_enable_lv3() has raised
+     * the max level to 3, since the core calls them only at that level. */
+    .interrupt = xs__interrupt,
+    .restore = xs__restore,
+    .destroy = xs__destroy,
 };
 
 XResult xs_host_queue_create(xs_hwq **out)

@@ -36,7 +36,7 @@
 #define QUEUE_STATUS_MASK (XS_KFD_DBG_QUEUE_ERROR_MASK | XS_KFD_DBG_QUEUE_INVALID_MASK)
 
 /* Warnings and errors go through cwsr_log(), which xs_cwsr_log_capture() can redirect. */
-#define CWSR_WARN(...)	cwsr_log(XS_LOG_WARN, __VA_ARGS__)
+#define CWSR_WARN(...)  cwsr_log(XS_LOG_WARN, __VA_ARGS__)
 #define CWSR_ERROR(...) cwsr_log(XS_LOG_ERROR, __VA_ARGS__)
 
 struct xs_cwsr_queue {
@@ -113,9 +113,9 @@ static int real_ioctl(int fd, unsigned long request, void *arg)
 }
 
 static const xs_kfd_sys real_sys = {
-	.open = real_open,
-	.close = real_close,
-	.ioctl = real_ioctl,
+    .open = real_open,
+    .close = real_close,
+    .ioctl = real_ioctl,
 };
 
 /* cwsr_lock guards every variable below: the syscall table, the KFD fd, the
@@ -132,22 +132,38 @@ static size_t n_attached;
 static const char *errno_name(int err)
 {
 	switch (err) {
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case ESRCH: return "ESRCH";
-	case ENXIO: return "ENXIO";
-	case EBADF: return "EBADF";
-	case ENOMEM: return "ENOMEM";
-	case EACCES: return "EACCES";
-	case EFAULT: return "EFAULT";
-	case EBUSY: return "EBUSY";
-	case ENODEV: return "ENODEV";
-	case EINVAL: return "EINVAL";
-	case ENOTTY: return "ENOTTY";
-	case EALREADY: return "EALREADY";
-	case EIO: return "EIO";
-	case ETIME: return "ETIME";
-	default: return "errno";
+	case EPERM:
+		return "EPERM";
+	case ENOENT:
+		return "ENOENT";
+	case ESRCH:
+		return "ESRCH";
+	case ENXIO:
+		return "ENXIO";
+	case EBADF:
+		return "EBADF";
+	case ENOMEM:
+		return "ENOMEM";
+	case EACCES:
+		return "EACCES";
+	case EFAULT:
+		return "EFAULT";
+	case EBUSY:
+		return "EBUSY";
+	case ENODEV:
+		return "ENODEV";
+	case EINVAL:
+		return "EINVAL";
+	case ENOTTY:
+		return "ENOTTY";
+	case EALREADY:
+		return "EALREADY";
+	case EIO:
+		return "EIO";
+	case ETIME:
+		return "ETIME";
+	default:
+		return "errno";
 	}
 }
 
@@ -215,18 +231,24 @@ static const char *enable_failure_reason(int err)
 	case EALREADY:
 		return "this process is already debug-enabled (rocgdb attached, or the HSA "
 		       "runtime writing a GPU core dump)";
-	case ENOTTY: return "this KFD has no AMDKFD_IOC_DBG_TRAP (kernel too old)";
+	case ENOTTY:
+		return "this KFD has no AMDKFD_IOC_DBG_TRAP (kernel too old)";
 	case EINVAL:
 		return "the driver refuses the debugger API (GPU hardware scheduling off, "
 		       "amdgpu sched_policy=2, or an old driver)";
-	case EPERM: return "the driver refuses to debug this process";
+	case EPERM:
+		return "the driver refuses to debug this process";
 	case EBUSY:
 		return "PC sampling is active, or GWS queues exist on a GPU whose debugger "
 		       "cannot handle them";
-	case ENODEV: return "a GPU of this process does not support the KFD debugger";
-	case ESRCH: return "KFD does not know this process";
-	case EBADF: return "the KFD fd belongs to another process (used after fork?)";
-	default: return "unexpected error";
+	case ENODEV:
+		return "a GPU of this process does not support the KFD debugger";
+	case ESRCH:
+		return "KFD does not know this process";
+	case EBADF:
+		return "the KFD fd belongs to another process (used after fork?)";
+	default:
+		return "unexpected error";
 	}
 }
 
@@ -715,11 +737,11 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 		snprintf(what, sizeof(what), "queue %u flagged%s%s", bad_id,
 			 (bad_st & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
 			 (bad_st & XS_KFD_DBG_QUEUE_INVALID_MASK)
-				 ? " invalid (missing, new or dying)"
-				 : "");
+			     ? " invalid (missing, new or dying)"
+			     : "");
 	CWSR_ERROR("DBG_TRAP SUSPEND_QUEUES: KFD reported %d of %zu queue(s) suspended, %s; %s",
 		   ret, k, what,
-		   n_back == 0		    ? "nothing to undo"
+		   n_back == 0              ? "nothing to undo"
 		   : back == kXSchedSuccess ? "resumed the suspended ones again"
 					    : "could not resume them all (the last detach will)");
 	res = kXSchedErrorHardware;

@@ -67,10 +67,10 @@ void xs_cwsr_log_capture(char *buf, size_t cap);
 /* One KFD queue of this process, as reported by GET_QUEUE_SNAPSHOT. */
 typedef struct xs_cwsr_queue_info {
 	uint64_t ring_base_address; /* ring buffer VA (hsa_queue_t.base_address) */
-	uint32_t queue_id;	    /* KFD queue id, unique within the process */
-	uint32_t gpu_id;	    /* KFD gpu id (topology), not a HIP device index */
-	uint32_t ring_size;	    /* bytes */
-	uint32_t queue_type;	    /* XS_KFD_QUEUE_TYPE_* (2 = AQL compute) */
+	uint32_t queue_id;          /* KFD queue id, unique within the process */
+	uint32_t gpu_id;            /* KFD gpu id (topology), not a HIP device index */
+	uint32_t ring_size;         /* bytes */
+	uint32_t queue_type;        /* XS_KFD_QUEUE_TYPE_* (2 = AQL compute) */
 } xs_cwsr_queue_info;
 
 /* An attached queue: owned by the caller from xs_cwsr_attach() until

@@ -35,19 +35,19 @@ struct xs_kfd_get_version_args {
 };
 
 /* Queue types reported in xs_kfd_queue_snapshot_entry.queue_type. */
-#define XS_KFD_QUEUE_TYPE_COMPUTE 0x0
-#define XS_KFD_QUEUE_TYPE_SDMA 0x1
+#define XS_KFD_QUEUE_TYPE_COMPUTE     0x0
+#define XS_KFD_QUEUE_TYPE_SDMA        0x1
 #define XS_KFD_QUEUE_TYPE_COMPUTE_AQL 0x2
-#define XS_KFD_QUEUE_TYPE_SDMA_XGMI 0x3
+#define XS_KFD_QUEUE_TYPE_SDMA_XGMI   0x3
 
 /* Exception codes (enum kfd_dbg_trap_exception_code); only the one we clear. */
-#define XS_KFD_EC_QUEUE_NEW 31
+#define XS_KFD_EC_QUEUE_NEW   31
 #define XS_KFD_EC_MASK(ecode) (1ULL << ((ecode)-1))
 
 /* Runtime state reported by ENABLE in xs_kfd_runtime_info.runtime_state. */
-#define XS_KFD_RUNTIME_STATE_DISABLED 0
-#define XS_KFD_RUNTIME_STATE_ENABLED 1
-#define XS_KFD_RUNTIME_STATE_ENABLED_BUSY 2
+#define XS_KFD_RUNTIME_STATE_DISABLED      0
+#define XS_KFD_RUNTIME_STATE_ENABLED       1
+#define XS_KFD_RUNTIME_STATE_ENABLED_BUSY  2
 #define XS_KFD_RUNTIME_STATE_ENABLED_ERROR 3
 
 /* struct kfd_runtime_info: copied out by ENABLE. */
@@ -74,16 +74,16 @@ struct xs_kfd_queue_snapshot_entry {
 
 /* Per-entry status bits that SUSPEND_QUEUES/RESUME_QUEUES OR into the queue id
  * array: ERROR = hardware failure, INVALID = queue missing, new or dying. */
-#define XS_KFD_DBG_QUEUE_ERROR_BIT 30
-#define XS_KFD_DBG_QUEUE_INVALID_BIT 31
-#define XS_KFD_DBG_QUEUE_ERROR_MASK (1U << XS_KFD_DBG_QUEUE_ERROR_BIT)
+#define XS_KFD_DBG_QUEUE_ERROR_BIT    30
+#define XS_KFD_DBG_QUEUE_INVALID_BIT  31
+#define XS_KFD_DBG_QUEUE_ERROR_MASK   (1U << XS_KFD_DBG_QUEUE_ERROR_BIT)
 #define XS_KFD_DBG_QUEUE_INVALID_MASK (1U << XS_KFD_DBG_QUEUE_INVALID_BIT)
 
 /* enum kfd_dbg_trap_operations: only the ops the backend issues. */
-#define XS_KFD_DBG_TRAP_ENABLE 0
-#define XS_KFD_DBG_TRAP_DISABLE 1
-#define XS_KFD_DBG_TRAP_SUSPEND_QUEUES 6
-#define XS_KFD_DBG_TRAP_RESUME_QUEUES 7
+#define XS_KFD_DBG_TRAP_ENABLE             0
+#define XS_KFD_DBG_TRAP_DISABLE            1
+#define XS_KFD_DBG_TRAP_SUSPEND_QUEUES     6
+#define XS_KFD_DBG_TRAP_RESUME_QUEUES      7
 #define XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT 13
 
 /* KFD_IOC_DBG_TRAP_ENABLE. */
@@ -91,7 +91,7 @@ struct xs_kfd_dbg_trap_enable_args {
 	__u64 exception_mask; /* exceptions raised to the debugger fd */
 	__u64 rinfo_ptr;      /* struct xs_kfd_runtime_info * */
 	__u32 rinfo_size;     /* in: buffer size; out: KFD's size */
-	__u32 dbg_fd;	      /* fd KFD notifies; must be a valid fd */
+	__u32 dbg_fd;         /* fd KFD notifies; must be a valid fd */
 };
 
 /* KFD_IOC_DBG_TRAP_SUSPEND_QUEUES. Returns the number of queues suspended. */
@@ -133,7 +133,7 @@ struct xs_kfd_dbg_trap_args {
 };
 
 #define XS_AMDKFD_IOC_GET_VERSION _IOR(XS_KFD_IOCTL_BASE, 0x01, struct xs_kfd_get_version_args)
-#define XS_AMDKFD_IOC_DBG_TRAP _IOWR(XS_KFD_IOCTL_BASE, 0x26, struct xs_kfd_dbg_trap_args)
+#define XS_AMDKFD_IOC_DBG_TRAP    _IOWR(XS_KFD_IOCTL_BASE, 0x26, struct xs_kfd_dbg_trap_args)
 
 _Static_assert(sizeof(struct xs_kfd_get_version_args) == 8, "kfd_ioctl_get_version_args");
 _Static_assert(sizeof(struct xs_kfd_runtime_info) == 16, "kfd_runtime_info");

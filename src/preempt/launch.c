@@ -92,8 +92,10 @@ static bool xs__dep_check(xs_xqueue *xq, xs_cmd *cmd, XResult *res)
 		/* Same XQueue: its state is ours to read. Launched before us, the stream order
 		 * is enough; still pending, it is behind us and can never run first. */
 		if (rec->state == XS_CMD_PENDING) {
-			XS_WARN("lv1", "command %llu waits for an event recorded later in the same "
-				       "XQueue; it fails", (unsigned long long)cmd->seq);
+			XS_WARN("lv1",
+				"command %llu waits for an event recorded later in the same "
+				"XQueue; it fails",
+				(unsigned long long)cmd->seq);
 			*res = kXSchedErrorInvalidValue;
 			return true;
 		}
@@ -156,8 +158,9 @@ static void xs__mark_sync(xs_xqueue *xq)
 	xs_mutex_unlock(&xq->lock);
 	XResult res = xq->hwq->ops->sync_create(xq->hwq, &cmd->sync);
 	if (res != kXSchedSuccess)
-		XS_WARN("lv1", "completion point after command %llu failed (%d); the completer "
-			       "will drain the HwQueue instead",
+		XS_WARN("lv1",
+			"completion point after command %llu failed (%d); the completer "
+			"will drain the HwQueue instead",
 			(unsigned long long)cmd->seq, res);
 	xs_mutex_lock(&xq->lock);
 	cmd->has_sync = true;
@@ -176,8 +179,10 @@ static void *xs__launcher(void *arg)
 	xs_hwq *q = xq->hwq;
 	XResult init = q->ops->thread_init(q);
 	if (init != kXSchedSuccess)
-		XS_ERROR("lv1", "launcher cannot use the %s HwQueue (%d); its commands will "
-				"fail", q->ops->name, init);
+		XS_ERROR("lv1",
+			 "launcher cannot use the %s HwQueue (%d); its commands will "
+			 "fail",
+			 q->ops->name, init);
 	xs_mutex_lock(&xq->lock);
 	for (;;) {
 		if (!xs__can_launch(xq)) {
@@ -270,7 +275,8 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t seq, XResult res)
 		xq->completed++;
 		if (cmd->kind == XS_CMD_EVENT_RECORD) {
 			atomic_store_explicit(&cmd->u.record.ran, true, memory_order_release);
-			xs_dep_advance(cmd, cmd->result == kXSchedSuccess ? XS_DEP_DONE : XS_DEP_FAILED,
+			xs_dep_advance(cmd,
+				       cmd->result == kXSchedSuccess ? XS_DEP_DONE : XS_DEP_FAILED,
 				       cmd->result);
 		}
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */

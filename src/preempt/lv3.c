@@ -21,7 +21,7 @@
 struct xs_lv3 {
 	/* Guarded by lv3_lock: */
 	xs_cwsr_queue *q; /* the attachment; NULL once a degraded queue was released */
-	bool degraded;	  /* a suspend or resume failed: Lv3 acts as Lv2 */
+	bool degraded;    /* a suspend or resume failed: Lv3 acts as Lv2 */
 	/* Read-only after attach: */
 	uint32_t queue_id;
 	int fallback_level;

@@ -31,8 +31,8 @@
 
 typedef struct xs__cfs_q {
 	double vruntime;      /* weighted ns */
-	bool current;	      /* holds the device */
-	bool was_ready;	      /* ready at the previous pass */
+	bool current;         /* holds the device */
+	bool was_ready;       /* ready at the previous pass */
 	int64_t run_start_ns; /* when its current slice began */
 	int64_t charged_ns;   /* time up to which vruntime has been charged */
 } xs__cfs_q;

@@ -21,15 +21,15 @@
 /* One XQueue as the policy sees it. Rebuilt before every pass: a policy may overwrite
  * the inputs (LAX rewrites prio) without effect on the next pass. */
 typedef struct xs_sched_entry {
-	uint64_t id;		/* the XQueue handle: stable while registered */
-	bool ready;		/* it has pending or in-flight commands and is not blocked
+	uint64_t id;            /* the XQueue handle: stable while registered */
+	bool ready;             /* it has pending or in-flight commands and is not blocked
 				 * on another XQueue */
-	Priority prio;		/* XHintPriority */
+	Priority prio;          /* XHintPriority */
 	int64_t ready_since_ns; /* when it last went from idle to ready (monotonic ns) */
-	Utilization util;	/* XHintUtilization, or UTILIZATION_DEFAULT */
-	Deadline deadline_us;	/* XHintDeadline (relative to ready_since_ns), or NO_DEADLINE */
-	Laxity laxity_us;	/* XHintLaxity (relative to ready_since_ns), or NO_LAXITY */
-	Priority lax_prio;	/* XHintLaxity, valid when laxity_us != NO_LAXITY */
+	Utilization util;       /* XHintUtilization, or UTILIZATION_DEFAULT */
+	Deadline deadline_us;   /* XHintDeadline (relative to ready_since_ns), or NO_DEADLINE */
+	Laxity laxity_us;       /* XHintLaxity (relative to ready_since_ns), or NO_LAXITY */
+	Priority lax_prio;      /* XHintLaxity, valid when laxity_us != NO_LAXITY */
 	Priority crit_prio;
 	void **slot;  /* per-queue state owned by the policy; starts NULL */
 	bool suspend; /* output: true to suspend it; preset to its current state */
@@ -37,10 +37,10 @@ typedef struct xs_sched_entry {
 
 /* Process-wide inputs of a pass. */
 typedef struct xs_sched_params {
-	int64_t now_ns;		/* monotonic time of the pass */
+	int64_t now_ns;         /* monotonic time of the pass */
 	Timeslice timeslice_us; /* XHintTimeslice, or TIMESLICE_DEFAULT */
-	bool timeslice_given;	/* XHintTimeslice was called (CFS keeps 1 ms otherwise) */
-	size_t k;		/* XHintKDeadline, or 1 */
+	bool timeslice_given;   /* XHintTimeslice was called (CFS keeps 1 ms otherwise) */
+	size_t k;               /* XHintKDeadline, or 1 */
 } xs_sched_params;
 
 typedef struct xs_policy_ops {

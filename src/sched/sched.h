@@ -55,10 +55,10 @@ void xs_sched_set_k(size_t k);
 
 /* Counters of the scheduler thread since the process started. */
 typedef struct xs_sched_stats {
-	uint64_t passes;	/* scheduling passes */
+	uint64_t passes;        /* scheduling passes */
 	uint64_t timer_wakeups; /* passes started by the policy's timer */
-	int64_t late_sum_ns;	/* total lateness of the timer wake-ups */
-	int64_t late_max_ns;	/* worst lateness of one */
+	int64_t late_sum_ns;    /* total lateness of the timer wake-ups */
+	int64_t late_max_ns;    /* worst lateness of one */
 	/* Timer wake-ups by lateness: < 10, 50, 100, 200, 500, 1000, 2000 us, and the rest. */
 	uint64_t late_hist[XS_SCHED_LATE_BUCKETS];
 } xs_sched_stats;

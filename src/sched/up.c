@@ -27,7 +27,7 @@
 #include "sched/policy.h"
 
 typedef struct xs__up_q {
-	bool current;	       /* holds the device */
+	bool current;          /* holds the device */
 	int64_t turn_start_ns; /* when its current or last turn began (0: never) */
 } xs__up_q;
 

@@ -9,29 +9,29 @@
 #else
 #include <hip/hip_runtime_api.h>
 #endif
-#define XT_RUNTIME	"hip"
+#define XT_RUNTIME      "hip"
 #define XT_QUEUE_CREATE HipQueueCreate
 typedef hipError_t gpuError_t;
 typedef hipStream_t gpuStream_t;
-#define gpuSuccess		      hipSuccess
-#define gpuGetErrorString	      hipGetErrorString
-#define gpuGetLastError		      hipGetLastError
-#define gpuGetDeviceCount	      hipGetDeviceCount
-#define gpuSetDevice		      hipSetDevice
-#define gpuMalloc		      hipMalloc
-#define gpuFree			      hipFree
-#define gpuMemcpy		      hipMemcpy
-#define gpuMemset		      hipMemset
-#define gpuMemcpyDefault	      hipMemcpyDefault
+#define gpuSuccess                    hipSuccess
+#define gpuGetErrorString             hipGetErrorString
+#define gpuGetLastError               hipGetLastError
+#define gpuGetDeviceCount             hipGetDeviceCount
+#define gpuSetDevice                  hipSetDevice
+#define gpuMalloc                     hipMalloc
+#define gpuFree                       hipFree
+#define gpuMemcpy                     hipMemcpy
+#define gpuMemset                     hipMemset
+#define gpuMemcpyDefault              hipMemcpyDefault
 #define gpuStreamCreateWithFlags      hipStreamCreateWithFlags
-#define gpuStreamNonBlocking	      hipStreamNonBlocking
-#define gpuStreamDestroy	      hipStreamDestroy
-#define gpuStreamSynchronize	      hipStreamSynchronize
-#define gpuDeviceSynchronize	      hipDeviceSynchronize
+#define gpuStreamNonBlocking          hipStreamNonBlocking
+#define gpuStreamDestroy              hipStreamDestroy
+#define gpuStreamSynchronize          hipStreamSynchronize
+#define gpuDeviceSynchronize          hipDeviceSynchronize
 #define gpuHostAllocMapped(p, n)      hipHostMalloc(p, n, hipHostMallocMapped | hipHostMallocCoherent)
 #define gpuHostGetDevicePointer(d, h) hipHostGetDevicePointer(d, h, 0)
-#define gpuFreeHost		      hipHostFree
-#define gpuLaunchKernel		      hipLaunchKernel
+#define gpuFreeHost                   hipHostFree
+#define gpuLaunchKernel               hipLaunchKernel
 typedef hipDeviceProp_t gpuDeviceProp;
 #define gpuGetDeviceProperties hipGetDeviceProperties
 /* s_memrealtime (wall_clock64) runs at 100 MHz on gfx90a and later. */
@@ -42,33 +42,33 @@ typedef hipDeviceProp_t gpuDeviceProp;
 #else
 #include <cuda_runtime_api.h>
 #endif
-#define XT_RUNTIME		      "cuda"
-#define XT_QUEUE_CREATE		      CudaQueueCreate
+#define XT_RUNTIME                    "cuda"
+#define XT_QUEUE_CREATE               CudaQueueCreate
 typedef cudaError_t gpuError_t;
 typedef cudaStream_t gpuStream_t;
-#define gpuSuccess		      cudaSuccess
-#define gpuGetErrorString	      cudaGetErrorString
-#define gpuGetLastError		      cudaGetLastError
-#define gpuGetDeviceCount	      cudaGetDeviceCount
-#define gpuSetDevice		      cudaSetDevice
-#define gpuMalloc		      cudaMalloc
-#define gpuFree			      cudaFree
-#define gpuMemcpy		      cudaMemcpy
-#define gpuMemset		      cudaMemset
-#define gpuMemcpyDefault	      cudaMemcpyDefault
+#define gpuSuccess                    cudaSuccess
+#define gpuGetErrorString             cudaGetErrorString
+#define gpuGetLastError               cudaGetLastError
+#define gpuGetDeviceCount             cudaGetDeviceCount
+#define gpuSetDevice                  cudaSetDevice
+#define gpuMalloc                     cudaMalloc
+#define gpuFree                       cudaFree
+#define gpuMemcpy                     cudaMemcpy
+#define gpuMemset                     cudaMemset
+#define gpuMemcpyDefault              cudaMemcpyDefault
 #define gpuStreamCreateWithFlags      cudaStreamCreateWithFlags
-#define gpuStreamNonBlocking	      cudaStreamNonBlocking
-#define gpuStreamDestroy	      cudaStreamDestroy
-#define gpuStreamSynchronize	      cudaStreamSynchronize
-#define gpuDeviceSynchronize	      cudaDeviceSynchronize
+#define gpuStreamNonBlocking          cudaStreamNonBlocking
+#define gpuStreamDestroy              cudaStreamDestroy
+#define gpuStreamSynchronize          cudaStreamSynchronize
+#define gpuDeviceSynchronize          cudaDeviceSynchronize
 #define gpuHostAllocMapped(p, n)      cudaHostAlloc(p, n, cudaHostAllocMapped)
 #define gpuHostGetDevicePointer(d, h) cudaHostGetDevicePointer(d, h, 0)
-#define gpuFreeHost		      cudaFreeHost
-#define gpuLaunchKernel		      cudaLaunchKernel
+#define gpuFreeHost                   cudaFreeHost
+#define gpuLaunchKernel               cudaLaunchKernel
 typedef struct cudaDeviceProp gpuDeviceProp;
-#define gpuGetDeviceProperties	      cudaGetDeviceProperties
+#define gpuGetDeviceProperties        cudaGetDeviceProperties
 /* %globaltimer counts nanoseconds. */
-#define XT_NS_PER_TICK		      1
+#define XT_NS_PER_TICK                1
 #endif
 
 #ifdef __cplusplus

@@ -6,9 +6,9 @@
  * low queue resumes and every command runs once, in order. */
 #include "xt.h"
 
-#define LOW_N	      400
-#define HIGH_N	      20
-#define SPIN_NS	      1000000ull /* 1 ms per kernel */
+#define LOW_N         400
+#define HIGH_N        20
+#define SPIN_NS       1000000ull /* 1 ms per kernel */
 #define LOW_THRESHOLD 4
 
 static void run(gpuStream_t sl, gpuStream_t sh, HwQueueHandle hl, HwQueueHandle hh, int64_t level)

@@ -5,7 +5,7 @@
  * deactivated XQueue drains it. Skipped (77) where the stream has no Lv2. */
 #include "xt.h"
 
-#define N	300
+#define N       300
 #define SPIN_NS 500000ull /* 0.5 ms per kernel */
 
 static unsigned *g_prog; /* host-mapped progress of the spin kernels */

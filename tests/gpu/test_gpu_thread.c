@@ -7,7 +7,7 @@
 #include "xt.h"
 
 #define PER_THREAD 200
-#define THREADS	   4
+#define THREADS    4
 
 static gpuStream_t g_stream;
 static HwQueueHandle g_hwq;

@@ -11,7 +11,7 @@ int64_t t_now_us(void)
 
 void t_sleep_us(int64_t us)
 {
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+	struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
 	while (nanosleep(&ts, &ts))
 		;
 }

@@ -11,22 +11,22 @@
 
 #include "xsched.h"
 
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                           \
-		}                                                                          \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_RES(expr, want)                                                              \
-	do {                                                                               \
-		XResult got_ = (expr);                                                     \
-		if (got_ != (want)) {                                                      \
-			fprintf(stderr, "%s:%d: %s returned %d, expected %s (%d)\n", __FILE__,  \
-				__LINE__, #expr, (int)got_, #want, (int)(want));           \
-			exit(1);                                                           \
-		}                                                                          \
+#define CHECK_RES(expr, want)                                                                      \
+	do {                                                                                       \
+		XResult got_ = (expr);                                                             \
+		if (got_ != (want)) {                                                              \
+			fprintf(stderr, "%s:%d: %s returned %d, expected %s (%d)\n", __FILE__,     \
+				__LINE__, #expr, (int)got_, #want, (int)(want));                   \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 #define CHECK_OK(expr) CHECK_RES(expr, kXSchedSuccess)

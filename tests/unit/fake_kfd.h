@@ -28,16 +28,16 @@
 /* Upstream request numbers, written out so that a wrong macro is caught. */
 #if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
 #define REQ_GET_VERSION 0x80084b01ul
-#define REQ_DBG_TRAP	0xc0204b26ul
+#define REQ_DBG_TRAP    0xc0204b26ul
 #else
 #define REQ_GET_VERSION ((unsigned long)XS_AMDKFD_IOC_GET_VERSION)
-#define REQ_DBG_TRAP	((unsigned long)XS_AMDKFD_IOC_DBG_TRAP)
+#define REQ_DBG_TRAP    ((unsigned long)XS_AMDKFD_IOC_DBG_TRAP)
 #endif
 
-#define FAKE_FD		42
+#define FAKE_FD         42
 #define MAX_FAKE_QUEUES 40
-#define ERR_BIT		XS_KFD_DBG_QUEUE_ERROR_MASK
-#define INV_BIT		XS_KFD_DBG_QUEUE_INVALID_MASK
+#define ERR_BIT         XS_KFD_DBG_QUEUE_ERROR_MASK
+#define INV_BIT         XS_KFD_DBG_QUEUE_INVALID_MASK
 
 struct fake_queue {
 	uint64_t ring;

@@ -3,6 +3,6 @@
 
 int main(void)
 {
-	XDim3 d = { 1, 1, 1 };
+	XDim3 d = {1, 1, 1};
 	return (int)d.x - 1 + (int)kXSchedSuccess;
 }

@@ -18,7 +18,7 @@
 #include "core/object.h"
 #include "core/xqueue.h"
 
-#define SU_MAXQ	  8
+#define SU_MAXQ   8
 #define SU_MAXLOG 20000
 
 typedef struct su_queue {
@@ -28,7 +28,7 @@ typedef struct su_queue {
 	XQueueHandle xq;
 	atomic_bool stop;     /* remaining commands return at once */
 	atomic_llong busy_us; /* recorded command time so far */
-	atomic_int ran;	      /* recorded commands so far */
+	atomic_int ran;       /* recorded commands so far */
 } su_queue;
 
 typedef struct su_event {

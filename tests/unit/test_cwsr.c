@@ -568,7 +568,7 @@ static int test_new_queue_refused(void)
 
 static int test_partial_suspend(void)
 {
-	xs_cwsr_queue *q[3] = { NULL, NULL, NULL };
+	xs_cwsr_queue *q[3] = {NULL, NULL, NULL};
 	size_t i;
 
 	/* Queue 7 refused (invalid): 3 and 5 were suspended and must be
@@ -742,21 +742,21 @@ int main(void)
 		const char *name;
 		int (*fn)(void);
 	} tests[] = {
-		{ "request_numbers", test_request_numbers },
-		{ "probe_ok", test_probe_ok },
-		{ "no_device", test_no_device },
-		{ "old_kernel", test_old_kernel },
-		{ "debugger_attached", test_debugger_attached },
-		{ "runtime_not_debug_enabled", test_runtime_not_debug_enabled },
-		{ "attach_suspend_resume_detach", test_attach_suspend_resume_detach },
-		{ "refcount_and_batches", test_refcount_and_batches },
-		{ "attach_errors", test_attach_errors },
-		{ "snapshot_growth", test_snapshot_growth },
-		{ "new_queue_refused", test_new_queue_refused },
-		{ "partial_suspend", test_partial_suspend },
-		{ "runtime_failures", test_runtime_failures },
-		{ "threads", test_threads },
-		{ "real_syscalls_without_kfd", test_real_syscalls_without_kfd },
+	    {"request_numbers", test_request_numbers},
+	    {"probe_ok", test_probe_ok},
+	    {"no_device", test_no_device},
+	    {"old_kernel", test_old_kernel},
+	    {"debugger_attached", test_debugger_attached},
+	    {"runtime_not_debug_enabled", test_runtime_not_debug_enabled},
+	    {"attach_suspend_resume_detach", test_attach_suspend_resume_detach},
+	    {"refcount_and_batches", test_refcount_and_batches},
+	    {"attach_errors", test_attach_errors},
+	    {"snapshot_growth", test_snapshot_growth},
+	    {"new_queue_refused", test_new_queue_refused},
+	    {"partial_suspend", test_partial_suspend},
+	    {"runtime_failures", test_runtime_failures},
+	    {"threads", test_threads},
+	    {"real_syscalls_without_kfd", test_real_syscalls_without_kfd},
 	};
 	size_t i;
 

@@ -102,7 +102,7 @@ int main(void)
 	/* Submitters racing a destroy: every accepted command ran, the rest were refused. */
 	HwQueueHandle hwq;
 	CHECK_OK(HostQueueCreate(&hwq));
-	struct sub s = { 0 };
+	struct sub s = {0};
 	CHECK_OK(XQueueCreate(&s.xq, hwq, kPreemptLevelBlock, 0));
 	atomic_store(&g_ran, 0);
 	pthread_t th[4];

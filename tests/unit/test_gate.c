@@ -9,7 +9,7 @@
 
 static atomic_int g_next;    /* position in g_log of the next command to run */
 static atomic_int g_runs[N]; /* times each command ran */
-static int g_log[N];	     /* command indices in the order they ran */
+static int g_log[N];         /* command indices in the order they ran */
 static int g_idx[N];
 static uint64_t g_base; /* commands the XQueue completed before the current stream */
 

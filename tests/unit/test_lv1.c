@@ -45,7 +45,7 @@ int main(void)
 	CHECK_OK(XQueueCreate(&g_xq, hwq, kPreemptLevelBlock, 0));
 
 	/* The window bound holds for several configurations. */
-	int64_t configs[][2] = { { 1, 1 }, { 4, 2 }, { 8, 8 }, { 5, 3 } };
+	int64_t configs[][2] = {{1, 1}, {4, 2}, {8, 8}, {5, 3}};
 	int total = 0;
 	for (size_t c = 0; c < sizeof(configs) / sizeof(configs[0]); c++) {
 		g_threshold = configs[c][0];

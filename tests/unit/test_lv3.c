@@ -39,7 +39,7 @@
 #include "preempt/lv3.h"
 
 #define RING(i) (0x10000ull * ((i) + 1)) /* ring of fake queue i (id 3 + 2 i) */
-#define QID(i)	((uint32_t)(3 + 2 * (i)))
+#define QID(i)  ((uint32_t)(3 + 2 * (i)))
 #define WAIT_MS 10000 /* generous bound for things that must happen */
 
 /* ---- log capture: count the lines the library prints ---- */

@@ -45,7 +45,7 @@ static void run(int64_t threshold, int64_t batch)
 	CHECK_OK(XQueueSetLaunchConfig(xq, threshold, batch));
 	HwCommandHandle last = 0;
 	for (int i = 0; i < N; i++) {
-		steps[i] = (struct step){ &log, i };
+		steps[i] = (struct step){&log, i};
 		HwCommandHandle cmd;
 		if (i % 3)
 			CHECK_OK(HwCommandCreateHostFunc(&cmd, host_step, &steps[i]));

@@ -107,9 +107,9 @@ static void kedf(void)
 	printf("k-EDF: at most %d queues ran at once\n", atomic_load(&su_max_running));
 	CHECK(atomic_load(&su_nlog) == 50);
 	CHECK(atomic_load(&su_max_running) == 2); /* k at once, never more */
-	CHECK(overlap(A, B));			  /* the two earliest together */
-	CHECK(all_before(A, C));		  /* the third waits for a free place */
-	CHECK(overlap(B, C));			  /* and takes the one A left */
+	CHECK(overlap(A, B));                     /* the two earliest together */
+	CHECK(all_before(A, C));                  /* the third waits for a free place */
+	CHECK(overlap(B, C));                     /* and takes the one A left */
 	CHECK_OK(XQueueDestroy(g1));
 	CHECK_OK(XQueueDestroy(g2));
 	CHECK_OK(HwQueueDestroy(gh1));

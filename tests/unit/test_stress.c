@@ -5,10 +5,10 @@
 
 #include "check.h"
 
-#define QUEUES 6
-#define THREADS 8
+#define QUEUES     6
+#define THREADS    8
 #define PER_THREAD 400
-#define TOTAL (THREADS * PER_THREAD)
+#define TOTAL      (THREADS * PER_THREAD)
 
 struct q {
 	XQueueHandle xq;
@@ -64,7 +64,7 @@ static void *submitter(void *arg)
 static void *chaos(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
-	bool suspended[QUEUES] = { 0 };
+	bool suspended[QUEUES] = {0};
 	while (!atomic_load(&g_done)) {
 		int k = rand_r(&seed) % QUEUES;
 		switch (rand_r(&seed) % 3) {
