@@ -33,12 +33,12 @@ struct xsb__run {
 	enum xsb__body body;
 	int nlanes, nhigh;
 	const struct xsb_task *task_high, *task_low;
-	int ntasks;	   /* closed: tasks per high lane (and at least per low lane) */
-	int ntasks_low;	   /* closed: if > 0, the least a low lane runs instead */
+	int ntasks;        /* closed: tasks per high lane (and at least per low lane) */
+	int ntasks_low;    /* closed: if > 0, the least a low lane runs instead */
 	double think_ms;   /* closed: high lanes think U(0, think_ms) before each task */
 	double duration_s; /* open */
-	double rate;	   /* open: high requests per second */
-	int nsamples;	   /* preempt */
+	double rate;       /* open: high requests per second */
+	int nsamples;      /* preempt */
 	int64_t spin_ns;   /* preempt */
 	struct xsb_lane *lanes;
 	struct xsb_samples *smp;
@@ -743,7 +743,7 @@ int xsb_scenario_two_models(struct xsb_ctx *c)
 	struct xsb__table tab = {.n = 0};
 	xsb__modes(c, &base, &tab);
 	printf("\ntwo-models: high = %s at %.0f req/s (latency from arrival); low = %s back to "
-	       "back; %.0f s per mode, alone %.0f s; low rows: one sample per forward pass\n",
+	       "back; %.1f s per mode, alone %.1f s; low rows: one sample per forward pass\n",
 	       small.desc, c->o->rate, large.desc, dur, alone_s);
 	xsb__print(&tab, &alone);
 	xsb__verdicts("two-models", &tab, &alone, false);
