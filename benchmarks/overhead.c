@@ -37,7 +37,7 @@
 #define GEMM_IMPL "tiled SGEMM kernel"
 #endif
 
-#define GEMM_N	       2048
+#define GEMM_N         2048
 #define GEMMS_PER_TASK 30
 
 #define OK(expr)                                                                                   \
@@ -200,9 +200,9 @@ enum { MAXV = 4096 };
 
 struct config {
 	const char *name;
-	int64_t level;	  /* 0: raw launches on the stream */
+	int64_t level;    /* 0: raw launches on the stream */
 	const char *sync; /* XSCHED_GPU_SYNC when the HwQueue is made */
-	int gate_every;	  /* XSCHED_GATE_EVERY when the HwQueue is made */
+	int gate_every;   /* XSCHED_GATE_EVERY when the HwQueue is made */
 	gpuStream_t s;
 	HwQueueHandle hwq;
 	XQueueHandle xq;

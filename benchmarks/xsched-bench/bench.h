@@ -84,9 +84,9 @@ struct xsb_lane {
 	bool high;
 	const struct xsb_backend *be;
 	const struct xsb_mode *mode;
-	int prio_class;	   /* hardware priority: 1 high, -1 low, 0 equal */
-	void *stream;	   /* the backend's native queue */
-	void *priv;	   /* the backend's per-lane state (handles, buffers) */
+	int prio_class;    /* hardware priority: 1 high, -1 low, 0 equal */
+	void *stream;      /* the backend's native queue */
+	void *priv;        /* the backend's per-lane state (handles, buffers) */
 	HwQueueHandle hwq; /* xsched modes */
 	XQueueHandle xq;   /* xsched modes */
 	struct xsb_cbslot *slots;
@@ -100,8 +100,8 @@ struct xsb_lane {
 struct xsb_backend {
 	const char *name;    /* "cuda" or "host" */
 	char device[400];    /* what runs the work, in words */
-	bool modeled;	     /* figures come from a model, not a device */
-	int max_level;	     /* highest XPreemptLevel a HwQueue of this backend gives */
+	bool modeled;        /* figures come from a model, not a device */
+	int max_level;       /* highest XPreemptLevel a HwQueue of this backend gives */
 	char no_xsched[160]; /* why no XQueue can run here (then max_level is 0), or empty */
 	/* Called once by every application thread before it uses a lane. */
 	int (*thread_init)(void);
@@ -165,7 +165,7 @@ struct xsb_sample {
 	int task;
 	bool high;
 	int64_t start, end; /* CLOCK_MONOTONIC ns */
-	int64_t extra;	    /* scenario-defined (preempt: submit-to-completion ns) */
+	int64_t extra;      /* scenario-defined (preempt: submit-to-completion ns) */
 };
 
 struct xsb_samples {
@@ -217,7 +217,7 @@ struct xsb_opts {
 	int threads; /* 0 = scenario default */
 	bool quick;
 	int large_batch;
-	double rate;		      /* two-models request rate */
+	double rate;                  /* two-models request rate */
 	struct xsb_launch_cfg cfg[4]; /* per level */
 	bool cfg_set[4];
 	uint64_t seed;

@@ -8,7 +8,7 @@
 
 #include "bench.h"
 
-static const char *const xsb__all[] = {"systematic", "latency",	 "two-models",
+static const char *const xsb__all[] = {"systematic", "latency",  "two-models",
 				       "preempt",    "overhead", "tune"};
 #define XSB_NSCEN (sizeof(xsb__all) / sizeof(xsb__all[0]))
 

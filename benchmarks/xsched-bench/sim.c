@@ -39,7 +39,7 @@
 
 #include "bench.h"
 
-#define XSB_SIM_FLOPS	 49e12
+#define XSB_SIM_FLOPS    49e12
 #define XSB_SIM_FLOOR_NS 8000
 #define XSB_SIM_STAMP_NS 2000
 #define XSB_SIM_MAX_CONN 32
@@ -56,7 +56,7 @@ struct xsb__sim_item {
 	struct xsb__sim_stream *s;
 	uint64_t seq;
 	int64_t submit; /* ns */
-	bool chained;	/* ready when the stream's previous op ends (see launch_cb) */
+	bool chained;   /* ready when the stream's previous op ends (see launch_cb) */
 	struct xsb__sim_item *next;
 };
 
@@ -65,11 +65,11 @@ struct xsb__sim_stream {
 	int prio;
 	/* Under xsb__sim.lock: */
 	uint64_t enq, done;
-	bool on_dev;	   /* an item of this stream is passed to the device or running */
+	bool on_dev;       /* an item of this stream is passed to the device or running */
 	int64_t last_end;  /* virtual end of its last kernel */
 	pthread_cond_t cv; /* sync waits here */
 	int64_t cb_return; /* xsched lanes: when the last callback returned (executor only) */
-	bool xsched;	   /* fed by a host HwQueue's callbacks */
+	bool xsched;       /* fed by a host HwQueue's callbacks */
 };
 
 static struct {
