@@ -4,8 +4,18 @@
  * While any XQueue of priority p is ready, every XQueue of priority below p is suspended,
  * idle ones included (so that work submitted to them does not slip out before the next
  * pass); queues of the highest ready priority share the device. With nothing ready,
- * everything runs. No timer.
+ * everything runs.
+ *
+ * Linger (this library's addition): XSCHED_HPF_LINGER_US=t keeps a queue's priority in
+ * force for t microseconds after it goes idle, so that a high-priority thread that submits
+ * its next task right after waiting for the last one does not find the device refilled
+ * with lower-priority work it must drain first. The cost is at most t of lower-priority
+ * time per idle spell. Default 0 (XSched's behaviour); read when HPF becomes the policy
+ * or at its first pass. The only HPF state, and the only reason for a timer.
  */
+#include <stdlib.h>
+
+#include "core/log.h"
 #include "sched/policy.h"
 
 void xs_policy_hpf_decide(xs_sched_entry *e, size_t n)
@@ -18,15 +28,77 @@ void xs_policy_hpf_decide(xs_sched_entry *e, size_t n)
 		e[i].suspend = e[i].prio < top;
 }
 
+/* Per queue, while lingering is on. */
+struct xs__hpf_q {
+	bool was_ready;
+	int64_t idle_since_ns; /* 0 = not lingering */
+};
+
+/* Guarded by the scheduler lock, like all policy state. -1 = not read yet. */
+static int64_t xs__linger_ns = -1;
+
+static void xs__hpf_reset(void)
+{
+	xs__linger_ns = -1;
+}
+
+static int64_t xs__read_linger(void)
+{
+	const char *s = getenv("XSCHED_HPF_LINGER_US");
+	if (!s || !*s)
+		return 0;
+	char *end;
+	long long us = strtoll(s, &end, 10);
+	if (*end || us < 0 || us > TIMESLICE_MAX) {
+		XS_WARN("sched", "XSCHED_HPF_LINGER_US=%s is not 0..%d microseconds; using 0", s,
+			TIMESLICE_MAX);
+		return 0;
+	}
+	XS_INFO("sched", "HPF keeps an idle queue's priority for %lld us", us);
+	return us * 1000;
+}
+
 static int64_t xs__hpf_schedule(xs_sched_entry *e, size_t n, const xs_sched_params *p)
 {
-	(void)p;
-	xs_policy_hpf_decide(e, n);
-	return 0;
+	if (xs__linger_ns < 0)
+		xs__linger_ns = xs__read_linger();
+	if (!xs__linger_ns) {
+		xs_policy_hpf_decide(e, n);
+		return 0;
+	}
+	int64_t top = INT64_MIN, timer = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct xs__hpf_q *st = xs_policy_slot(&e[i], sizeof(*st));
+		bool counts = e[i].ready;
+		if (st) {
+			if (e[i].ready) {
+				st->was_ready = true;
+				st->idle_since_ns = 0;
+			} else if (st->was_ready) {
+				st->was_ready = false;
+				st->idle_since_ns = p->now_ns;
+			}
+			int64_t until = st->idle_since_ns + xs__linger_ns;
+			if (st->idle_since_ns && until > p->now_ns) {
+				counts = true;
+				if (!timer || until < timer)
+					timer = until;
+			} else {
+				st->idle_since_ns = 0;
+			}
+		}
+		if (counts && e[i].prio > top)
+			top = e[i].prio;
+	}
+	for (size_t i = 0; i < n; i++)
+		e[i].suspend = e[i].prio < top;
+	return timer;
 }
 
 const xs_policy_ops xs_policy_hpf = {
     .type = kPolicyHighestPriorityFirst,
     .name = "HPF",
     .schedule = xs__hpf_schedule,
+    .forget = xs_policy_slot_free,
+    .reset = xs__hpf_reset,
 };

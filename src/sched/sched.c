@@ -359,6 +359,8 @@ XResult XSchedShutdown(void)
 	xs__stop_locked();
 	xs__configured = false;
 	xs_mutex_lock(&xs__lock);
+	if (xs__policy->reset)
+		xs__policy->reset(); /* policies re-read their environment on the next start */
 	xs__timeslice_us = TIMESLICE_DEFAULT;
 	xs__timeslice_given = false;
 	xs__k = 1;
