@@ -10,8 +10,12 @@
  * force for t microseconds after it goes idle, so that a high-priority thread that submits
  * its next task right after waiting for the last one does not find the device refilled
  * with lower-priority work it must drain first. The cost is at most t of lower-priority
- * time per idle spell. Default 0 (XSched's behaviour); read when HPF becomes the policy
- * or at its first pass. The only HPF state, and the only reason for a timer.
+ * time per idle spell. Default 1000 us, from a measurement on an H200 (doc/RESULTS.md,
+ * "HPF linger"): in systematic 1H+15L at Lv2 the high-priority p99 went from 1.45x its
+ * alone time with no linger to 1.08x with 1 ms (1.01x with 3 ms), while the latency
+ * scenario's low-priority work lost about 1% (3% with 3 ms). XSCHED_HPF_LINGER_US=0 gives
+ * XSched's behaviour. Read when HPF becomes the policy or at its first pass. The only HPF
+ * state, and the only reason for a timer.
  */
 #include <stdlib.h>
 
@@ -42,17 +46,19 @@ static void xs__hpf_reset(void)
 	xs__linger_ns = -1;
 }
 
+#define XS__LINGER_DEFAULT_US 1000
+
 static int64_t xs__read_linger(void)
 {
 	const char *s = getenv("XSCHED_HPF_LINGER_US");
 	if (!s || !*s)
-		return 0;
+		return XS__LINGER_DEFAULT_US * 1000;
 	char *end;
 	long long us = strtoll(s, &end, 10);
 	if (*end || us < 0 || us > TIMESLICE_MAX) {
-		XS_WARN("sched", "XSCHED_HPF_LINGER_US=%s is not 0..%d microseconds; using 0", s,
-			TIMESLICE_MAX);
-		return 0;
+		XS_WARN("sched", "XSCHED_HPF_LINGER_US=%s is not 0..%d microseconds; using %d", s,
+			TIMESLICE_MAX, XS__LINGER_DEFAULT_US);
+		return XS__LINGER_DEFAULT_US * 1000;
 	}
 	XS_INFO("sched", "HPF keeps an idle queue's priority for %lld us", us);
 	return us * 1000;

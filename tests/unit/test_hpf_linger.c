@@ -1,7 +1,8 @@
-/* HPF linger (XSCHED_HPF_LINGER_US): a high-priority queue that goes idle keeps lower
- * queues suspended for the linger time, so a task submitted right after the previous one
- * finds them still held; after the linger they run again. Without linger they are
- * resumed between the tasks. */
+/* HPF linger (XSCHED_HPF_LINGER_US, default 1 ms): a high-priority queue that goes idle
+ * keeps lower queues suspended for the linger time, so a task submitted right after the
+ * previous one finds them still held; after the linger they run again. With a linger
+ * shorter than the gap between tasks (the default, or 0) they are resumed between the
+ * tasks. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -56,9 +57,11 @@ static uint64_t two_tasks(void)
 
 int main(void)
 {
-	CHECK(unsetenv("XSCHED_HPF_LINGER_US") == 0);
+	CHECK(setenv("XSCHED_HPF_LINGER_US", "0", 1) == 0);
 	CHECK(two_tasks() >= 2); /* resumed between the tasks, suspended again */
+	CHECK(unsetenv("XSCHED_HPF_LINGER_US") == 0);
+	CHECK(two_tasks() >= 2); /* the default 1 ms is shorter than the 20 ms gap */
 	CHECK(setenv("XSCHED_HPF_LINGER_US", "2000000", 1) == 0); /* 2 s >> the 20 ms gap */
-	CHECK(two_tasks() == 1); /* held across the gap */
+	CHECK(two_tasks() == 1);                                  /* held across the gap */
 	return 0;
 }
