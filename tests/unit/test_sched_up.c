@@ -81,7 +81,7 @@ int main(void)
 	double share = measure(1200000, &used);
 	int64_t t1 = t_now_us();
 	CHECK(share > 0.65 && share < 0.85);
-	CHECK(used > 0.70);
+	CHECK(used > 0.60); /* C's idle share reused: were it kept idle, about 0.5 */
 
 	/* 2. Swap the utilizations while both run: 1:3. */
 	CHECK_OK(XHintUtilization(su_q[A].xq, 25));
@@ -89,15 +89,20 @@ int main(void)
 	t_sleep_us(100000);
 	share = measure(1000000, &used);
 	CHECK(share > 0.15 && share < 0.35);
-	CHECK(used > 0.70);
+	CHECK(used > 0.60); /* C's idle share reused: were it kept idle, about 0.5 */
 
 	/* 3. B goes idle: A's turn no longer ends, it gets the whole device. */
+	/* Checked by suspensions, not by A's busy fraction, which a loaded machine (or a
+	 * sanitizer) lowers without any scheduling decision. */
 	su_drain(B);
+	t_sleep_us(50000); /* the pass that sees B idle hands the device to A */
+	uint64_t s0 = t_stats(su_q[A].xq).suspensions;
 	int64_t a0 = su_busy(A), w0 = t_now_us();
 	t_sleep_us(300000);
 	double alone = (double)(su_busy(A) - a0) / (double)(t_now_us() - w0);
 	printf("A alone: %.3f of wall time\n", alone);
-	CHECK(alone > 0.70);
+	CHECK(t_stats(su_q[A].xq).suspensions == s0);
+	CHECK(alone > 0.0);
 
 	su_drain(A);
 	CHECK_OK(XQueueWaitAll(su_q[C].xq));
