@@ -26,59 +26,21 @@
 
 #include "core/log.h"
 #include "fake_kfd.h"
+#include "log_capture.h"
 #include "preempt/cwsr.h"
 #include "preempt/kfd_uapi.h"
 
-/* ---- log capture: count the lines the backend prints ---- */
-
-static int saved_stderr = -1;
-static FILE *capture_file;
-static char captured[4096];
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	capture_file = tmpfile();
-	saved_stderr = dup(STDERR_FILENO);
-	if (capture_file && saved_stderr >= 0)
-		dup2(fileno(capture_file), STDERR_FILENO);
-}
-
-/* Returns the number of "xsched[cwsr]" lines printed since capture_begin(). */
-static int capture_end(void)
-{
-	size_t len;
-	int lines = 0;
-	char *p;
-
-	fflush(stderr);
-	if (saved_stderr >= 0) {
-		dup2(saved_stderr, STDERR_FILENO);
-		close(saved_stderr);
-		saved_stderr = -1;
-	}
-	captured[0] = '\0';
-	if (!capture_file)
-		return -1;
-	rewind(capture_file);
-	len = fread(captured, 1, sizeof(captured) - 1, capture_file);
-	captured[len] = '\0';
-	fclose(capture_file);
-	capture_file = NULL;
-	for (p = captured; (p = strstr(p, "xsched[cwsr]")) != NULL; p++)
-		lines++;
-	return lines;
-}
+/* ---- log capture (log_capture.h) ---- */
 
 /* ---- checks ---- */
 
 #define FAIL(...)                                                                                  \
 	do {                                                                                       \
-		if (saved_stderr >= 0)                                                             \
-			capture_end();                                                             \
+		if (t_capturing())                                                                 \
+			t_capture_end("xsched[cwsr]");                                             \
 		printf("%s:%d: %s: ", __FILE__, __LINE__, __func__);                               \
 		printf(__VA_ARGS__);                                                               \
-		printf("\n  trace: %s\n  log: %s\n", F.trace, captured);                           \
+		printf("\n  trace: %s\n  log: %s\n", F.trace, t_captured);                         \
 		fflush(stdout);                                                                    \
 		return 1;                                                                          \
 	} while (0)
@@ -109,9 +71,9 @@ static int capture_end(void)
 	do {                                                                                       \
 		XResult r_;                                                                        \
 		int n_;                                                                            \
-		capture_begin();                                                                   \
+		t_capture_begin();                                                                 \
 		r_ = (call);                                                                       \
-		n_ = capture_end();                                                                \
+		n_ = t_capture_end("xsched[cwsr]");                                                \
 		if (r_ != (want))                                                                  \
 			FAIL("%s returned %d, expected %s (%d)", #call, (int)r_, #want,            \
 			     (int)(want));                                                         \
@@ -122,9 +84,9 @@ static int capture_end(void)
 #define CHECK_VOID_CALL(call, lines)                                                               \
 	do {                                                                                       \
 		int n_;                                                                            \
-		capture_begin();                                                                   \
+		t_capture_begin();                                                                 \
 		call;                                                                              \
-		n_ = capture_end();                                                                \
+		n_ = t_capture_end("xsched[cwsr]");                                                \
 		if (n_ != (lines))                                                                 \
 			FAIL("%s printed %d log line(s), expected %d", #call, n_, (lines));        \
 	} while (0)
@@ -201,13 +163,13 @@ static int test_no_device(void)
 	F.open_result = -ENOENT;
 	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
 	CHECK_TRACE("open");
-	CHECK(strstr(captured, "/dev/kfd") != NULL);
+	CHECK(strstr(t_captured, "/dev/kfd") != NULL);
 	CHECK_CALL(xs_cwsr_kfd_version(&major, &minor), kXSchedErrorNotSupported, 1);
 
 	fake_reset(1);
 	F.open_result = -EACCES;
 	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
-	CHECK(strstr(captured, "permission") != NULL);
+	CHECK(strstr(t_captured, "permission") != NULL);
 	CHECK_CLEAN();
 	return 0;
 }
@@ -221,7 +183,7 @@ static int test_old_kernel(void)
 	F.minor = 11;
 	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
 	CHECK_TRACE("open version close");
-	CHECK(strstr(captured, "1.11") != NULL);
+	CHECK(strstr(t_captured, "1.11") != NULL);
 	CHECK_CLEAN();
 
 	trace_clear();
@@ -248,13 +210,13 @@ static int test_old_kernel(void)
 	F.enable_err = -ENOTTY;
 	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
 	CHECK_TRACE("open version enable close");
-	CHECK(strstr(captured, "ENOTTY") != NULL);
+	CHECK(strstr(t_captured, "ENOTTY") != NULL);
 
 	fake_reset(1);
 	F.enable_err = -EINVAL;
 	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
 	CHECK_TRACE("open version enable close");
-	CHECK(strstr(captured, "EINVAL") != NULL);
+	CHECK(strstr(t_captured, "EINVAL") != NULL);
 	CHECK_CLEAN();
 
 	/* Exactly 1.13 is enough. */
@@ -275,7 +237,7 @@ static int test_debugger_attached(void)
 	F.debugger_attached = true;
 	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
 	CHECK_TRACE("open version enable close");
-	CHECK(strstr(captured, "EALREADY") != NULL);
+	CHECK(strstr(t_captured, "EALREADY") != NULL);
 	trace_clear();
 	CHECK_CALL(xs_cwsr_attach(&q, F.q[0].ring), kXSchedErrorNotSupported, 1);
 	CHECK_TRACE("open version enable close");
@@ -294,7 +256,7 @@ static int test_runtime_not_debug_enabled(void)
 	F.runtime_state = XS_KFD_RUNTIME_STATE_DISABLED;
 	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
 	CHECK_TRACE("open version enable disable close");
-	CHECK(strstr(captured, "runtime_state 0") != NULL);
+	CHECK(strstr(t_captured, "runtime_state 0") != NULL);
 	CHECK_CLEAN();
 
 	trace_clear();
@@ -457,7 +419,7 @@ static int test_attach_errors(void)
 	CHECK_CALL(xs_cwsr_attach(&q, 0x999000), kXSchedErrorNotFound, 1);
 	CHECK(q == NULL);
 	CHECK_TRACE("open version enable snapshot disable close");
-	CHECK(strstr(captured, "0x999000") != NULL);
+	CHECK(strstr(t_captured, "0x999000") != NULL);
 	CHECK_CLEAN();
 
 	/* An SDMA queue cannot be preempted this way. */
@@ -581,7 +543,7 @@ static int test_partial_suspend(void)
 	CHECK_CALL(xs_cwsr_suspend_many(q, 3), kXSchedErrorHardware, 1);
 	CHECK_TRACE("suspend[3,5,7] resume[3,5]");
 	CHECK_EQ(F.last_resume.resume_queues.num_queues, 2);
-	CHECK(strstr(captured, "queue 7") != NULL);
+	CHECK(strstr(t_captured, "queue 7") != NULL);
 	CHECK_EQ(fake_suspended_count(), 0);
 	for (i = 0; i < 3; i++)
 		CHECK(!xs_cwsr_is_suspended(q[i]));
@@ -593,7 +555,7 @@ static int test_partial_suspend(void)
 	trace_clear();
 	CHECK_CALL(xs_cwsr_suspend_many(q, 3), kXSchedErrorHardware, 1);
 	CHECK_TRACE("suspend[3,5,7] resume[3,5,7]");
-	CHECK(strstr(captured, "hardware-error") != NULL);
+	CHECK(strstr(t_captured, "hardware-error") != NULL);
 	CHECK_EQ(fake_suspended_count(), 0);
 
 	/* Clean entries but a short count: undo all of them. */

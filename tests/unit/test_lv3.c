@@ -34,6 +34,7 @@
 #include "check.h"
 #include "core/log.h"
 #include "fake_kfd.h"
+#include "log_capture.h"
 #include "hal/hal.h"
 #include "preempt/cwsr.h"
 #include "preempt/lv3.h"
@@ -42,57 +43,16 @@
 #define QID(i)  ((uint32_t)(3 + 2 * (i)))
 #define WAIT_MS 10000 /* generous bound for things that must happen */
 
-/* ---- log capture: count the lines the library prints ---- */
+/* ---- log capture (log_capture.h) ---- */
 
-static int saved_stderr = -1;
-static FILE *capture_file;
-static char captured[8192];
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	capture_file = tmpfile();
-	CHECK(capture_file != NULL);
-	saved_stderr = dup(STDERR_FILENO);
-	CHECK(saved_stderr >= 0);
-	dup2(fileno(capture_file), STDERR_FILENO);
-}
-
-/* Stop capturing; returns the number of "xsched[" lines printed since capture_begin()
- * (by any thread) and keeps the text in @captured. */
-static int capture_end(void)
-{
-	size_t len;
-	int lines = 0;
-	char *p;
-
-	fflush(stderr);
-	if (saved_stderr >= 0) {
-		dup2(saved_stderr, STDERR_FILENO);
-		close(saved_stderr);
-		saved_stderr = -1;
-	}
-	captured[0] = '\0';
-	if (!capture_file)
-		return -1;
-	rewind(capture_file);
-	len = fread(captured, 1, sizeof(captured) - 1, capture_file);
-	captured[len] = '\0';
-	fclose(capture_file);
-	capture_file = NULL;
-	for (p = captured; (p = strstr(p, "xsched[")) != NULL; p++)
-		lines++;
-	return lines;
-}
-
-/* A failed check exits while capturing: show what was captured, the check's message
+/* A failed check exits while capturing: show what was t_captured, the check's message
  * included. */
 static void capture_dump_at_exit(void)
 {
-	if (saved_stderr >= 0) {
-		capture_end();
-		fprintf(stderr, "%s", captured);
-		fprintf(stderr, "  (captured log above; fake trace: %s)\n", F.trace);
+	if (t_capturing()) {
+		t_capture_end("xsched[");
+		fprintf(stderr, "%s", t_captured);
+		fprintf(stderr, "  (t_captured log above; fake trace: %s)\n", F.trace);
 	}
 }
 
@@ -100,21 +60,21 @@ static void capture_dump_at_exit(void)
 #define CHECK_LINES(stmt, lines)                                                                   \
 	do {                                                                                       \
 		int n_;                                                                            \
-		capture_begin();                                                                   \
+		t_capture_begin();                                                                 \
 		stmt;                                                                              \
-		n_ = capture_end();                                                                \
+		n_ = t_capture_end("xsched[");                                                     \
 		if (n_ != (lines)) {                                                               \
 			fprintf(stderr, "%s:%d: %s printed %d line(s), expected %d:\n%s",          \
-				__FILE__, __LINE__, #stmt, n_, (lines), captured);                 \
+				__FILE__, __LINE__, #stmt, n_, (lines), t_captured);               \
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
 
 #define CHECK_LOGGED(text)                                                                         \
 	do {                                                                                       \
-		if (!strstr(captured, (text))) {                                                   \
+		if (!strstr(t_captured, (text))) {                                                 \
 			fprintf(stderr, "%s:%d: the log does not say \"%s\":\n%s", __FILE__,       \
-				__LINE__, (text), captured);                                       \
+				__LINE__, (text), t_captured);                                     \
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
@@ -303,7 +263,7 @@ static void test_hpf_interrupt_restore(void)
 	atomic_store(&kernel_release, false);
 	log_reset();
 	trace_clear();
-	capture_begin();
+	t_capture_begin();
 	t_submit_fn(lo, kernel_fn, NULL);
 	submit_records(lo, 0, small);
 	CHECK(t_wait_for(kernel_started, NULL, WAIT_MS));
@@ -311,7 +271,7 @@ static void test_hpf_interrupt_restore(void)
 	t_submit_fn(hi, high_fn, NULL);
 	CHECK_OK(XQueueWaitAll(hi));
 	CHECK_OK(XQueueWaitAll(lo));
-	CHECK(capture_end() == 0);
+	CHECK(t_capture_end("xsched[") == 0);
 
 	/* Suspended mid-kernel, frozen while suspended, resumed only after high's work. */
 	int mid = atomic_load(&high_mid_steps);
