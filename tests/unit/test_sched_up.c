@@ -4,17 +4,19 @@
  * nothing from them; a utilization change applies while they run; when one goes idle,
  * the other gets the whole device.
  *
- * Tolerances: shares within +-0.10 of the ideal over >= 50 rounds of 20 ms, with 1 ms
- * commands (a switch lets the outgoing queue finish its running command: at most
- * 1 ms of 20 per round). "Whole device" means >= 70% of wall time in commands (an idle
- * queue holding its share would leave 50%).
+ * Tolerances: shares within +-0.10 of the ideal over 20 rounds of 100 ms, with 1 ms
+ * commands (a switch lets the outgoing queue finish its running command: at most 1 ms of
+ * 100 per round). Rounds are long so that the scheduler thread waking late on a loaded
+ * machine (milliseconds, doc/policies.md) stays small against a turn; with 20 ms rounds
+ * a loaded 2-core machine was seen to blur 3:1 into 1:1. An idle queue holding its share
+ * would leave the busy ones about 50% of wall time; the bound is 60%.
  */
 #include "sched_util.h"
 
 enum { A, B, C };
 
 #define CMD_US 1000
-#define TS_US  20000
+#define TS_US  100000
 
 struct window {
 	int64_t t, a, b;
@@ -78,7 +80,7 @@ int main(void)
 	/* 1. 3:1, and C's idle share goes to A and B. */
 	double used;
 	int64_t t0 = t_now_us();
-	double share = measure(1200000, &used);
+	double share = measure(2000000, &used);
 	int64_t t1 = t_now_us();
 	CHECK(share > 0.65 && share < 0.85);
 	CHECK(used > 0.60); /* C's idle share reused: were it kept idle, about 0.5 */
@@ -87,7 +89,7 @@ int main(void)
 	CHECK_OK(XHintUtilization(su_q[A].xq, 25));
 	CHECK_OK(XHintUtilization(su_q[B].xq, 75));
 	t_sleep_us(100000);
-	share = measure(1000000, &used);
+	share = measure(2000000, &used);
 	CHECK(share > 0.15 && share < 0.35);
 	CHECK(used > 0.60); /* C's idle share reused: were it kept idle, about 0.5 */
 
@@ -106,10 +108,10 @@ int main(void)
 
 	su_drain(A);
 	CHECK_OK(XQueueWaitAll(su_q[C].xq));
-	/* Turns, not one queue after the other: about 2 switches per 20 ms round. */
+	/* Turns, not one queue after the other: about 2 switches per 100 ms round. */
 	int s = switches(t0, t1);
 	printf("switches in phase 1: %d\n", s);
-	CHECK(s >= 20);
+	CHECK(s >= 10);
 	CHECK(atomic_load(&su_q[C].ran) == 0);
 
 	/* Invalid utilizations and time slices are refused and change nothing. */
