@@ -462,7 +462,8 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
  * A gate closed at Lv2 blocks the hardware queue the stream is mapped to: with more
  * streams than `CUDA_DEVICE_MAX_CONNECTIONS` (default 8, at most 32) streams share hardware
  * queues, and a suspended stream can then hold back another one; raise that variable
- * before the first CUDA call when many streams are scheduled at Lv2. A gate check cost
+ * before the first CUDA call when many streams are scheduled at Lv2 (a warning is logged
+ * when there are more HwQueues with Lv2 than hardware queues). A gate check cost
  * 0.6-2.2 us per command on an H200 (doc/RESULTS.md), which matters for streams of very
  * short kernels only:
  * `XSCHED_GATE_EVERY=k`, read here, checks before every k-th command (a suspension then

@@ -467,8 +467,31 @@ static void xs__release(xs__gpu_q *g)
 	xs__gate_give(g);
 }
 
+/* Live HwQueues of this runtime with an Lv2 gate, to warn when there are more than the
+ * hardware queues their streams are spread over (see xs__count_gated). */
+static atomic_uint xs__gated_live;
+
+/* Count a new gated HwQueue; warn once it makes more of them than hardware queues
+ * (XS_GPU_HWQ_ENV, default XS_GPU_HWQ_DEFAULT): then two gated streams may share a
+ * hardware queue, and a closed gate would also stall the other one. */
+static void xs__count_gated(void *stream)
+{
+	unsigned n = atomic_fetch_add_explicit(&xs__gated_live, 1, memory_order_relaxed) + 1;
+	const char *env = getenv(XS_GPU_HWQ_ENV);
+	long limit = env && *env ? strtol(env, NULL, 10) : XS_GPU_HWQ_DEFAULT;
+	if (limit > 0 && n > (unsigned long)limit)
+		XS_WARN("hal",
+			"%s stream %p is HwQueue %u with an Lv2 gate, but streams are spread over "
+			"%ld hardware queues (" XS_GPU_HWQ_ENV "): a suspended queue may stall "
+			"another that shares its hardware queue; raise " XS_GPU_HWQ_ENV
+			" before the first runtime call, or use Lv1 for some queues",
+			XS_GPU_NAME, stream, n, limit);
+}
+
 static void xs__destroy(xs_hwq *q)
 {
+	if (q->max_level >= kPreemptLevelDeactivate)
+		atomic_fetch_sub_explicit(&xs__gated_live, 1, memory_order_relaxed);
 #if defined(XS_GPU_HIP_LV3)
 	xs_lv3_detach(xs__gq(q)->lv3); /* KFD blocks destroying a suspended queue */
 	xs__gq(q)->lv3 = NULL;
@@ -651,6 +674,8 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 	}
 #endif
 	xs__restore(&saved);
+	if (level >= kPreemptLevelDeactivate)
+		xs__count_gated(stream);
 	if (level >= kPreemptLevelDeactivate && !getenv(XS_GPU_HWQ_ENV))
 		XS_INFO("hal",
 			"%s stream %p has Lv2, but " XS_GPU_HWQ_ENV " is not set: streams "

@@ -30,7 +30,8 @@
 #define XS_GPU_QUEUE_CREATE CudaQueueCreate
 
 /* Sets how many hardware queues the context spreads its streams over (default 8). */
-#define XS_GPU_HWQ_ENV "CUDA_DEVICE_MAX_CONNECTIONS"
+#define XS_GPU_HWQ_ENV     "CUDA_DEVICE_MAX_CONNECTIONS"
+#define XS_GPU_HWQ_DEFAULT 8
 
 typedef cudaStream_t xs_gpu_stream;
 typedef cudaEvent_t xs_gpu_event;

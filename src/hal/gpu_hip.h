@@ -23,7 +23,8 @@
 #define XS_GPU_QUEUE_CREATE HipQueueCreate
 
 /* Sets how many hardware queues the process spreads its streams over (default 4). */
-#define XS_GPU_HWQ_ENV "GPU_MAX_HW_QUEUES"
+#define XS_GPU_HWQ_ENV     "GPU_MAX_HW_QUEUES"
+#define XS_GPU_HWQ_DEFAULT 4
 
 typedef hipStream_t xs_gpu_stream;
 typedef hipEvent_t xs_gpu_event;
