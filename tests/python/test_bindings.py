@@ -538,28 +538,9 @@ def test_exit_drains_open_queues():
 # ---------------------------------------------------------------------------------------
 
 def _main():
-    tests = [(n, f) for n, f in sorted(globals().items(), key=lambda kv: kv[1].__code__
-                                       .co_firstlineno if callable(kv[1]) and
-                                       hasattr(kv[1], "__code__") else 0)
-             if n.startswith("test_") and callable(f)]
-    only = sys.argv[1:]
-    failed = 0
-    print("xsched bindings, library %s" % xsched.library_path)
-    for name, fn in tests:
-        if only and not any(o in name for o in only):
-            continue
-        t0 = time.monotonic()
-        try:
-            fn()
-        except BaseException as e:  # noqa: B902
-            failed += 1
-            import traceback
-            traceback.print_exc()
-            print("FAIL %s (%s: %s)" % (name, type(e).__name__, e))
-        else:
-            print("ok   %s (%.2f s)" % (name, time.monotonic() - t0))
-    print("%d failed" % failed if failed else "all passed")
-    return 1 if failed else 0
+    import _runner
+    return _runner.run(globals(), "xsched bindings, library %s" % xsched.library_path,
+                       only=sys.argv[1:])
 
 
 if __name__ == "__main__":

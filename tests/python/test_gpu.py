@@ -158,24 +158,9 @@ def _main():
     if SKIP:
         print("skipped: " + SKIP)
         return 77
-    tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
-    tests.sort(key=lambda kv: kv[1].__code__.co_firstlineno)
-    failed = 0
-    print("xsched GPU bindings on %s, library %s" % (torch.cuda.get_device_name(),
-                                                     xsched.library_path))
-    for name, fn in tests:
-        t0 = time.monotonic()
-        try:
-            fn()
-        except BaseException as e:  # noqa: B902
-            failed += 1
-            import traceback
-            traceback.print_exc()
-            print("FAIL %s (%s: %s)" % (name, type(e).__name__, e))
-        else:
-            print("ok   %s (%.2f s)" % (name, time.monotonic() - t0))
-    print("%d failed" % failed if failed else "all passed")
-    return 1 if failed else 0
+    import _runner
+    return _runner.run(globals(), "xsched GPU bindings on %s, library %s"
+                       % (torch.cuda.get_device_name(), xsched.library_path))
 
 
 if __name__ == "__main__":
