@@ -46,7 +46,7 @@ extern "C" {
 /** @name Version (read by meson from this header) */
 /**@{*/
 #define XSCHED_VERSION_MAJOR 0
-#define XSCHED_VERSION_MINOR 1
+#define XSCHED_VERSION_MINOR 2
 #define XSCHED_VERSION_PATCH 0
 /**@}*/
 
@@ -225,6 +225,11 @@ typedef struct XQueueStats {
 	uint64_t in_flight;    /**< Launched, not yet completed (now). */
 	uint64_t suspensions;  /**< Times the XQueue went from running to suspended. */
 	uint64_t suspended_ns; /**< Total time suspended, in ns, including the current spell. */
+	/** Highest command number the device may run (Lv2+: the counter; Lv1: = launched). */
+	uint64_t committed;
+	/** Estimated device time of one command, in ns (moving average of the completions
+	 *  observed; 0 before the first). The commitment budget charges this per command. */
+	uint64_t est_command_ns;
 } XQueueStats;
 
 /* ---------------------------------------------------------------------------------------
@@ -837,12 +842,37 @@ XSCHED_API XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us);
 XSCHED_API XResult XHintKDeadline(size_t k);
 
 /**
+ * @brief Set the commitment budget: how much lower-priority work a device may hold.
+ *
+ * Per device, the commands of XQueues whose priority is below the highest priority
+ * present on that device (idle queues count) may be *committed* (free to run on the
+ * device) only while the estimated device time of their committed, incomplete commands
+ * stays within this budget; at least one such command may always be committed. A
+ * high-priority arrival therefore waits for at most about this much lower-priority work
+ * (plus the rest of what runs), whatever the number of queues. Estimates are moving
+ * averages of observed command times (XQueueStats.est_command_ns). Queues at the top
+ * priority are not limited; when all queues share one priority nothing is. Applies to
+ * every policy (ranked by XHintPriority()); without a scheduler (kSchedulerAppManaged)
+ * nothing is limited.
+ *
+ * Default XSCHED_BUDGET_US from the environment, else 1000 us (doc/RESULTS.md, "Engine
+ * v2", says how it was chosen).
+ *
+ * @param budget_us [in] Budget in microseconds, 0..TIMESLICE_MAX; 0 = one command at a
+ *                       time.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue outside the range.
+ * Thread-safety: any thread; applies to the next commit on every device.
+ */
+XSCHED_API XResult XHintCommitBudget(int64_t budget_us);
+
+/**
  * @brief Stop the scheduler thread and release the library's process-wide state.
  *
  * Queues the scheduler suspended are resumed, and the process-wide hints
- * (XHintTimeslice(), XHintKDeadline()) return to their defaults; per-queue hints stay.
- * Also runs at process exit. Idempotent; a later XQueueCreate() or XHintSetScheduler()
- * starts the scheduler again.
+ * (XHintTimeslice(), XHintKDeadline(), XHintCommitBudget()) return to their defaults;
+ * per-queue hints stay. The threads of devices without XQueues are stopped, and the
+ * environment is read again at the next start. Also runs at process exit. Idempotent; a later
+ * XQueueCreate() or XHintSetScheduler() starts the scheduler again.
  *
  * @return kXSchedSuccess.
  * Thread-safety: any thread except the scheduler's own.

@@ -7,16 +7,16 @@
  * Ownership of the mutable fields:
  * - kind and payload: written at creation, read-only after;
  * - xq: set once by XQueueSubmit (compare-and-swap from NULL), never cleared;
- * - seq, state, next: written under the owning XQueue's lock;
- * - result: written by whoever finishes the command (the launcher on a failed launch,
- *   the host executor or a GPU host-function trampoline, the completer), each step
- *   ordered by the XQueue's lock or the backend's completion point; read under the
+ * - link, seq, state, charge_ns, gated: written under the owning XQueue's lock (engine);
+ * - result: written by whoever finishes the command (the thread that enqueued it, on a
+ *   failed launch; a host function trampoline; the engine at completion), each step
+ *   ordered by the XQueue's lock or the done number that follows it; read under the
  *   XQueue's lock once state is DONE;
- * - u.record.dep*: the dependency state of an event record, guarded by the process-wide
- *   dependency lock of preempt/launch.c (see xs_dep_*() below);
- * - u.record.native: written once by the producer's launcher inside the backend's launch,
- *   before the dependency state says LAUNCHED; read by waiters after they saw that state
- *   under the dependency lock, and by the free function.
+ * - u.record.dep*: the dependency state of an event record, guarded by the engine's
+ *   dependency lock (preempt/deps.c);
+ * - u.record.native: written once inside the backend's enqueue, before the dependency
+ *   state says ENQUEUED; read by waiters after they saw that state under the dependency
+ *   lock, and by the free function.
  */
 #ifndef XS_CORE_COMMAND_H
 #define XS_CORE_COMMAND_H
@@ -25,18 +25,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/list.h"
 #include "core/object.h"
 #include "xsched.h"
 
 struct xs_xqueue;
 struct xs_hal_ops;
-
-/* A completion point: a marker after the commands launched so far. Filled by the
- * backend's sync_create, waited by its sync_wait; the backend picks the field it uses. */
-typedef struct xs_sync {
-	uint64_t seq; /* host: the executor's sequence number */
-	void *native; /* GPU: an event */
-} xs_sync;
 
 enum xs_cmd_kind {
 	XS_CMD_HOST_FUNC,     /* HostFunction on the HwQueue's executor */
@@ -52,17 +46,17 @@ enum xs_cmd_kind {
 
 /* How far a wait may go on an event record (u.record.dep), under the dependency lock. */
 enum xs_dep_state {
-	XS_DEP_NONE,     /* not launched yet */
-	XS_DEP_LAUNCHED, /* launched: a wait on a queue of the same backend may be enqueued
-			  * natively behind it, unless u.record.needs_done */
+	XS_DEP_NONE,     /* not enqueued yet */
+	XS_DEP_LAUNCHED, /* enqueued and committed: a wait on a queue of the same backend may
+			  * be enqueued natively behind it, unless u.record.needs_done */
 	XS_DEP_DONE,     /* completed: any wait may go */
 	XS_DEP_FAILED,   /* failed or can never run: waits fail with u.record.dep_result */
 };
 
 enum xs_cmd_state {
 	XS_CMD_CREATED,
-	XS_CMD_PENDING,   /* in the XQueue, not launched */
-	XS_CMD_IN_FLIGHT, /* handed to the HwQueue */
+	XS_CMD_PENDING,   /* in the XQueue, not enqueued */
+	XS_CMD_IN_FLIGHT, /* enqueued on the HwQueue (at Lv2 possibly not committed yet) */
 	XS_CMD_DONE,      /* completion observed; result final */
 };
 
@@ -116,17 +110,12 @@ typedef struct xs_cmd {
 	void *owned; /* heap memory the payload points into (copied arguments); freed with it */
 
 	_Atomic(struct xs_xqueue *) xq;
-	uint64_t seq; /* 1-based position in the XQueue */
+	xs_link link; /* the XQueue's pending or in-flight list */
+	uint64_t seq; /* 1-based position in the XQueue = its number on the HwQueue */
 	enum xs_cmd_state state;
-	bool gated;          /* launched behind a gate check (Lv2); set with state IN_FLIGHT */
-	struct xs_cmd *next; /* pending or in-flight list link */
+	bool gated;        /* enqueued behind a counter wait (Lv2 and up) */
+	int64_t charge_ns; /* budget charged for it while committed (0 = not charged) */
 	XResult result;
-
-	/* A completion point after this command, marked by the launcher (hal.h). */
-	bool has_sync;
-	bool sync_valid; /* sync_create succeeded; otherwise the completer drains the queue */
-	xs_sync sync;
-	struct xs_cmd *sync_next; /* the XQueue's list of completion points */
 } xs_cmd;
 
 /* Allocate a command of @kind with one reference (the caller's); NULL if out of memory. */
@@ -143,15 +132,5 @@ static inline bool xs_cmd_kind_is_gpu(enum xs_cmd_kind kind)
 	return kind == XS_CMD_KERNEL || kind == XS_CMD_MODULE_KERNEL || kind == XS_CMD_MEMCPY ||
 	       kind == XS_CMD_MEMSET;
 }
-
-/* Event dependencies (preempt/launch.c). The dependency lock is a leaf: it may be taken
- * with one XQueue lock held, and nothing is taken under it. */
-
-/* Move @record's dependency state forward to @state (never back) and wake every launcher
- * waiting on a record. @res is kept with XS_DEP_FAILED. Any thread. */
-void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res);
-/* An event record was just submitted: wake blocked launchers (a wait on it may sit in the
- * same XQueue, behind which it can never run). Any thread. */
-void xs_dep_submitted(void);
 
 #endif

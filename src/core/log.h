@@ -42,4 +42,14 @@ void xs_log_set_level(enum xs_log_level level);
 #define XS_WARN(topic, ...)  XS_LOG(XS_LOG_WARN, topic, __VA_ARGS__)
 #define XS_ERROR(topic, ...) XS_LOG(XS_LOG_ERROR, topic, __VA_ARGS__)
 
+/* Validate an argument at the API boundary in one line: when @cond is false, log @fmt at
+ * warning level under @topic and return @ret from the calling function. */
+#define XS_CHECK(cond, ret, topic, ...)                                                            \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			XS_WARN(topic, __VA_ARGS__);                                               \
+			return ret;                                                                \
+		}                                                                                  \
+	} while (0)
+
 #endif

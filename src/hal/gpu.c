@@ -4,70 +4,68 @@
  * A HwQueue wraps an application-owned stream; its handle is the stream pointer. The
  * library never creates or destroys a context and never synchronizes a whole device: its
  * own threads bind the stream's context (CUDA) or device (HIP) in thread_init, and any
- * other thread that must call the runtime here (creation, destroy, freeing an event)
+ * other thread that must call the runtime here (creation, destroy, hardware priority)
  * binds it for the call and then restores what the thread had.
  *
  * Commands: kernels (cudaLaunchKernel/hipLaunchKernel on the copied arguments), module
  * kernels (cuLaunchKernel/hipModuleLaunchKernel), copies and fills, launch callbacks
- * (called on the launcher thread with the stream), host functions (the runtime's
+ * (called on the enqueuing thread with the stream), host functions (the runtime's
  * launch-host-func, through a trampoline that stores their result), event records (an
  * event of the library's, made at the first launch, without timing) and event waits
- * (cudaStreamWaitEvent; a record of another backend has already completed when the core
- * launches the wait, so nothing is enqueued then).
+ * (cudaStreamWaitEvent; a record of another backend has already completed when the
+ * engine enqueues the wait, so nothing is enqueued then).
  *
- * Completion points: an event from a per-queue pool recorded on the stream;
- * sync_wait synchronizes on it. By default the events are made with BlockingSync, so the
- * completer thread sleeps in the driver instead of spinning a core per busy XQueue;
- * XSCHED_GPU_SYNC=spin (read when the HwQueue is created) leaves the wait to the
- * context's scheduling flags (by default a spin). On an H200 the spin saved about 1% of
- * a 10 ms task for a whole core, and polling 100 us before sleeping gained nothing
- * measurable (doc/RESULTS.md).
+ * Counter and done number (hal.h): two words of a 128-byte slot (one cache line each) in
+ * pinned host memory mapped into the device, from a page shared by the queues of one
+ * context, so that no queue's destroy frees pinned memory (that would synchronize the
+ * device). Before each gated command the stream waits until counter >= seq
+ * (cuStreamWaitValue32 GEQ, which compares wrap-safe in 32 bits, per the CUDA driver API
+ * reference; HIP: hipStreamWaitValue64, unsigned, below 2^63); after each command it
+ * writes seq into the done word (cuStreamWriteValue32 / hipStreamWriteValue64, with the
+ * default memory barrier, so the command's writes are visible first). CUDA's 32-bit
+ * done word is widened here to the engine's 64-bit numbers (xs__done). A stream without
+ * stream memory operations (Lv1 only) gets its done marks from a host function instead.
  *
- * Lv2 gate: one 32-bit word per HwQueue in pinned host memory mapped into the device
- * (a 64-byte slot of a page shared by the queues of one context, so that no queue's
- * destroy frees pinned memory: that would synchronize the device). Before each gated
- * command the launcher enqueues a stream wait-value "gate >= OPEN"; the stream stops
- * there while the gate reads CLOSED. Closing and opening are single stores (see
- * xs__gate_store). XSCHED_GATE_EVERY=k (read at creation, default 1) puts a check
- * before every k-th gated command only: a suspension then stops the stream up to k - 1
- * commands later, for less cost per command (doc/RESULTS.md). Event records are enqueued
- * without a gate check (a marker runs no work; the check before the next command stops
- * the stream anyway), and the core treats a record with gated work before it as a
- * dependency to wait for completely.
+ * Waiting (wait_done) polls the done word on the waiting thread: a yield loop for
+ * XS__SPIN_NS, then sleeps of XS__NAP_NS, asking the stream for faults every
+ * XS__CHECK_NS (a fault stops the stream, so the number would never come).
  *
- * A closed gate blocks the hardware queue (CUDA connection, HSA queue) its stream is
+ * Hardware priority (CUDA): set_priority gives the stream the device's greatest or least
+ * priority with cudaStreamSetAttribute(cudaStreamAttributePriority), which takes effect on
+ * an existing stream (measured on an H100, doc/RESULTS.md); the stream's own priority is
+ * read at creation and restored at destroy. HIP (ROCm 5.2-6.x) has no call that changes
+ * an existing stream's priority: there the application creates its streams with
+ * hipStreamCreateWithPriority.
+ *
+ * A wait-value blocks the hardware queue (CUDA connection, HSA queue) its stream is
  * mapped to; streams beyond CUDA_DEVICE_MAX_CONNECTIONS / GPU_MAX_HW_QUEUES share them,
- * so a suspended stream can hold back another (documented at CudaQueueCreate).
+ * so a decommitted stream can hold back another (documented at CudaQueueCreate).
  *
  * Capability probe at creation, per stream: Lv1 always; Lv2 when the device reports
- * stream wait-value support and one wait-value on the stream against the open gate
- * completes. HIP builds with hipcc (XS_GPU_HIP_LV3) then try Lv3: the stream's hardware
- * queue is found by hip_ring.c and attached through preempt/lv3.c, whose trial
- * suspend/resume is the probe.
+ * stream wait-value support and one wait-value and one write-value on the stream
+ * complete. Lv3 (HIP builds with hipcc, XS_GPU_HIP_LV3): ring_base finds the stream's
+ * hardware queue (hip_ring.c); preempt/lv3.c attaches and probes it.
  *
  * Errors: every runtime status is mapped to an XResult here and logged (topic "hal") with
  * the runtime's own name and text for it. A failed launch is reported on its command and
- * leaves the stream usable (the runtime's last error is cleared); a gate check enqueued
- * before a launch that then failed stays in the stream, which only adds a command
- * boundary.
+ * leaves the stream usable (the runtime's last error is cleared).
  *
- * Locks: xs__gpu_q.pool_lock guards the event pool (launcher takes, completer returns);
- * xs__gate_lock guards the gate pages. Both are leaves, and neither is held across a
- * runtime call that waits for the device.
+ * Locks: xs__slot_lock guards the slot pages. A leaf, never held across a runtime call
+ * that waits for the device.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/thread.h"
 #include "hal/hal.h"
 #if defined(XS_GPU_HIP_LV3)
-#include <stdio.h>
-
 #include "hal/hip_ring.h"
-#include "preempt/lv3.h"
 #endif
 
 #if defined(XS_GPU_CUDA)
@@ -79,45 +77,39 @@
 #endif
 
 enum {
-	XS__GATE_CLOSED = 0,
-	XS__GATE_OPEN = 1,
-	XS__GATE_SLOT = 64,   /* bytes per gate: one cache line */
-	XS__GATE_PAGE = 4096, /* bytes per page of gates */
-	XS__GATES_PER_PAGE = XS__GATE_PAGE / XS__GATE_SLOT,
+	XS__SLOT = 128,    /* bytes per queue: the counter, then the done word */
+	XS__DONE_OFF = 64, /* the done word's offset in its slot */
+	XS__PAGE = 4096,   /* bytes per page of slots */
+	XS__SLOTS_PER_PAGE = XS__PAGE / XS__SLOT,
+	XS__SPIN_NS = 100000,   /* wait_done: yield-poll this long */
+	XS__NAP_NS = 20000,     /* then sleep this long between polls */
+	XS__CHECK_NS = 1000000, /* and ask the stream for faults this often */
 };
 
-/* A page of gate slots, pinned and mapped, for one context (CUDA) or device (HIP). Pages
- * are never freed: they live until the process exits. */
-typedef struct xs__gate_page {
-	struct xs__gate_page *next;
+/* A page of slots, pinned and mapped, for one context (CUDA) or device (HIP). Pages are
+ * never freed: they live until the process exits. */
+typedef struct xs__page {
+	struct xs__page *next;
 	xs_gpu_binding bind;
 	char *host;    /* host address of slot 0 */
 	uint64_t used; /* bit i: slot i is taken */
-} xs__gate_page;
+} xs__page;
 
-/* Guards xs__gate_pages and each page's used bits. A leaf. */
-static xs_mutex xs__gate_lock = PTHREAD_MUTEX_INITIALIZER;
-static xs__gate_page *xs__gate_pages;
+/* Guards xs__pages and each page's used bits. A leaf. */
+static xs_mutex xs__slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs__page *xs__pages;
 
 typedef struct xs__gpu_q {
 	xs_hwq base;
 	xs_gpu_stream stream;
 	xs_gpu_binding bind;
-	unsigned event_flags;
-	unsigned gate_every; /* XSCHED_GATE_EVERY: one gate check per this many gated commands */
-	unsigned since_gate; /* gated commands since the last check; launcher thread only */
-	/* Lv2, when max_level >= 2: */
-	xs__gate_page *gate_page;
-	_Atomic uint32_t *gate; /* host address of the gate word */
-	void *gate_dev;         /* the same word's device address */
-#if defined(XS_GPU_HIP_LV3)
-	xs_lv3
-	    *lv3; /* Lv3: set before publish; used under the XQueue's lock; detached in destroy */
-#endif
-
-	xs_mutex pool_lock; /* guards pool and pool_n */
-	xs_gpu_event *pool;
-	size_t pool_n, pool_cap;
+	bool memops;    /* stream wait/write-value work: counter and done word on the device */
+	int own_prio;   /* the stream's priority at creation, restored at destroy */
+	xs__page *page; /* the slot's page */
+	_Atomic uint64_t *counter;    /* host address of the counter */
+	_Atomic uint64_t *done;       /* host address of the done word */
+	void *counter_dev, *done_dev; /* their device addresses */
+	_Atomic uint64_t done64;      /* the widest done number seen (XS_GPU_COUNTER_BITS 32) */
 } xs__gpu_q;
 
 /* An event record's native event, with what is needed to destroy it from any thread. */
@@ -160,119 +152,80 @@ static void xs__restore(const xs_gpu_binding *saved)
 			xs_gpu_err_string(err));
 }
 
-/* ---- gates ---- */
+/* ---- slots: counter and done word ---- */
 
-/* Take a gate slot in a page of the bound context @b (the caller has bound it). */
-static XResult xs__gate_take(xs__gpu_q *g)
+/* Take a slot in a page of the bound context (the caller has bound g->bind). */
+static XResult xs__slot_take(xs__gpu_q *g)
 {
-	xs_mutex_lock(&xs__gate_lock);
-	xs__gate_page *p = xs__gate_pages;
+	xs_mutex_lock(&xs__slot_lock);
+	xs__page *p = xs__pages;
+	const uint64_t full = (UINT64_C(1) << XS__SLOTS_PER_PAGE) - 1;
 	for (; p; p = p->next)
-		if (xs_gpu_same_binding(&p->bind, &g->bind) && p->used != UINT64_MAX)
+		if (xs_gpu_same_binding(&p->bind, &g->bind) && p->used != full)
 			break;
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		void *host = NULL;
-		xs_gpu_err err = p ? xs_gpu_host_alloc_mapped(&host, XS__GATE_PAGE) : XS_GPU_OK;
+		xs_gpu_err err = p ? xs_gpu_host_alloc_mapped(&host, XS__PAGE) : XS_GPU_OK;
 		if (!p || err != XS_GPU_OK) {
-			xs_mutex_unlock(&xs__gate_lock);
+			xs_mutex_unlock(&xs__slot_lock);
 			free(p);
 			if (err != XS_GPU_OK)
-				xs__fail("pinned mapped allocation of the gate page", g->stream,
+				xs__fail("pinned mapped allocation of the slot page", g->stream,
 					 err);
 			return kXSchedErrorUnknown;
 		}
 		p->bind = g->bind;
 		p->host = host;
-		p->next = xs__gate_pages;
-		xs__gate_pages = p;
+		p->next = xs__pages;
+		xs__pages = p;
 	}
 	int slot = 0;
 	while (p->used & (UINT64_C(1) << slot))
 		slot++;
 	p->used |= UINT64_C(1) << slot;
-	xs_mutex_unlock(&xs__gate_lock);
+	xs_mutex_unlock(&xs__slot_lock);
 
-	g->gate_page = p;
-	g->gate = (_Atomic uint32_t *)(void *)(p->host + slot * XS__GATE_SLOT);
-	atomic_init(g->gate, XS__GATE_OPEN);
-	xs_gpu_err err = xs_gpu_host_get_device_pointer(&g->gate_dev, (void *)g->gate);
+	g->page = p;
+	char *base = p->host + slot * XS__SLOT;
+	g->counter = (_Atomic uint64_t *)(void *)base;
+	g->done = (_Atomic uint64_t *)(void *)(base + XS__DONE_OFF);
+	atomic_init(g->counter, 0);
+	atomic_init(g->done, 0);
+	xs_gpu_err err = xs_gpu_host_get_device_pointer(&g->counter_dev, (void *)g->counter);
+	if (err == XS_GPU_OK)
+		err = xs_gpu_host_get_device_pointer(&g->done_dev, (void *)g->done);
 	if (err != XS_GPU_OK)
-		return xs__fail("device address of the gate", g->stream, err);
+		return xs__fail("device address of the counter", g->stream, err);
 	return kXSchedSuccess;
 }
 
-static void xs__gate_give(xs__gpu_q *g)
+static void xs__slot_give(xs__gpu_q *g)
 {
-	if (!g->gate_page)
+	if (!g->page)
 		return;
-	size_t slot = (size_t)((char *)(void *)g->gate - g->gate_page->host) / XS__GATE_SLOT;
-	xs_mutex_lock(&xs__gate_lock);
-	g->gate_page->used &= ~(UINT64_C(1) << slot);
-	xs_mutex_unlock(&xs__gate_lock);
-	g->gate_page = NULL;
-	g->gate = NULL;
+	size_t slot = (size_t)((char *)(void *)g->counter - g->page->host) / XS__SLOT;
+	xs_mutex_lock(&xs__slot_lock);
+	g->page->used &= ~(UINT64_C(1) << slot);
+	xs_mutex_unlock(&xs__slot_lock);
+	g->page = NULL;
 }
 
-/* One store to the gate. Release orders the caller's earlier writes before it (a kernel
- * gated behind it may read what the host wrote before opening). The memory is ordinary
- * cached host memory that the device reads coherently over the bus, so no cache flush is
- * needed; the full fence then drains the store buffer at once rather than whenever the
- * core gets to it, so the device sees the new value within the bus latency. On AArch64
- * the fence must reach the outer-shareable domain, where the device sits. */
-static void xs__gate_store(xs__gpu_q *g, uint32_t v)
+/* One store to a word the device reads. Release orders the caller's earlier writes before
+ * it (a kernel behind the counter may read what the host wrote before committing). The
+ * memory is ordinary cached host memory that the device reads coherently over the bus,
+ * so no cache flush is needed; the full fence then drains the store buffer at once
+ * rather than whenever the core gets to it, so the device sees the new value within the
+ * bus latency. On AArch64 the fence must reach the outer-shareable domain, where the
+ * device sits. */
+static void xs__store(_Atomic uint64_t *w, uint64_t v)
 {
-	atomic_store_explicit(g->gate, v, memory_order_release);
+	atomic_store_explicit(w, v, memory_order_release);
 #if defined(__aarch64__)
 	__asm__ volatile("dmb osh" ::: "memory");
 #else
 	atomic_thread_fence(memory_order_seq_cst);
 #endif
-}
-
-static void xs__gate_close(xs_hwq *q)
-{
-	xs__gate_store(xs__gq(q), XS__GATE_CLOSED);
-}
-
-static void xs__gate_open(xs_hwq *q)
-{
-	xs__gate_store(xs__gq(q), XS__GATE_OPEN);
-}
-
-/* ---- the event pool (completion points) ---- */
-
-static XResult xs__pool_get(xs__gpu_q *g, xs_gpu_event *ev)
-{
-	xs_mutex_lock(&g->pool_lock);
-	if (g->pool_n) {
-		*ev = g->pool[--g->pool_n];
-		xs_mutex_unlock(&g->pool_lock);
-		return kXSchedSuccess;
-	}
-	xs_mutex_unlock(&g->pool_lock);
-	xs_gpu_err err = xs_gpu_event_create(ev, g->event_flags);
-	if (err != XS_GPU_OK)
-		return xs__fail("event creation", g->stream, err);
-	return kXSchedSuccess;
-}
-
-static void xs__pool_put(xs__gpu_q *g, xs_gpu_event ev)
-{
-	xs_mutex_lock(&g->pool_lock);
-	if (g->pool_n == g->pool_cap) {
-		size_t cap = g->pool_cap ? g->pool_cap * 2 : 8;
-		xs_gpu_event *p = realloc(g->pool, cap * sizeof(*p));
-		if (!p) {
-			xs_mutex_unlock(&g->pool_lock);
-			xs_gpu_event_destroy(ev);
-			return;
-		}
-		g->pool = p;
-		g->pool_cap = cap;
-	}
-	g->pool[g->pool_n++] = ev;
-	xs_mutex_unlock(&g->pool_lock);
 }
 
 /* ---- the vtable ---- */
@@ -341,22 +294,11 @@ static XResult xs__launch_record(xs__gpu_q *g, xs_cmd *cmd)
 	return kXSchedSuccess;
 }
 
-static XResult xs__launch(xs_hwq *q, xs_cmd *cmd, bool gated)
+/* Launch @cmd itself on the stream. */
+static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 {
-	xs__gpu_q *g = xs__gq(q);
 	xs_gpu_err err = XS_GPU_OK;
 	const char *what = NULL;
-	if (!gated || !g->gate) {
-		g->since_gate = 0; /* the first gated command after Lv1 gets a check */
-	} else if (cmd->kind != XS_CMD_EVENT_RECORD) {
-		if (g->since_gate == 0) {
-			err = xs_gpu_wait_value_geq(g->stream, g->gate_dev, XS__GATE_OPEN);
-			if (err != XS_GPU_OK)
-				return xs__fail("gate check (stream wait-value)", g->stream, err);
-		}
-		if (++g->since_gate >= g->gate_every)
-			g->since_gate = 0;
-	}
 	switch (cmd->kind) {
 	case XS_CMD_CALLBACK:
 		return cmd->u.callback.fn((HwQueueHandle)(uintptr_t)g->stream,
@@ -408,141 +350,205 @@ static XResult xs__launch(xs_hwq *q, xs_cmd *cmd, bool gated)
 	return kXSchedSuccess;
 }
 
-static XResult xs__sync_create(xs_hwq *q, xs_sync *s)
+/* The done mark of a stream without memory operations: a host function. */
+typedef struct xs__mark {
+	xs__gpu_q *g;
+	uint64_t seq;
+} xs__mark;
+
+static void xs__mark_tramp(XS_GPU_HOST_FN_PARAMS)
+{
+	XS_GPU_HOST_FN_UNUSED();
+	xs__mark *m = data;
+	xs__store(m->g->done, m->seq);
+	free(m);
+}
+
+static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
 {
 	xs__gpu_q *g = xs__gq(q);
-	xs_gpu_event ev;
-	XResult res = xs__pool_get(g, &ev);
-	if (res != kXSchedSuccess)
-		return res;
-	xs_gpu_err err = xs_gpu_event_record(ev, g->stream);
-	if (err != XS_GPU_OK) {
-		xs__pool_put(g, ev);
-		return xs__fail("event record for a completion point", g->stream, err);
+	XResult res = kXSchedSuccess;
+	xs_gpu_err err = XS_GPU_OK;
+	if (gated && cmd) {
+		err = xs_gpu_wait_counter(g->stream, g->counter_dev, seq);
+		if (err != XS_GPU_OK)
+			res = xs__fail("counter wait (stream wait-value)", g->stream, err);
 	}
-	s->native = (void *)ev;
-	return kXSchedSuccess;
+	if (cmd && res == kXSchedSuccess)
+		res = xs__launch(g, cmd);
+	if (g->memops) {
+		err = xs_gpu_write_done(g->stream, g->done_dev, seq);
+	} else {
+		xs__mark *m = malloc(sizeof(*m));
+		err = m ? xs_gpu_launch_host_func(g->stream, xs__mark_tramp, m) : XS_GPU_OK;
+		if (m) {
+			m->g = g;
+			m->seq = seq;
+		}
+		if (!m || err != XS_GPU_OK)
+			free(m);
+		if (!m)
+			err = (xs_gpu_err)1;
+	}
+	if (err != XS_GPU_OK) {
+		xs_gpu_clear_error();
+		atomic_store_explicit(&q->broken, true, memory_order_relaxed);
+		return xs__fail("done mark (stream write-value)", g->stream, err);
+	}
+	return res;
 }
 
-static XResult xs__sync_wait(xs_hwq *q, xs_sync *s)
+static void xs__commit(xs_hwq *q, uint64_t seq)
+{
+	xs__store(xs__gq(q)->counter, seq);
+}
+
+static void xs__reset(xs_hwq *q)
 {
 	xs__gpu_q *g = xs__gq(q);
-	xs_gpu_err err = xs_gpu_event_sync((xs_gpu_event)s->native);
-	if (err != XS_GPU_OK)
-		return xs__fail("wait for a completion point", g->stream, err);
-	return kXSchedSuccess;
+	xs__store(g->counter, 0);
+	xs__store(g->done, 0);
+	atomic_store_explicit(&g->done64, 0, memory_order_relaxed);
 }
 
-static void xs__sync_destroy(xs_hwq *q, xs_sync *s)
-{
-	xs__pool_put(xs__gq(q), (xs_gpu_event)s->native);
-	s->native = NULL;
-}
-
-static XResult xs__sync_all(xs_hwq *q)
+static uint64_t xs__done(xs_hwq *q)
 {
 	xs__gpu_q *g = xs__gq(q);
-	xs_gpu_err err = xs_gpu_stream_sync(g->stream);
-	if (err != XS_GPU_OK)
-		return xs__fail("stream synchronization", g->stream, err);
+	if (atomic_load_explicit(&q->broken, memory_order_relaxed))
+		return UINT64_MAX;
+	uint64_t w = atomic_load_explicit(g->done, memory_order_acquire);
+#if XS_GPU_COUNTER_BITS == 32
+	/* Widen: the true number is within 2^32 above the widest one seen. */
+	uint64_t last = atomic_load_explicit(&g->done64, memory_order_relaxed);
+	for (;;) {
+		uint64_t d = last + (uint32_t)((uint32_t)w - (uint32_t)last);
+		if (d <= last || atomic_compare_exchange_weak_explicit(&g->done64, &last, d,
+								       memory_order_relaxed,
+								       memory_order_relaxed))
+			return d > last ? d : last;
+	}
+#else
+	return w;
+#endif
+}
+
+static XResult xs__check(xs_hwq *q)
+{
+	xs__gpu_q *g = xs__gq(q);
+	xs_gpu_err err = xs_gpu_stream_query(g->stream);
+	if (err == XS_GPU_OK || err == XS_GPU_NOT_READY)
+		return kXSchedSuccess;
+	return xs__fail("stream query", g->stream, err);
+}
+
+static XResult xs__wait_done(xs_hwq *q, uint64_t seq)
+{
+	int64_t start = xs_now_ns(), last_check = start;
+	while (xs__done(q) < seq) {
+		int64_t now = xs_now_ns();
+		if (now - last_check >= XS__CHECK_NS) {
+			last_check = now;
+			if (xs__check(q) != kXSchedSuccess)
+				return kXSchedErrorHardware;
+		}
+		if (now - start < XS__SPIN_NS) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, XS__NAP_NS};
+			nanosleep(&ts, NULL);
+		}
+	}
 	return kXSchedSuccess;
 }
 
-/* Free the backend's state on the calling thread, binding the stream's context for it. */
-static void xs__release(xs__gpu_q *g)
+static uint64_t xs__device_key(xs_hwq *q)
 {
+	return xs_gpu_binding_key(&xs__gq(q)->bind);
+}
+
+#if XS_GPU_HAS_SET_PRIORITY
+static void xs__set_priority(xs_hwq *q, bool top)
+{
+	xs__gpu_q *g = xs__gq(q);
 	xs_gpu_binding saved;
 	xs_gpu_err err = xs__bind_save(&g->bind, &saved);
-	if (err != XS_GPU_OK)
-		XS_WARN("hal", "cannot bind the context of %s stream %p to free its events: %s",
-			XS_GPU_NAME, (void *)g->stream, xs_gpu_err_string(err));
-	for (size_t i = 0; i < g->pool_n; i++)
-		if (err == XS_GPU_OK)
-			xs_gpu_event_destroy(g->pool[i]);
-	g->pool_n = 0;
+	int least = 0, greatest = 0;
 	if (err == XS_GPU_OK)
-		xs__restore(&saved);
-	if (g->gate)
-		xs__gate_store(g, XS__GATE_OPEN);
-	xs__gate_give(g);
+		err = xs_gpu_priority_range(&least, &greatest);
+	if (err == XS_GPU_OK)
+		err = xs_gpu_stream_set_priority(g->stream, top ? greatest : least);
+	if (err != XS_GPU_OK)
+		xs__fail("setting the stream's hardware priority", g->stream, err);
+	else
+		XS_DEBUG("hal", "%s stream %p: hardware priority %d", XS_GPU_NAME,
+			 (void *)g->stream, top ? greatest : least);
+	xs__restore(&saved);
 }
-
-/* Live HwQueues of this runtime with an Lv2 gate, to warn when there are more than the
- * hardware queues their streams are spread over (see xs__count_gated). */
-static atomic_uint xs__gated_live;
-
-/* Count a new gated HwQueue; warn once it makes more of them than hardware queues
- * (XS_GPU_HWQ_ENV, default XS_GPU_HWQ_DEFAULT): then two gated streams may share a
- * hardware queue, and a closed gate would also stall the other one. */
-static void xs__count_gated(void *stream)
-{
-	unsigned n = atomic_fetch_add_explicit(&xs__gated_live, 1, memory_order_relaxed) + 1;
-	const char *env = getenv(XS_GPU_HWQ_ENV);
-	long limit = env && *env ? strtol(env, NULL, 10) : XS_GPU_HWQ_DEFAULT;
-	if (limit > 0 && n > (unsigned long)limit)
-		XS_WARN("hal",
-			"%s stream %p is HwQueue %u with an Lv2 gate, but streams are spread over "
-			"%ld hardware queues (" XS_GPU_HWQ_ENV "): a suspended queue may stall "
-			"another that shares its hardware queue; raise " XS_GPU_HWQ_ENV
-			" before the first runtime call, or use Lv1 for some queues",
-			XS_GPU_NAME, stream, n, limit);
-}
+#endif
 
 static void xs__destroy(xs_hwq *q)
 {
-	if (q->max_level >= kPreemptLevelDeactivate)
-		atomic_fetch_sub_explicit(&xs__gated_live, 1, memory_order_relaxed);
-#if defined(XS_GPU_HIP_LV3)
-	xs_lv3_detach(xs__gq(q)->lv3); /* KFD blocks destroying a suspended queue */
-	xs__gq(q)->lv3 = NULL;
+	xs__gpu_q *g = xs__gq(q);
+	xs_gpu_binding saved;
+	xs_gpu_err err = xs__bind_save(&g->bind, &saved);
+	if (err != XS_GPU_OK) {
+		xs__fail("binding the stream's context at destroy", g->stream, err);
+	} else {
+#if XS_GPU_HAS_SET_PRIORITY
+		err = xs_gpu_stream_set_priority(g->stream, g->own_prio);
+		if (err != XS_GPU_OK)
+			xs__fail("restoring the stream's own priority", g->stream, err);
 #endif
-	xs__release(xs__gq(q));
+		xs__restore(&saved);
+	}
+	if (g->page)
+		xs__store(g->counter, UINT64_MAX >> 1);
+	xs__slot_give(g);
 }
 
 #if defined(XS_GPU_HIP_LV3)
-/* Lv3 (CWSR through KFD). lv3.c logs a failure once and falls back to the closed gate, so
- * both report success. */
-static XResult xs__lv3_interrupt(xs_hwq *q)
+static XResult xs__ring_base(xs_hwq *q, uint64_t *addr)
 {
-	xs_lv3_interrupt(xs__gq(q)->lv3);
-	return kXSchedSuccess;
-}
-
-static XResult xs__lv3_restore(xs_hwq *q)
-{
-	xs_lv3_restore(xs__gq(q)->lv3);
-	return kXSchedSuccess;
+	xs__gpu_q *g = xs__gq(q);
+	xs_gpu_binding saved;
+	xs_gpu_err err = xs__bind_save(&g->bind, &saved);
+	if (err != XS_GPU_OK)
+		return xs__fail("binding the stream's device to find its queue", g->stream, err);
+	XResult res = xs_hip_stream_ring_base(g->stream, addr);
+	xs__restore(&saved);
+	return res;
 }
 #endif
 
 static void xs__free(xs_obj *obj)
 {
-	xs__gpu_q *g = (xs__gpu_q *)obj;
-	xs_mutex_destroy(&g->pool_lock);
-	free(g->pool);
-	free(g);
+	free((xs__gpu_q *)obj);
 }
 
 static const xs_hal_ops xs__gpu_ops = {
     .name = XS_GPU_NAME,
+    .pushes_done = false,
     .thread_init = xs__thread_init,
     .supports = xs__supports,
-    .launch = xs__launch,
-    .sync_create = xs__sync_create,
-    .sync_wait = xs__sync_wait,
-    .sync_destroy = xs__sync_destroy,
-    .sync_all = xs__sync_all,
-    .gate_close = xs__gate_close,
-    .gate_open = xs__gate_open,
+    .device_key = xs__device_key,
+    .enqueue = xs__enqueue,
+    .reset = xs__reset,
+    .commit = xs__commit,
+    .done = xs__done,
+    .wait_done = xs__wait_done,
+    .check = xs__check,
+#if XS_GPU_HAS_SET_PRIORITY
+    .set_priority = xs__set_priority,
+#endif
 #if defined(XS_GPU_HIP_LV3)
-    .interrupt = xs__lv3_interrupt,
-    .restore = xs__lv3_restore,
+    .ring_base = xs__ring_base,
 #endif
     .destroy = xs__destroy,
 };
 
-/* The Lv2 probe, with the stream's context bound: the device's attribute, a gate, and
- * one wait-value on the stream against the open gate that completes. */
+/* The Lv2 probe, with the stream's context bound: the device's attribute, a slot, and one
+ * wait-value and one write-value on the stream that complete. Without them the done marks
+ * come from host functions (Lv1). */
 static int xs__probe_level(xs__gpu_q *g)
 {
 	int ok = 0;
@@ -553,59 +559,100 @@ static int xs__probe_level(xs__gpu_q *g)
 			err != XS_GPU_OK ? xs_gpu_err_string(err) : "attribute is 0");
 		return kPreemptLevelBlock;
 	}
-	if (xs__gate_take(g) != kXSchedSuccess) {
-		xs__gate_give(g);
-		return kPreemptLevelBlock;
-	}
-	xs_gpu_event ev;
-	if (xs__pool_get(g, &ev) != kXSchedSuccess) {
-		xs__gate_give(g);
-		return kPreemptLevelBlock;
-	}
 	const char *what = "stream wait-value";
-	err = xs_gpu_wait_value_geq(g->stream, g->gate_dev, XS__GATE_OPEN);
+	xs__store(g->counter, 1);
+	err = xs_gpu_wait_counter(g->stream, g->counter_dev, 1);
 	if (err == XS_GPU_OK) {
-		what = "event record after the wait-value";
-		err = xs_gpu_event_record(ev, g->stream);
+		what = "stream write-value";
+		err = xs_gpu_write_done(g->stream, g->done_dev, 1);
 	}
 	if (err == XS_GPU_OK) {
 		/* Also waits for what the application queued on the stream before. */
-		what = "wait for the wait-value";
-		err = xs_gpu_event_sync(ev);
+		what = "synchronizing the stream";
+		err = xs_gpu_stream_sync(g->stream);
 	}
-	xs__pool_put(g, ev);
+	if (err == XS_GPU_OK && atomic_load_explicit(g->done, memory_order_acquire) != 1) {
+		what = "reading the written value";
+		err = (xs_gpu_err)1;
+	}
+	xs__store(g->counter, 0);
+	xs__store(g->done, 0);
 	if (err != XS_GPU_OK) {
 		xs_gpu_clear_error();
 		XS_INFO("hal", "%s stream %p: Lv2 probe failed at %s: %s (%s): Lv1 only",
 			XS_GPU_NAME, (void *)g->stream, what, xs_gpu_err_name(err),
 			xs_gpu_err_string(err));
-		xs__gate_give(g);
 		return kPreemptLevelBlock;
 	}
+	g->memops = true;
 	return kPreemptLevelDeactivate;
 }
 
-XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
+/* Live Lv2 HwQueues of this runtime, to warn when there are more than the hardware queues
+ * their streams are spread over: then two gated streams may share a hardware queue, and a
+ * decommitted one would also stall the other. */
+static atomic_uint xs__gated_live;
+
+static void xs__count_gated(void *stream)
 {
-	if (!hwq) {
-		XS_WARN("hal", XS_GPU_CREATE_NAME ": hwq is null");
-		return kXSchedErrorInvalidValue;
-	}
-	xs_gpu_stream s = (xs_gpu_stream)stream;
-	if (xs_gpu_is_default_stream(s)) {
+	unsigned n = atomic_fetch_add_explicit(&xs__gated_live, 1, memory_order_relaxed) + 1;
+	long limit = XS_GPU_HWQ_CONFIG(xs_config_get());
+	if (!limit)
+		limit = XS_GPU_HWQ_DEFAULT;
+	if (n > (unsigned long)limit)
 		XS_WARN("hal",
-			XS_GPU_CREATE_NAME ": %p is a default stream (null, legacy or "
-					   "per-thread); its implicit synchronization with "
-					   "other streams would defeat preemption",
-			stream);
-		return kXSchedErrorInvalidValue;
+			"%s stream %p is HwQueue %u with an Lv2 counter, but streams are spread "
+			"over %ld hardware queues (" XS_GPU_HWQ_ENV
+			"): a suspended queue may stall "
+			"another that shares its hardware queue; raise " XS_GPU_HWQ_ENV
+			" before the first runtime call, or use Lv1 for some queues",
+			XS_GPU_NAME, stream, n, limit);
+}
+
+/* Build the queue with the stream's context bound by the caller. */
+static XResult xs__create_bound(xs__gpu_q *g)
+{
+	unsigned int flags = 0;
+	xs_gpu_err err = xs_gpu_stream_get_flags(g->stream, &flags);
+	if (err != XS_GPU_OK)
+		return xs__fail(XS_GPU_CREATE_NAME ": reading the stream's flags", g->stream, err);
+	if (!(flags & XS_GPU_STREAM_NON_BLOCKING))
+		XS_INFO("hal",
+			"%s stream %p is a blocking stream: work on the legacy default stream "
+			"still serializes with it",
+			XS_GPU_NAME, (void *)g->stream);
+#if XS_GPU_HAS_SET_PRIORITY
+	err = xs_gpu_stream_get_priority(g->stream, &g->own_prio);
+	if (err != XS_GPU_OK)
+		return xs__fail(XS_GPU_CREATE_NAME ": reading the stream's priority", g->stream,
+				err);
+#endif
+	XResult res = xs__slot_take(g);
+	if (res != kXSchedSuccess)
+		return res;
+	int level = xs__probe_level(g);
+	if (level >= kPreemptLevelDeactivate) {
+		xs__count_gated(g->stream);
+		if (!XS_GPU_HWQ_CONFIG(xs_config_get()))
+			XS_INFO(
+			    "hal",
+			    "%s stream %p has Lv2, but " XS_GPU_HWQ_ENV " is not set: streams "
+			    "share a few hardware queues, and a closed counter holds back every "
+			    "stream of its queue; set it (CUDA: 32) before the first runtime call",
+			    XS_GPU_NAME, (void *)g->stream);
 	}
-	xs_obj *dup = xs_handle_get((uint64_t)(uintptr_t)stream, XS_KIND_HWQUEUE);
-	if (dup) {
-		xs_obj_unref(dup);
-		XS_WARN("hal", XS_GPU_CREATE_NAME ": stream %p is already a HwQueue", stream);
-		return kXSchedErrorNotAllowed;
-	}
+	xs_hwq_init(&g->base, &xs__gpu_ops, level, g->stream, xs__free);
+	return kXSchedSuccess;
+}
+
+XResult XS_GPU_CREATE_FN(void *stream, xs_hwq **out)
+{
+	xs_gpu_stream s = (xs_gpu_stream)stream;
+	XS_CHECK(!xs_gpu_is_default_stream(s), kXSchedErrorInvalidValue, "hal",
+		 XS_GPU_CREATE_NAME ": %p is a default stream (null, legacy or per-thread); its "
+				    "implicit synchronization with other streams would defeat "
+				    "preemption",
+		 stream);
 	const char *missing;
 	xs_gpu_err err = xs_gpu_runtime_init(&missing);
 	if (err != XS_GPU_OK) {
@@ -615,78 +662,29 @@ XResult XS_GPU_QUEUE_CREATE(HwQueueHandle *hwq, void *stream)
 		return xs_gpu_err_is_no_driver(err) ? kXSchedErrorNotSupported
 						    : kXSchedErrorHardware;
 	}
-
 	xs__gpu_q *g = calloc(1, sizeof(*g));
 	if (!g)
 		return kXSchedErrorUnknown;
 	g->stream = s;
-	xs_mutex_init(&g->pool_lock);
-	const char *mode = getenv("XSCHED_GPU_SYNC");
-	if (!mode || !*mode)
-		mode = "block";
-	bool spin = !strcmp(mode, "spin");
-	if (!spin && strcmp(mode, "block")) {
-		XS_WARN("hal", "XSCHED_GPU_SYNC=%s is not block or spin; using block", mode);
-		mode = "block";
-	}
-	g->event_flags = XS_GPU_EVENT_DISABLE_TIMING | (spin ? 0 : XS_GPU_EVENT_BLOCKING_SYNC);
-	const char *every = getenv("XSCHED_GATE_EVERY");
-	long n = every ? strtol(every, NULL, 10) : 1;
-	g->gate_every = n >= 1 && n <= 1024 ? (unsigned)n : 1;
-
+	atomic_init(&g->done64, 0);
 	err = xs_gpu_stream_binding(s, &g->bind);
 	if (err != XS_GPU_OK) {
-		xs_mutex_destroy(&g->pool_lock);
 		free(g);
 		return xs__fail(XS_GPU_CREATE_NAME ": looking up the stream's context", s, err);
 	}
 	xs_gpu_binding saved;
 	err = xs__bind_save(&g->bind, &saved);
 	if (err != XS_GPU_OK) {
-		xs_mutex_destroy(&g->pool_lock);
 		free(g);
 		return xs__fail(XS_GPU_CREATE_NAME ": binding the stream's context", s, err);
 	}
-	unsigned int flags = 0;
-	err = xs_gpu_stream_get_flags(s, &flags);
-	if (err != XS_GPU_OK) {
-		xs__restore(&saved);
-		xs_mutex_destroy(&g->pool_lock);
-		free(g);
-		return xs__fail(XS_GPU_CREATE_NAME ": reading the stream's flags", s, err);
-	}
-	if (!(flags & XS_GPU_STREAM_NON_BLOCKING))
-		XS_INFO("hal",
-			"%s stream %p is a blocking stream: work on the legacy default "
-			"stream still serializes with it",
-			XS_GPU_NAME, stream);
-	int level = xs__probe_level(g);
-#if defined(XS_GPU_HIP_LV3)
-	/* Lv3 needs Lv2 (the gate holds what the interrupt let through) and the stream's
-	 * own hardware queue; hip_ring and lv3 each log their own failure line. */
-	if (level == kPreemptLevelDeactivate) {
-		uint64_t ring = 0;
-		char name[48];
-		snprintf(name, sizeof(name), "HIP stream %p", stream);
-		if (xs_hip_stream_ring_base(stream, &ring) == kXSchedSuccess &&
-		    xs_lv3_attach(&g->lv3, ring, level, name) == kXSchedSuccess)
-			level = kPreemptLevelInterrupt;
-	}
-#endif
+	XResult res = xs__create_bound(g);
 	xs__restore(&saved);
-	if (level >= kPreemptLevelDeactivate)
-		xs__count_gated(stream);
-	if (level >= kPreemptLevelDeactivate && !getenv(XS_GPU_HWQ_ENV))
-		XS_INFO("hal",
-			"%s stream %p has Lv2, but " XS_GPU_HWQ_ENV " is not set: streams "
-			"share a few hardware queues, and a closed gate holds back every "
-			"stream of its queue; set it (CUDA: 32) before the first runtime call",
-			XS_GPU_NAME, stream);
-
-	xs_hwq_init(&g->base, &xs__gpu_ops, level, stream, xs__free);
-	XS_DEBUG("hal",
-		 "%s stream %p: completion waits %s, a gate check every %u gated "
-		 "commands",
-		 XS_GPU_NAME, stream, mode, g->gate_every);
-	return xs_hwq_publish(&g->base, (uint64_t)(uintptr_t)stream, hwq);
+	if (res != kXSchedSuccess) {
+		xs__slot_give(g);
+		free(g);
+		return res;
+	}
+	*out = &g->base;
+	return kXSchedSuccess;
 }

@@ -24,14 +24,20 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
-#define XS_GPU_NAME         "cuda"
-#define XS_GPU_CREATE_NAME  "CudaQueueCreate"
-#define XS_GPU_QUEUE_CREATE CudaQueueCreate
+#define XS_GPU_NAME        "cuda"
+#define XS_GPU_CREATE_NAME "CudaQueueCreate"
+#define XS_GPU_CREATE_FN   xs_cuda_queue_create
 
 /* Sets how many hardware queues the context spreads its streams over (default 8). */
-#define XS_GPU_HWQ_ENV     "CUDA_DEVICE_MAX_CONNECTIONS"
-#define XS_GPU_HWQ_DEFAULT 8
+#define XS_GPU_HWQ_ENV       "CUDA_DEVICE_MAX_CONNECTIONS"
+#define XS_GPU_HWQ_DEFAULT   8
+#define XS_GPU_HWQ_CONFIG(c) ((c)->cuda_connections)
+/* The counter and done words the stream reads and writes are 32 bits wide. */
+#define XS_GPU_COUNTER_BITS     32
+#define XS_GPU_HAS_SET_PRIORITY 1
+#define XS_GPU_NOT_READY        cudaErrorNotReady
 
 typedef cudaStream_t xs_gpu_stream;
 typedef cudaEvent_t xs_gpu_event;
@@ -55,6 +61,8 @@ typedef struct xs_gpu_binding {
 #define xs_gpu_event_destroy                 cudaEventDestroy
 #define xs_gpu_stream_wait_event(s, e)       cudaStreamWaitEvent(s, e, 0)
 #define xs_gpu_stream_sync                   cudaStreamSynchronize
+#define xs_gpu_stream_query                  cudaStreamQuery
+#define xs_gpu_stream_get_priority           cudaStreamGetPriority
 #define xs_gpu_stream_get_flags              cudaStreamGetFlags
 #define XS_GPU_STREAM_NON_BLOCKING           cudaStreamNonBlocking
 #define xs_gpu_memcpy_async(d, s, n, st)     cudaMemcpyAsync(d, s, n, cudaMemcpyDefault, st)
@@ -92,6 +100,7 @@ static struct {
 	CUresult (*ctx_get_device)(CUdevice *);
 	CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
 	CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+	CUresult (*stream_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 	CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int,
 				  unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
 				  void **, void **);
@@ -112,12 +121,13 @@ static void xs__cu_load(void)
 	    {"cuCtxGetDevice", (void **)&xs__cu.ctx_get_device},
 	    {"cuDeviceGetAttribute", (void **)&xs__cu.device_get_attribute},
 	    {"cuStreamWaitValue32", (void **)&xs__cu.stream_wait_value32},
+	    {"cuStreamWriteValue32", (void **)&xs__cu.stream_write_value32},
 	    {"cuLaunchKernel", (void **)&xs__cu.launch_kernel},
 	};
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-		/* 12000: the ABI of each symbol as of CUDA 12.0 (cuStreamWaitValue32 is its
-		 * _v2 there), which later drivers keep. */
+		/* 12000: the ABI of each symbol as of CUDA 12.0 (cuStreamWaitValue32 and
+		 * cuStreamWriteValue32 are their _v2 there), which later drivers keep. */
 		cudaError_t err = cudaGetDriverEntryPointByVersion(syms[i].name, syms[i].fn, 12000,
 								   cudaEnableDefault, &q);
 		if (err == cudaSuccess && q != cudaDriverEntryPointSuccess)
@@ -180,11 +190,40 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 	return (xs_gpu_err)r;
 }
 
-/* Enqueue: the stream goes on once (int32_t)(*dev_ptr - value) >= 0. */
-static inline xs_gpu_err xs_gpu_wait_value_geq(xs_gpu_stream s, void *dev_ptr, uint32_t value)
+/* Enqueue: the stream goes on once (int32_t)(*dev_ptr - (uint32_t)value) >= 0 (the
+ * driver API's GEQ compares wrap-safe), i.e. once the counter reached @value. */
+static inline xs_gpu_err xs_gpu_wait_counter(xs_gpu_stream s, void *dev_ptr, uint64_t value)
 {
 	return (xs_gpu_err)xs__cu.stream_wait_value32((CUstream)s, (CUdeviceptr)(uintptr_t)dev_ptr,
-						      value, CU_STREAM_WAIT_VALUE_GEQ);
+						      (cuuint32_t)value, CU_STREAM_WAIT_VALUE_GEQ);
+}
+
+/* Enqueue: write the low 32 bits of @value, after a memory barrier (the default flags). */
+static inline xs_gpu_err xs_gpu_write_done(xs_gpu_stream s, void *dev_ptr, uint64_t value)
+{
+	return (xs_gpu_err)xs__cu.stream_write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)dev_ptr,
+						       (cuuint32_t)value,
+						       CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+/* The key of a device for the engine: the context. */
+static inline uint64_t xs_gpu_binding_key(const xs_gpu_binding *b)
+{
+	return (uint64_t)(uintptr_t)b->ctx;
+}
+
+/* The bound device's stream priority range (greatest is the numerically lowest). */
+static inline xs_gpu_err xs_gpu_priority_range(int *least, int *greatest)
+{
+	return cudaDeviceGetStreamPriorityRange(least, greatest);
+}
+
+static inline xs_gpu_err xs_gpu_stream_set_priority(xs_gpu_stream s, int prio)
+{
+	cudaStreamAttrValue v;
+	memset(&v, 0, sizeof(v));
+	v.priority = prio;
+	return cudaStreamSetAttribute(s, cudaStreamAttributePriority, &v);
 }
 
 static inline xs_gpu_err xs_gpu_module_launch(const void *fn, XDim3 g, XDim3 b, size_t shmem,

@@ -18,13 +18,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define XS_GPU_NAME         "hip"
-#define XS_GPU_CREATE_NAME  "HipQueueCreate"
-#define XS_GPU_QUEUE_CREATE HipQueueCreate
+#define XS_GPU_NAME        "hip"
+#define XS_GPU_CREATE_NAME "HipQueueCreate"
+#define XS_GPU_CREATE_FN   xs_hip_queue_create
 
 /* Sets how many hardware queues the process spreads its streams over (default 4). */
-#define XS_GPU_HWQ_ENV     "GPU_MAX_HW_QUEUES"
-#define XS_GPU_HWQ_DEFAULT 4
+#define XS_GPU_HWQ_ENV       "GPU_MAX_HW_QUEUES"
+#define XS_GPU_HWQ_DEFAULT   4
+#define XS_GPU_HWQ_CONFIG(c) ((c)->hip_hw_queues)
+/* The counter and done words are 64 bits wide (hipStreamWaitValue64 compares unsigned
+ * on the blit path and signed on the CP path: numbers stay below 2^63). */
+#define XS_GPU_COUNTER_BITS 64
+/* ROCm 5.2-6.x have no call that changes an existing stream's priority. */
+#define XS_GPU_HAS_SET_PRIORITY 0
+#define XS_GPU_NOT_READY        hipErrorNotReady
 
 typedef hipStream_t xs_gpu_stream;
 typedef hipEvent_t xs_gpu_event;
@@ -48,6 +55,7 @@ typedef struct xs_gpu_binding {
 #define xs_gpu_event_destroy             hipEventDestroy
 #define xs_gpu_stream_wait_event(s, e)   hipStreamWaitEvent(s, e, 0)
 #define xs_gpu_stream_sync               hipStreamSynchronize
+#define xs_gpu_stream_query              hipStreamQuery
 #define xs_gpu_stream_get_flags          hipStreamGetFlags
 #define XS_GPU_STREAM_NON_BLOCKING       hipStreamNonBlocking
 #define xs_gpu_memcpy_async(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDefault, st)
@@ -127,9 +135,21 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 }
 
 /* Enqueue: the stream goes on once *dev_ptr >= value. */
-static inline xs_gpu_err xs_gpu_wait_value_geq(xs_gpu_stream s, void *dev_ptr, uint32_t value)
+static inline xs_gpu_err xs_gpu_wait_counter(xs_gpu_stream s, void *dev_ptr, uint64_t value)
 {
-	return hipStreamWaitValue32(s, dev_ptr, value, hipStreamWaitValueGte, 0xFFFFFFFFu);
+	return hipStreamWaitValue64(s, dev_ptr, value, hipStreamWaitValueGte, ~UINT64_C(0));
+}
+
+/* Enqueue: write @value. */
+static inline xs_gpu_err xs_gpu_write_done(xs_gpu_stream s, void *dev_ptr, uint64_t value)
+{
+	return hipStreamWriteValue64(s, dev_ptr, value, 0);
+}
+
+/* The key of a device for the engine: the device index. */
+static inline uint64_t xs_gpu_binding_key(const xs_gpu_binding *b)
+{
+	return (uint64_t)b->device;
 }
 
 static inline xs_gpu_err xs_gpu_module_launch(const void *fn, XDim3 g, XDim3 b, size_t shmem,

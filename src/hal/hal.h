@@ -1,15 +1,37 @@
 /* The hardware abstraction layer: one vtable that every backend implements.
  *
- * A backend (host.c, gpu.c for CUDA and HIP) wraps one native queue in an xs_hwq and
- * fills an xs_hal_ops. The core calls it from exactly three places:
- * - the XQueue's launcher thread: thread_init, launch, sync_create (in launch order);
- * - the XQueue's completer thread: thread_init, sync_wait, sync_all, sync_destroy;
- * - any thread holding the XQueue's lock: gate_close, gate_open, interrupt, restore.
- * Backends never include each other; host.c is the reference for this contract.
+ * A backend (host.c; gpu.c built for CUDA and for HIP) wraps one native queue in an
+ * xs_hwq. The engine (preempt/engine.c) is its only caller. The contract, in the engine's
+ * terms (doc/architecture.md):
+ *
+ * - Sequence numbers. The engine numbers the commands of a HwQueue 1, 2, 3, ... in
+ *   enqueue order. enqueue(q, cmd, seq, gated) puts cmd on the queue behind everything
+ *   enqueued before and, after it, a *done mark* (with cmd NULL, only the mark): when the queue
+ * reaches the mark it publishes seq (GPU: a stream write-value into host-mapped memory; host: the
+ * executor stores it). done(q) reads the last published number, so completion tracking is one
+ *   memory load, from any thread, for any number of queues.
+ * - Counter gate (Lv2). With @gated the queue first waits until its counter >= seq
+ *   (GPU: a stream wait-value on a host-mapped word). commit(q, c) stores c into the
+ *   counter: the device may then run every gated command numbered <= c. Storing a lower
+ *   value (decommit) stops the queue before the next gated command above it; a command
+ *   that already passed its wait runs to its end. At most one command per queue is past
+ *   its wait and not done at any time, since a queue runs its commands in order.
+ * - Failure. enqueue returns the command's own launch result; the done mark is enqueued
+ *   even when the launch failed (so numbers never stall). If the mark itself cannot be
+ *   enqueued, the backend sets q->broken and done() then returns UINT64_MAX: the engine
+ *   fails every command not yet complete, and refuses new ones.
+ *
+ * Threads: enqueue is called by one thread at a time per queue (the engine's launch token)
+ * with no library lock held, since launch callbacks run inside it. commit is called with
+ * the XQueue's lock held and is a single store. done, check and wait_done may be called
+ * from any thread at any time, concurrently. thread_init runs once on each library thread
+ * before it touches a queue. Backends never include each other or any layer above this
+ * one; host.c is the reference for this contract.
  */
 #ifndef XS_HAL_HAL_H
 #define XS_HAL_HAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -17,46 +39,67 @@
 #include "core/object.h"
 #include "xsched.h"
 
-struct xs_xqueue;
 typedef struct xs_hwq xs_hwq;
 
 typedef struct xs_hal_ops {
 	const char *name;
+	/* The backend calls xs_hwq.on_done after each done number it publishes (else the
+	 * engine polls done()). */
+	bool pushes_done;
 	/* Prepare the calling library thread to use the queue (make the stream's context
-	 * current). Called once per thread before any other call from it. */
+	 * current). */
 	XResult (*thread_init)(xs_hwq *q);
-	/* Whether commands of @kind can run on this queue. Any thread, no lock needed. */
+	/* Whether commands of @kind can run on this queue. */
 	bool (*supports)(xs_hwq *q, enum xs_cmd_kind kind);
-	/* Enqueue @cmd behind everything launched before; must not wait for the device.
-	 * With @gated, the queue checks its gate (Lv2) before running it. An error means
-	 * nothing was enqueued. Launcher thread only. */
-	XResult (*launch)(xs_hwq *q, xs_cmd *cmd, bool gated);
-	/* Mark the point after everything launched so far. Launcher thread only. */
-	XResult (*sync_create)(xs_hwq *q, xs_sync *s);
-	/* Block until @s is reached. Returns kXSchedSuccess, or kXSchedErrorHardware if the
-	 * device reported a failure of the work before it. Completer thread only. */
-	XResult (*sync_wait)(xs_hwq *q, xs_sync *s);
-	void (*sync_destroy)(xs_hwq *q, xs_sync *s);
-	/* Block until everything launched has completed (fallback when sync_create failed). */
-	XResult (*sync_all)(xs_hwq *q);
-	/* Lv2: close or open the queue's gate. A single store; never blocks. NULL below Lv2. */
-	void (*gate_close)(xs_hwq *q);
-	void (*gate_open)(xs_hwq *q);
-	/* Lv3: stop running work and save it / restore it. NULL below Lv3. */
-	XResult (*interrupt)(xs_hwq *q);
-	XResult (*restore)(xs_hwq *q);
-	/* Free the backend's state. Nothing is in flight and no XQueue uses the queue. */
+	/* Queues with the same key share a device: one commitment budget, one progress
+	 * thread. */
+	uint64_t (*device_key)(xs_hwq *q);
+	/* See the contract above. Must not wait for the device. */
+	XResult (*enqueue)(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated);
+	/* Set the counter and the done number back to 0; nothing of the queue is incomplete
+	 * (a new XQueue starts numbering). */
+	void (*reset)(xs_hwq *q);
+	/* Lv2: store @seq into the counter. NULL below Lv2. */
+	void (*commit)(xs_hwq *q, uint64_t seq);
+	/* The last published done number (0 before the first), or UINT64_MAX when broken. */
+	uint64_t (*done)(xs_hwq *q);
+	/* Block until done(q) >= seq; kXSchedErrorHardware if the queue fails meanwhile. */
+	XResult (*wait_done)(xs_hwq *q, uint64_t seq);
+	/* kXSchedSuccess while the queue works; kXSchedErrorHardware once the device reported
+	 * a failure on it (the progress thread asks when a queue makes no progress). */
+	XResult (*check)(xs_hwq *q);
+	/* Give the native queue the device's greatest (@top) or least hardware priority.
+	 * NULL where the runtime cannot change it on an existing queue. */
+	void (*set_priority)(xs_hwq *q, bool top);
+	/* Lv3 model of the host backend: while held, the queue starts no command, as an
+	 * unmapped hardware queue runs nothing. NULL on GPU backends. */
+	void (*hold)(xs_hwq *q, bool on);
+	/* Lv3: the address of the queue's ring buffer, which names its KFD queue. NULL where
+	 * the backend has none. */
+	XResult (*ring_base)(xs_hwq *q, uint64_t *addr);
+	/* Free the backend's state: nothing is pending, no XQueue uses the queue, the
+	 * counter is open. */
 	void (*destroy)(xs_hwq *q);
 } xs_hal_ops;
+
+struct xs_lv3; /* preempt/lv3.h: the HAL only carries the pointer */
 
 struct xs_hwq {
 	xs_obj obj;
 	const xs_hal_ops *ops;
-	int max_level; /* XPreemptLevel, probed at creation; read-only after */
-	void *native;  /* the stream for GPU queues, NULL for host queues */
-	/* Guarded by the HwQueue binding lock in hwqueue.c. */
-	struct xs_xqueue *xq; /* the XQueue in front of it, or NULL */
-	bool dead;            /* HwQueueDestroy has begun */
+	int max_level;      /* XPreemptLevel, probed at creation; read-only once published */
+	void *native;       /* the stream for GPU queues, NULL for host queues */
+	atomic_bool broken; /* the done mark could not be enqueued (see the contract) */
+	/* With ops->pushes_done: called by the backend (any thread, no lock of the engine
+	 * held) after it published a done number, once set. Set by the engine before the
+	 * first enqueue of each XQueue; the argument stays valid for the process's life. */
+	void (*on_done)(void *arg);
+	void *on_done_arg;
+	/* Owned by the engine (preempt/): the KFD queue when the HwQueue has Lv3. */
+	struct xs_lv3 *lv3;
+	/* Guarded by the engine's binding lock: the XQueue in front of it, and destruction. */
+	void *xq;
+	bool dead;
 };
 
 static inline xs_hwq *xs_hwq_of(xs_obj *obj)
@@ -65,30 +108,29 @@ static inline xs_hwq *xs_hwq_of(xs_obj *obj)
 }
 
 /* Common set-up for backends: fill the generic part (one reference, the caller's). */
-void xs_hwq_init(xs_hwq *q, const xs_hal_ops *ops, int max_level, void *native,
-		 void (*free_fn)(xs_obj *obj));
+static inline void xs_hwq_init(xs_hwq *q, const xs_hal_ops *ops, int max_level, void *native,
+			       void (*free_fn)(xs_obj *obj))
+{
+	xs_obj_init(&q->obj, XS_KIND_HWQUEUE, free_fn);
+	q->ops = ops;
+	q->max_level = max_level;
+	q->native = native;
+	atomic_init(&q->broken, false);
+	q->on_done = NULL;
+	q->on_done_arg = NULL;
+	q->lv3 = NULL;
+	q->xq = NULL;
+	q->dead = false;
+}
 
-/* Register a backend's new queue and return its handle (key 0 = library-issued). On
- * failure the queue is destroyed. */
-XResult xs_hwq_publish(xs_hwq *q, uint64_t key, HwQueueHandle *out);
-
-/* Bind @xq to @q: kXSchedErrorNotFound if @q is being destroyed, kXSchedErrorNotAllowed
- * if it already has an XQueue. */
-XResult xs_hwq_bind(xs_hwq *q, struct xs_xqueue *xq);
-void xs_hwq_unbind(xs_hwq *q);
-
-/* Backends. */
+/* Backends: create a queue (not yet published). Each returns kXSchedSuccess or the
+ * XResult the public creation call documents; the GPU ones return
+ * kXSchedErrorNotSupported in builds without that runtime. */
 XResult xs_host_queue_create(xs_hwq **out);
-/* Tests: attach the host queue @hwq to the KFD queue whose ring buffer starts at
- * @ring_base_address (the fake KFD's, installed with xs_cwsr_set_sys()) through
- * preempt/lv3.c, and raise its max level to kPreemptLevelInterrupt only when the whole
- * probe and attach passed; on failure it stays at 2 and one line is logged. Its
- * HwQueueDestroy then detaches it, resuming it first.
- * Returns kXSchedSuccess; kXSchedErrorNotFound (not a live HwQueue);
- * kXSchedErrorInvalidValue (not a host queue, or a zero address); kXSchedErrorNotAllowed
- * (already enabled, or another HwQueue uses that KFD queue); otherwise as xs_lv3_attach().
- * Thread-safety: right after HostQueueCreate(), before any XQueue exists on @hwq and while
- * no other thread uses it (the core reads the max level without a lock). */
-XResult xs_host_queue_enable_lv3(HwQueueHandle hwq, uint64_t ring_base_address);
+XResult xs_cuda_queue_create(void *stream, xs_hwq **out);
+XResult xs_hip_queue_create(void *stream, xs_hwq **out);
+
+/* Whether @q is a host queue (tests attach host queues to a fake KFD). */
+bool xs_hwq_is_host(const xs_hwq *q);
 
 #endif

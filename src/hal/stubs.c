@@ -3,20 +3,20 @@
 #include "hal/hal.h"
 
 #ifndef XS_HAVE_CUDA
-XResult CudaQueueCreate(HwQueueHandle *hwq, void *stream)
+XResult xs_cuda_queue_create(void *stream, xs_hwq **out)
 {
-	(void)hwq;
 	(void)stream;
+	(void)out;
 	XS_WARN("hal", "CudaQueueCreate: this build of libxsched has no CUDA backend");
 	return kXSchedErrorNotSupported;
 }
 #endif
 
 #ifndef XS_HAVE_HIP
-XResult HipQueueCreate(HwQueueHandle *hwq, void *stream)
+XResult xs_hip_queue_create(void *stream, xs_hwq **out)
 {
-	(void)hwq;
 	(void)stream;
+	(void)out;
 	XS_WARN("hal", "HipQueueCreate: this build of libxsched has no HIP backend");
 	return kXSchedErrorNotSupported;
 }

@@ -8,7 +8,9 @@
 
 #include "core/log.h"
 #include "core/thread.h"
+#include "hal/hal.h"
 #include "preempt/cwsr.h"
+#include "preempt/testing.h"
 
 #define TOPIC "lv3"
 
@@ -304,4 +306,47 @@ bool xs_lv3_degraded(const xs_lv3 *l)
 uint32_t xs_lv3_queue_id(const xs_lv3 *l)
 {
 	return l ? l->queue_id : 0;
+}
+
+/* ---- HwQueues ---- */
+
+void xs_lv3_probe_hwq(xs_hwq *q)
+{
+	uint64_t ring = 0;
+	if (q->max_level != kPreemptLevelDeactivate || !q->ops->ring_base || q->lv3 ||
+	    q->ops->ring_base(q, &ring) != kXSchedSuccess)
+		return;
+	char name[48];
+	snprintf(name, sizeof(name), "%s stream %p", q->ops->name, q->native);
+	if (xs_lv3_attach(&q->lv3, ring, q->max_level, name) == kXSchedSuccess)
+		q->max_level = kPreemptLevelInterrupt;
+}
+
+XResult xs_host_queue_enable_lv3(HwQueueHandle hwq, uint64_t ring_base_address)
+{
+	xs_obj *obj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
+	XS_CHECK(obj, kXSchedErrorNotFound, TOPIC, "enable Lv3: 0x%llx is not a live HwQueue",
+		 (unsigned long long)hwq);
+	xs_hwq *q = xs_hwq_of(obj);
+	XResult res = kXSchedSuccess;
+	if (!xs_hwq_is_host(q)) {
+		XS_WARN(TOPIC, "enable Lv3: HwQueue 0x%llx is a %s queue, not a host queue",
+			(unsigned long long)hwq, q->ops->name);
+		res = kXSchedErrorInvalidValue;
+	} else if (q->lv3) {
+		XS_WARN(TOPIC, "enable Lv3: host HwQueue 0x%llx already has Lv3",
+			(unsigned long long)hwq);
+		res = kXSchedErrorNotAllowed;
+	} else {
+		char name[48];
+		snprintf(name, sizeof(name), "host HwQueue 0x%llx", (unsigned long long)hwq);
+		res = xs_lv3_attach(&q->lv3, ring_base_address, q->max_level, name);
+		if (res == kXSchedSuccess) {
+			q->max_level = kPreemptLevelInterrupt;
+			XS_INFO(TOPIC, "host HwQueue 0x%llx: max preemption level 3 (KFD queue %u)",
+				(unsigned long long)hwq, xs_lv3_queue_id(q->lv3));
+		}
+	}
+	xs_obj_unref(obj);
+	return res;
 }

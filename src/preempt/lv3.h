@@ -116,4 +116,10 @@ bool xs_lv3_degraded(const xs_lv3 *l);
  * Thread-safety: any thread; read-only after attach. */
 uint32_t xs_lv3_queue_id(const xs_lv3 *l);
 
+struct xs_hwq;
+/* Give @q Lv3 where its backend names a KFD queue (ring_base) and the whole probe and
+ * attach pass: max_level becomes kPreemptLevelInterrupt and q->lv3 is set. Otherwise one
+ * line is logged by xs_lv3_attach and the queue stays at Lv2. Before @q is published. */
+void xs_lv3_probe_hwq(struct xs_hwq *q);
+
 #endif

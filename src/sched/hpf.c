@@ -17,8 +17,7 @@
  * XSched's behaviour. Read when HPF becomes the policy or at its first pass. The only HPF
  * state, and the only reason for a timer.
  */
-#include <stdlib.h>
-
+#include "core/config.h"
 #include "core/log.h"
 #include "sched/policy.h"
 
@@ -46,22 +45,12 @@ static void xs__hpf_reset(void)
 	xs__linger_ns = -1;
 }
 
-#define XS__LINGER_DEFAULT_US 1000
-
+/* From XSCHED_HPF_LINGER_US (core/config.c), read when HPF becomes the policy. */
 static int64_t xs__read_linger(void)
 {
-	const char *s = getenv("XSCHED_HPF_LINGER_US");
-	if (!s || !*s)
-		return XS__LINGER_DEFAULT_US * 1000;
-	char *end;
-	long long us = strtoll(s, &end, 10);
-	if (*end || us < 0 || us > TIMESLICE_MAX) {
-		XS_WARN("sched", "XSCHED_HPF_LINGER_US=%s is not 0..%d microseconds; using %d", s,
-			TIMESLICE_MAX, XS__LINGER_DEFAULT_US);
-		return XS__LINGER_DEFAULT_US * 1000;
-	}
-	XS_INFO("sched", "HPF keeps an idle queue's priority for %lld us", us);
-	return us * 1000;
+	int64_t ns = xs_config_get()->hpf_linger_ns;
+	XS_INFO("sched", "HPF keeps an idle queue's priority for %lld us", (long long)(ns / 1000));
+	return ns;
 }
 
 static int64_t xs__hpf_schedule(xs_sched_entry *e, size_t n, const xs_sched_params *p)

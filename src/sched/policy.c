@@ -40,7 +40,7 @@ void *xs_policy_slot(xs_sched_entry *e, size_t size)
 	if (!*e->slot) {
 		*e->slot = calloc(1, size);
 		if (!*e->slot)
-			XS_ERROR("sched", "out of memory for the policy state of XQueue 0x%llx",
+			XS_ERROR("sched", "out of memory for the policy state of queue #%llu",
 				 (unsigned long long)e->id);
 	}
 	return *e->slot;

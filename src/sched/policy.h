@@ -21,7 +21,7 @@
 /* One XQueue as the policy sees it. Rebuilt before every pass: a policy may overwrite
  * the inputs (LAX rewrites prio) without effect on the next pass. */
 typedef struct xs_sched_entry {
-	uint64_t id;            /* the XQueue handle: stable while registered */
+	uint64_t id;            /* registration order (earlier = smaller), stable */
 	bool ready;             /* it has pending or in-flight commands and is not blocked
 				 * on another XQueue */
 	Priority prio;          /* XHintPriority */

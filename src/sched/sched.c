@@ -3,10 +3,10 @@
  * Locks, outermost first:
  *   xs__ctl    serializes configuration: start/stop of the thread, scheduler kind, policy
  *              choice (XHintSetScheduler, XSchedShutdown, first XQueueCreate);
- *   xs__lock   guards the registered XQueue list, the policy (and its own state), the
- *              process-wide hints, the statistics and the scratch entries; a scheduling
- *              pass runs under it;
- *   xq->lock   of each XQueue, taken briefly inside a pass;
+ *   xs__lock   guards the registered queues (xs__sq: hints, policy state), the policy
+ *              (and its own state), the process-wide hints, the statistics and the
+ *              scratch entries; a scheduling pass runs under it;
+ *   xq->lock   of each XQueue, taken inside a pass through the engine's calls;
  *   xs__ev     a leaf: guards the dirty/stop flags the thread sleeps on.
  */
 #include <stdlib.h>
@@ -14,10 +14,22 @@
 #include <strings.h>
 #include <sys/prctl.h>
 
+#include "core/config.h"
+#include "core/list.h"
 #include "core/log.h"
-#include "core/xqueue.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
+
+/* The scheduler's state of one registered XQueue (xs_xqueue.sched_priv). */
+typedef struct xs__sq {
+	xs_xqueue *xq; /* holds a reference while registered */
+	xs_link link;  /* xs__queues */
+	uint64_t id;   /* registration order, from 1: the policies' tie-breaker */
+	/* Under xs__lock: */
+	xs_sched_hints h;
+	void *policy_slot; /* per-queue state of the current policy */
+	int limited;       /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
+} xs__sq;
 
 static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
 /* Under xs__ctl: */
@@ -27,11 +39,11 @@ static pthread_t xs__thread;
 
 static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
 /* Under xs__lock: */
-static xs_xqueue *xs__queues; /* linked by sched_next */
+static xs_link xs__queues = {&xs__queues, &xs__queues}; /* xs__sq.link */
 static const xs_policy_ops *xs__policy = &xs_policy_hpf;
 static bool xs__active; /* a local scheduler decides (else app-managed) */
 static xs_sched_entry *xs__entries;
-static xs_xqueue **xs__entry_q;
+static xs__sq **xs__entry_q;
 static size_t xs__entries_cap;
 static Timeslice xs__timeslice_us = TIMESLICE_DEFAULT; /* XHintTimeslice */
 static bool xs__timeslice_given;
@@ -49,9 +61,9 @@ static void xs__ev_init(void)
 	xs_cond_init(&xs__ev_cv);
 }
 
-void xs_sched_notify(struct xs_xqueue *xq)
+/* Ask for a pass soon. Any thread, any lock (the engine calls it with xq->lock held). */
+static void xs__wake(void)
 {
-	(void)xq;
 	pthread_once(&xs__ev_once, xs__ev_init);
 	xs_mutex_lock(&xs__ev);
 	if (!xs__dirty) {
@@ -72,7 +84,7 @@ static bool xs__grow(size_t n)
 	if (!e)
 		return false;
 	xs__entries = e;
-	xs_xqueue **q = realloc(xs__entry_q, cap * sizeof(*q));
+	xs__sq **q = realloc(xs__entry_q, cap * sizeof(*q));
 	if (!q)
 		return false;
 	xs__entry_q = q;
@@ -80,15 +92,30 @@ static bool xs__grow(size_t n)
 	return true;
 }
 
-/* Set @xq's scheduler suspension to @suspend. Caller holds xs__lock. */
-static void xs__set_suspended(xs_xqueue *xq, bool suspend)
+static void xs__on_engine(xs_xqueue *xq)
 {
-	xs_mutex_lock(&xq->lock);
-	if (xq->sched_suspended != suspend) {
-		xq->sched_suspended = suspend;
-		xs_preempt_apply(xq);
+	(void)xq;
+	xs__wake();
+}
+
+/* Mark as limited every queue below the top priority present on its device (idle ones
+ * count: a queue of higher priority may submit at any moment). Caller holds xs__lock. */
+static void xs__apply_limits(size_t n, bool lift)
+{
+	for (size_t i = 0; i < n; i++) {
+		xs__sq *sq = xs__entry_q[i];
+		const void *dev = xs_engine_device(sq->xq);
+		Priority top = sq->h.prio;
+		for (size_t j = 0; j < n && !lift; j++)
+			if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
+			    xs__entry_q[j]->h.prio > top)
+				top = xs__entry_q[j]->h.prio;
+		int limited = !lift && sq->h.prio < top;
+		if (limited != sq->limited) {
+			sq->limited = limited;
+			xs_engine_set_limited(sq->xq, limited);
+		}
 	}
-	xs_mutex_unlock(&xq->lock);
 }
 
 /* One scheduling pass. Caller holds xs__lock. Returns the policy's timer (0 = none). */
@@ -97,29 +124,31 @@ static int64_t xs__pass(void)
 	if (!xs__active)
 		return 0;
 	size_t n = 0;
-	for (xs_xqueue *xq = xs__queues; xq; xq = xq->sched_next)
-		n++;
+	xs_list_for_each(l, &xs__queues) n++;
 	if (!xs__grow(n)) {
 		XS_ERROR("sched", "out of memory for %zu queue entries; pass skipped", n);
 		return xs_now_ns() + 1000000; /* try again in 1 ms */
 	}
 	size_t i = 0;
-	for (xs_xqueue *xq = xs__queues; xq; xq = xq->sched_next, i++) {
+	xs_list_for_each(l, &xs__queues)
+	{
+		xs__sq *sq = xs_container_of(l, xs__sq, link);
 		xs_sched_entry *e = &xs__entries[i];
-		xs__entry_q[i] = xq;
-		xs_mutex_lock(&xq->lock);
-		e->id = xq->obj.handle;
-		e->ready = !xs_xqueue_idle(xq) && !xq->blocked;
-		e->prio = xq->prio;
-		e->ready_since_ns = xq->ready_since_ns;
-		e->util = xq->has_util ? xq->util : UTILIZATION_DEFAULT;
-		e->deadline_us = xq->has_deadline ? xq->deadline_us : NO_DEADLINE;
-		e->laxity_us = xq->has_laxity ? xq->laxity_us : NO_LAXITY;
-		e->lax_prio = xq->lax_prio;
-		e->crit_prio = xq->crit_prio;
-		e->suspend = xq->sched_suspended;
-		xs_mutex_unlock(&xq->lock);
-		e->slot = &xq->policy_slot;
+		xs__entry_q[i++] = sq;
+		const xs_sched_hints *h = &sq->h;
+		xs_mutex_lock(&sq->xq->lock);
+		e->ready = xs_engine_ready(sq->xq);
+		e->ready_since_ns = sq->xq->ready_since_ns;
+		e->suspend = sq->xq->sched_suspended;
+		xs_mutex_unlock(&sq->xq->lock);
+		e->id = sq->id;
+		e->prio = h->prio;
+		e->util = h->has_util ? h->util : UTILIZATION_DEFAULT;
+		e->deadline_us = h->has_deadline ? h->deadline_us : NO_DEADLINE;
+		e->laxity_us = h->has_laxity ? h->laxity_us : NO_LAXITY;
+		e->lax_prio = h->lax_prio;
+		e->crit_prio = h->crit_prio;
+		e->slot = &sq->policy_slot;
 	}
 	xs_sched_params params = {
 	    .now_ns = xs_now_ns(),
@@ -132,10 +161,11 @@ static int64_t xs__pass(void)
 	/* Suspend first, then resume: a moment with both running would defeat the policy. */
 	for (i = 0; i < n; i++)
 		if (xs__entries[i].suspend)
-			xs__set_suspended(xs__entry_q[i], true);
+			xs_engine_sched_suspend(xs__entry_q[i]->xq, true);
 	for (i = 0; i < n; i++)
 		if (!xs__entries[i].suspend)
-			xs__set_suspended(xs__entry_q[i], false);
+			xs_engine_sched_suspend(xs__entry_q[i]->xq, false);
+	xs__apply_limits(n, false);
 	return timer;
 }
 
@@ -207,16 +237,16 @@ static void xs__stop_locked(void)
 		XS_INFO("sched", "scheduler thread stopped");
 	}
 	xs_mutex_lock(&xs__lock);
-	for (xs_xqueue *xq = xs__queues; xq; xq = xq->sched_next)
-		xs__set_suspended(xq, false);
+	size_t n = 0;
+	xs_list_for_each(l, &xs__queues)
+	{
+		xs__sq *sq = xs_container_of(l, xs__sq, link);
+		xs_engine_sched_suspend(sq->xq, false);
+		if (xs__grow(n + 1))
+			xs__entry_q[n++] = sq;
+	}
+	xs__apply_limits(n, true);
 	xs_mutex_unlock(&xs__lock);
-}
-
-/* At exit (or dlclose of the shared library) the scheduler thread is stopped and
- * joined, so it never runs while the process tears down. */
-__attribute__((destructor)) static void xs__fini(void)
-{
-	XSchedShutdown();
 }
 
 /* Make the local scheduler run @policy. Caller holds xs__ctl. */
@@ -226,10 +256,10 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 	xs_mutex_lock(&xs__lock);
 	if (xs__policy != policy) {
 		if (xs__policy->forget)
-			for (xs_xqueue *xq = xs__queues; xq; xq = xq->sched_next)
-				xs__policy->forget(&xq->policy_slot);
-		for (xs_xqueue *xq = xs__queues; xq; xq = xq->sched_next)
-			xq->policy_slot = NULL;
+			xs_list_for_each(l, &xs__queues)
+			    xs__policy->forget(&xs_container_of(l, xs__sq, link)->policy_slot);
+		xs_list_for_each(l, &xs__queues) xs_container_of(l, xs__sq, link)->policy_slot =
+		    NULL;
 		xs__policy = policy;
 		if (policy->reset)
 			policy->reset();
@@ -250,89 +280,106 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 		XS_INFO("sched", "scheduler thread started with policy %s", policy->name);
 	}
 	xs__configured = true;
-	xs_sched_notify(NULL);
+	xs__wake();
 	return kXSchedSuccess;
 }
 
 /* Configure from XSCHED_SCHEDULER / XSCHED_POLICY. Caller holds xs__ctl. */
 static XResult xs__configure_from_env(void)
 {
-	const char *kind = getenv("XSCHED_SCHEDULER");
-	const char *name = getenv("XSCHED_POLICY");
+	const xs_config *cfg = xs_config_get();
 	const xs_policy_ops *policy = &xs_policy_hpf;
-	if (name && *name) {
-		policy = xs_policy_find_name(name);
+	xs_engine_set_notify(xs__on_engine);
+	if (cfg->policy) {
+		policy = xs_policy_find_name(cfg->policy);
 		if (!policy) {
 			XS_WARN("sched",
 				"XSCHED_POLICY=%s is not a policy of this library; using HPF",
-				name);
+				cfg->policy);
 			policy = &xs_policy_hpf;
 		}
-	} else if (kind && !strcasecmp(kind, "APP")) {
+	} else if (cfg->app_managed) {
 		xs__configured = true;
 		XS_INFO("sched", "application-managed scheduling (XSCHED_SCHEDULER=APP)");
 		return kXSchedSuccess;
-	} else if (kind && *kind && strcasecmp(kind, "LCL")) {
-		XS_WARN("sched", "XSCHED_SCHEDULER=%s is not supported; using the local scheduler",
-			kind);
 	}
 	return xs__start_locked(policy);
 }
 
-XResult xs_sched_add(struct xs_xqueue *xq)
+XResult xs_sched_add(xs_xqueue *xq)
 {
+	xs__sq *sq = calloc(1, sizeof(*sq));
+	if (!sq)
+		return kXSchedErrorUnknown;
+	sq->h.prio = PRIORITY_DEFAULT;
+	sq->limited = -1;
+	xs_obj_ref(&xq->obj);
+	sq->xq = xq;
 	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__ctl);
 	if (!xs__configured)
 		res = xs__configure_from_env();
 	if (res == kXSchedSuccess) {
 		xs_mutex_lock(&xs__lock);
-		xq->sched_next = xs__queues;
-		xs__queues = xq;
+		static uint64_t next_id; /* under xs__lock */
+		sq->id = ++next_id;
+		xq->sched_priv = sq;
+		xs_list_push_back(&xs__queues, &sq->link);
 		xs_mutex_unlock(&xs__lock);
 	}
 	xs_mutex_unlock(&xs__ctl);
-	if (res == kXSchedSuccess)
-		xs_sched_notify(xq);
+	if (res != kXSchedSuccess) {
+		xs_obj_unref(&xq->obj);
+		free(sq);
+		return res;
+	}
+	xs__wake();
 	return res;
 }
 
-void xs_sched_remove(struct xs_xqueue *xq)
+void xs_sched_remove(xs_xqueue *xq)
 {
 	xs_mutex_lock(&xs__lock);
-	for (xs_xqueue **p = &xs__queues; *p; p = &(*p)->sched_next) {
-		if (*p == xq) {
-			*p = xq->sched_next;
-			break;
-		}
+	xs__sq *sq = xq->sched_priv;
+	xq->sched_priv = NULL;
+	if (sq) {
+		xs_list_remove(&sq->link);
+		if (xs__policy->forget)
+			xs__policy->forget(&sq->policy_slot);
 	}
-	if (xs__policy->forget)
-		xs__policy->forget(&xq->policy_slot);
-	xq->policy_slot = NULL;
 	xs_mutex_unlock(&xs__lock);
-	xs_sched_notify(xq); /* others may run now */
+	if (sq) {
+		xs_obj_unref(&sq->xq->obj);
+		free(sq);
+	}
+	xs__wake(); /* others may run now */
 }
 
-XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy)
+void xs_sched_get_hints(xs_xqueue *xq, xs_sched_hints *out)
 {
-	if (scheduler == kSchedulerGlobal) {
-		XS_WARN("sched", "XHintSetScheduler: the global (cross-process) scheduler is not "
-				 "supported");
-		return kXSchedErrorNotSupported;
-	}
-	if (scheduler != kSchedulerLocal && scheduler != kSchedulerAppManaged) {
-		XS_WARN("sched", "XHintSetScheduler: %d is not a scheduler type", (int)scheduler);
-		return kXSchedErrorInvalidValue;
-	}
+	xs_mutex_lock(&xs__lock);
+	const xs__sq *sq = xq->sched_priv;
+	if (sq)
+		*out = sq->h;
+	else
+		memset(out, 0, sizeof(*out));
+	xs_mutex_unlock(&xs__lock);
+}
+
+void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h)
+{
+	xs_mutex_lock(&xs__lock);
+	xs__sq *sq = xq->sched_priv;
+	if (sq)
+		sq->h = *h;
+	xs_mutex_unlock(&xs__lock);
+	xs__wake();
+}
+
+XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy)
+{
 	const xs_policy_ops *ops = NULL;
 	if (scheduler == kSchedulerLocal) {
-		if (!xs_policy_valid(policy)) {
-			XS_WARN("sched",
-				"XHintSetScheduler: %d is not a policy (valid: 1..%d, %d..%d)",
-				(int)policy, kPolicyMax - 1, kPolicyFirstInFirstOut,
-				kPolicyExtendedMax - 1);
-			return kXSchedErrorInvalidValue;
-		}
 		ops = xs_policy_find(policy);
 		if (!ops) {
 			XS_WARN("sched",
@@ -343,6 +390,7 @@ XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy)
 	}
 	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__ctl);
+	xs_engine_set_notify(xs__on_engine);
 	if (ops) {
 		res = xs__start_locked(ops);
 	} else {
@@ -353,20 +401,19 @@ XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy)
 	return res;
 }
 
-XResult XSchedShutdown(void)
+void xs_sched_shutdown(void)
 {
 	xs_mutex_lock(&xs__ctl);
 	xs__stop_locked();
 	xs__configured = false;
 	xs_mutex_lock(&xs__lock);
 	if (xs__policy->reset)
-		xs__policy->reset(); /* policies re-read their environment on the next start */
+		xs__policy->reset(); /* policies re-read their settings on the next start */
 	xs__timeslice_us = TIMESLICE_DEFAULT;
 	xs__timeslice_given = false;
 	xs__k = 1;
 	xs_mutex_unlock(&xs__lock);
 	xs_mutex_unlock(&xs__ctl);
-	return kXSchedSuccess;
 }
 
 void xs_sched_set_timeslice(Timeslice ts_us)
@@ -375,7 +422,7 @@ void xs_sched_set_timeslice(Timeslice ts_us)
 	xs__timeslice_us = ts_us;
 	xs__timeslice_given = true;
 	xs_mutex_unlock(&xs__lock);
-	xs_sched_notify(NULL);
+	xs__wake();
 }
 
 void xs_sched_set_k(size_t k)
@@ -383,7 +430,7 @@ void xs_sched_set_k(size_t k)
 	xs_mutex_lock(&xs__lock);
 	xs__k = k;
 	xs_mutex_unlock(&xs__lock);
-	xs_sched_notify(NULL);
+	xs__wake();
 }
 
 void xs_sched_get_stats(xs_sched_stats *out)

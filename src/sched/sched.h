@@ -1,9 +1,9 @@
 /* The local scheduler: one thread per process ("xsched-sched") that runs a policy.
  *
  * Wake-up sources (they may coalesce: one pass sees all of them):
- * - xs_sched_notify(): an XQueue went from idle to ready or from ready to idle, or one of
- *   its hints changed (XHint*), or a process-wide hint changed (XHintTimeslice,
- *   XHintKDeadline);
+ * - the engine's notification (engine.h): an XQueue went from idle to ready or back, or
+ *   was blocked or unblocked on an event; a hint changed (XHint*), or a process-wide
+ *   hint (XHintTimeslice, XHintKDeadline);
  * - a registration or removal of an XQueue, or a policy change;
  * - the policy's own timer: the deadline it returned from its last pass (UP: end of the
  *   running turn; CFS: end of the running slice; LAX: the earliest promotion; HPF, FIFO,
@@ -12,7 +12,10 @@
  * - shutdown.
  * Each pass reads every registered XQueue's state under its lock (level-triggered: the
  * order in which notifications arrive does not matter), asks the policy which XQueues
- * run, and applies the difference as scheduler suspensions. Idle, or with no timer, it
+ * run, and applies the difference as scheduler suspensions. It then marks as *limited*
+ * (subject to the device's commitment budget, engine.h) every XQueue whose priority is
+ * below the highest priority present on its device, idle queues included, and gives the
+ * others the device's greatest hardware priority. Idle, or with no timer, it
  * sleeps on a condition variable (pthread_cond_wait): no polling, no wake-ups.
  *
  * Precision. An event wakes the thread through a futex, within the kernel's wake-up
@@ -32,24 +35,45 @@
 #ifndef XS_SCHED_SCHED_H
 #define XS_SCHED_SCHED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "preempt/engine.h"
 #include "xsched.h"
 
-struct xs_xqueue;
+/* Register a new, fully built XQueue; starts the scheduler on first use (configured from
+ * the environment unless XHintSetScheduler() was called). kXSchedErrorUnknown when out of
+ * memory or the thread cannot start. Any thread, no lock held. */
+XResult xs_sched_add(xs_xqueue *xq);
+/* Forget @xq (it is drained and about to go). Any thread, no lock held. */
+void xs_sched_remove(xs_xqueue *xq);
 
-/* Register a new XQueue; starts the scheduler on first use (configured from the
- * environment unless XHintSetScheduler() was called). Any thread, no lock held. */
-XResult xs_sched_add(struct xs_xqueue *xq);
-/* Forget @xq (it is drained and about to be freed). Any thread, no lock held. */
-void xs_sched_remove(struct xs_xqueue *xq);
-/* Ask for a scheduling pass soon. Any thread; may be called with xq->lock held. */
-void xs_sched_notify(struct xs_xqueue *xq);
+/* Per-queue hints, as the XHint* calls set them (values checked by the API layer). */
+typedef struct xs_sched_hints {
+	Priority prio;        /* XHintPriority */
+	bool has_util;        /* else UTILIZATION_DEFAULT */
+	bool has_deadline;    /* else NO_DEADLINE */
+	bool has_laxity;      /* else NO_LAXITY */
+	Utilization util;     /* XHintUtilization, 0..100 */
+	Deadline deadline_us; /* XHintDeadline, us >= 0 */
+	Laxity laxity_us;     /* XHintLaxity, us >= 0 */
+	Priority lax_prio;    /* XHintLaxity: before the laxity runs out */
+	Priority crit_prio;   /* XHintLaxity: after it */
+} xs_sched_hints;
 
-/* Process-wide hints (values already checked by hint.c). Any thread, no lock held. */
+/* Read and replace the hints of @xq (registered); the setter asks for a pass. Any thread,
+ * no lock held. */
+void xs_sched_get_hints(xs_xqueue *xq, xs_sched_hints *out);
+void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h);
+
+/* Process-wide hints (values already checked). Any thread, no lock held. */
 void xs_sched_set_timeslice(Timeslice ts_us);
 void xs_sched_set_k(size_t k);
+
+/* XHintSetScheduler() and XSchedShutdown(), after argument checks. */
+XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy);
+void xs_sched_shutdown(void);
 
 #define XS_SCHED_LATE_BUCKETS 8
 

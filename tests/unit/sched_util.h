@@ -16,7 +16,7 @@
 
 #include "check.h"
 #include "core/object.h"
-#include "core/xqueue.h"
+#include "preempt/engine.h"
 
 #define SU_MAXQ   8
 #define SU_MAXLOG 20000

@@ -92,6 +92,8 @@ int main(void)
 	 * part 4, whenever the scheduler's pass lands after the baseline is read. */
 	CHECK(setenv("XSCHED_HPF_LINGER_US", "0", 1) == 0);
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+	/* The window, not the commitment budget (test_budget.c), bounds low's work here. */
+	CHECK_OK(XHintCommitBudget(TIMESLICE_MAX));
 	HwQueueHandle hl, hh;
 	CHECK_OK(HostQueueCreate(&hl));
 	CHECK_OK(HostQueueCreate(&hh));

@@ -35,7 +35,7 @@
 #include "core/log.h"
 #include "fake_kfd.h"
 #include "log_capture.h"
-#include "hal/hal.h"
+#include "preempt/testing.h"
 #include "preempt/cwsr.h"
 #include "preempt/lv3.h"
 

@@ -86,27 +86,15 @@ static void names(void)
 	CHECK(xs_sched_current_policy() == kPolicyLaxity);
 }
 
-/* Hint fields of queue @i, read under its lock. */
-static xs_xqueue snapshot(int i)
+/* Hint fields of queue @i, as the scheduler holds them. */
+static xs_sched_hints snapshot(int i)
 {
 	xs_obj *obj = xs_handle_get(su_q[i].xq, XS_KIND_XQUEUE);
 	CHECK(obj);
-	xs_xqueue *x = xs_xqueue_of(obj);
-	xs_xqueue copy;
-	memset(&copy, 0, sizeof(copy));
-	xs_mutex_lock(&x->lock);
-	copy.prio = x->prio;
-	copy.has_util = x->has_util;
-	copy.util = x->util;
-	copy.has_deadline = x->has_deadline;
-	copy.deadline_us = x->deadline_us;
-	copy.has_laxity = x->has_laxity;
-	copy.laxity_us = x->laxity_us;
-	copy.lax_prio = x->lax_prio;
-	copy.crit_prio = x->crit_prio;
-	xs_mutex_unlock(&x->lock);
+	xs_sched_hints h;
+	xs_sched_get_hints(xs_xqueue_of(obj), &h);
 	xs_obj_unref(obj);
-	return copy;
+	return h;
 }
 
 static void bad_hints(void)
@@ -125,7 +113,7 @@ static void bad_hints(void)
 	CHECK_RES(XHintTimeslice(0), kXSchedErrorInvalidValue);
 	CHECK_RES(XHintTimeslice(-5000), kXSchedErrorInvalidValue);
 	CHECK_RES(XHintKDeadline(0), kXSchedErrorInvalidValue);
-	xs_xqueue s = snapshot(A);
+	xs_sched_hints s = snapshot(A);
 	CHECK(s.has_util && s.util == 30);
 	CHECK(s.has_deadline && s.deadline_us == 5000);
 	CHECK(s.has_laxity && s.laxity_us == 7000 && s.lax_prio == 1 && s.crit_prio == 9);

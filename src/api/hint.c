@@ -1,9 +1,13 @@
-/* The XHint* calls: check the value, store it (per-queue hints under xq->lock, process-wide
- * ones in sched.c under the scheduler lock) and ask for a pass. Policies read the values
- * from the snapshot of their next pass (see xs__pass in sched.c). */
+/* The XHint* calls: check the value, store it with the scheduler (sched/sched.c, under its
+ * lock) and ask for a pass. Policies read the values from the snapshot of their next
+ * pass. */
 #include "core/log.h"
-#include "core/xqueue.h"
+#include "preempt/engine.h"
 #include "sched/sched.h"
+
+/* Serializes the read-modify-write of one queue's hints between concurrent XHint* calls.
+ * Taken alone. */
+static xs_mutex xs__hint_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool xs__prio_ok(Priority prio)
 {
@@ -15,7 +19,7 @@ static xs_xqueue *xs__get(XQueueHandle h, const char *fn)
 {
 	xs_obj *obj = xs_handle_get(h, XS_KIND_XQUEUE);
 	if (!obj) {
-		XS_WARN("sched", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
+		XS_WARN("api", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
 		return NULL;
 	}
 	return xs_xqueue_of(obj);
@@ -24,17 +28,19 @@ static xs_xqueue *xs__get(XQueueHandle h, const char *fn)
 XResult XHintPriority(XQueueHandle xq, Priority prio)
 {
 	if (!xs__prio_ok(prio)) {
-		XS_WARN("sched", "XHintPriority: %d is outside [%d, %d]", (int)prio, PRIORITY_MIN,
+		XS_WARN("api", "XHintPriority: %d is outside [%d, %d]", (int)prio, PRIORITY_MIN,
 			PRIORITY_MAX);
 		return kXSchedErrorInvalidValue;
 	}
 	xs_xqueue *x = xs__get(xq, "XHintPriority");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	x->prio = prio;
-	xs_sched_notify(x); /* under x->lock: the pass sees the new value */
-	xs_mutex_unlock(&x->lock);
+	xs_sched_hints h;
+	xs_mutex_lock(&xs__hint_lock);
+	xs_sched_get_hints(x, &h);
+	h.prio = prio;
+	xs_sched_set_hints(x, &h);
+	xs_mutex_unlock(&xs__hint_lock);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
 }
@@ -42,18 +48,20 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 XResult XHintUtilization(XQueueHandle xq, Utilization util)
 {
 	if (util < UTILIZATION_MIN || util > UTILIZATION_MAX) {
-		XS_WARN("sched", "XHintUtilization: %d is outside [%d, %d] (percent)", (int)util,
+		XS_WARN("api", "XHintUtilization: %d is outside [%d, %d] (percent)", (int)util,
 			UTILIZATION_MIN, UTILIZATION_MAX);
 		return kXSchedErrorInvalidValue;
 	}
 	xs_xqueue *x = xs__get(xq, "XHintUtilization");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	x->util = util;
-	x->has_util = true;
-	xs_sched_notify(x);
-	xs_mutex_unlock(&x->lock);
+	xs_sched_hints h;
+	xs_mutex_lock(&xs__hint_lock);
+	xs_sched_get_hints(x, &h);
+	h.util = util;
+	h.has_util = true;
+	xs_sched_set_hints(x, &h);
+	xs_mutex_unlock(&xs__hint_lock);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
 }
@@ -61,7 +69,7 @@ XResult XHintUtilization(XQueueHandle xq, Utilization util)
 XResult XHintTimeslice(Timeslice ts_us)
 {
 	if (ts_us < TIMESLICE_MIN || ts_us > TIMESLICE_MAX) {
-		XS_WARN("sched", "XHintTimeslice: %lld us is outside [%d, %d] us", (long long)ts_us,
+		XS_WARN("api", "XHintTimeslice: %lld us is outside [%d, %d] us", (long long)ts_us,
 			TIMESLICE_MIN, TIMESLICE_MAX);
 		return kXSchedErrorInvalidValue;
 	}
@@ -72,25 +80,27 @@ XResult XHintTimeslice(Timeslice ts_us)
 XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority crit_prio)
 {
 	if (lax_us < 0 && lax_us != NO_LAXITY) {
-		XS_WARN("sched", "XHintLaxity: laxity %lld us is negative (NO_LAXITY is %d)",
+		XS_WARN("api", "XHintLaxity: laxity %lld us is negative (NO_LAXITY is %d)",
 			(long long)lax_us, NO_LAXITY);
 		return kXSchedErrorInvalidValue;
 	}
 	if (!xs__prio_ok(lax_prio) || !xs__prio_ok(crit_prio)) {
-		XS_WARN("sched", "XHintLaxity: priorities %d and %d must lie in [%d, %d]",
+		XS_WARN("api", "XHintLaxity: priorities %d and %d must lie in [%d, %d]",
 			(int)lax_prio, (int)crit_prio, PRIORITY_MIN, PRIORITY_MAX);
 		return kXSchedErrorInvalidValue;
 	}
 	xs_xqueue *x = xs__get(xq, "XHintLaxity");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	x->has_laxity = lax_us != NO_LAXITY;
-	x->laxity_us = x->has_laxity ? lax_us : 0;
-	x->lax_prio = lax_prio;
-	x->crit_prio = crit_prio;
-	xs_sched_notify(x);
-	xs_mutex_unlock(&x->lock);
+	xs_sched_hints h;
+	xs_mutex_lock(&xs__hint_lock);
+	xs_sched_get_hints(x, &h);
+	h.has_laxity = lax_us != NO_LAXITY;
+	h.laxity_us = h.has_laxity ? lax_us : 0;
+	h.lax_prio = lax_prio;
+	h.crit_prio = crit_prio;
+	xs_sched_set_hints(x, &h);
+	xs_mutex_unlock(&xs__hint_lock);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
 }
@@ -98,18 +108,20 @@ XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority 
 XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 {
 	if (ddl_us < 0 && ddl_us != NO_DEADLINE) {
-		XS_WARN("sched", "XHintDeadline: deadline %lld us is negative (NO_DEADLINE is %d)",
+		XS_WARN("api", "XHintDeadline: deadline %lld us is negative (NO_DEADLINE is %d)",
 			(long long)ddl_us, NO_DEADLINE);
 		return kXSchedErrorInvalidValue;
 	}
 	xs_xqueue *x = xs__get(xq, "XHintDeadline");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	x->has_deadline = ddl_us != NO_DEADLINE;
-	x->deadline_us = x->has_deadline ? ddl_us : 0;
-	xs_sched_notify(x);
-	xs_mutex_unlock(&x->lock);
+	xs_sched_hints h;
+	xs_mutex_lock(&xs__hint_lock);
+	xs_sched_get_hints(x, &h);
+	h.has_deadline = ddl_us != NO_DEADLINE;
+	h.deadline_us = h.has_deadline ? ddl_us : 0;
+	xs_sched_set_hints(x, &h);
+	xs_mutex_unlock(&xs__hint_lock);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
 }
@@ -117,7 +129,7 @@ XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 XResult XHintKDeadline(size_t k)
 {
 	if (k == 0) {
-		XS_WARN("sched", "XHintKDeadline: k must be at least 1");
+		XS_WARN("api", "XHintKDeadline: k must be at least 1");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_sched_set_k(k);

@@ -1,0 +1,314 @@
+/* The XQueue API: create, submit, wait, suspend/resume, configuration, statistics.
+ * Arguments are checked here; the engine (preempt/engine.h) does the work. */
+#include "core/log.h"
+#include "preempt/engine.h"
+#include "sched/sched.h"
+
+/* Look up a live XQueue for API call @fn; logs and returns NULL if there is none. */
+static xs_xqueue *xs__get(XQueueHandle h, const char *fn)
+{
+	xs_obj *obj = xs_handle_get(h, XS_KIND_XQUEUE);
+	if (!obj) {
+		XS_WARN("api", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
+		return NULL;
+	}
+	return xs_xqueue_of(obj);
+}
+
+static bool xs__valid_level(int64_t level)
+{
+	return level >= kPreemptLevelBlock && level < kPreemptLevelMax;
+}
+
+/* Build, register with the scheduler, bind, publish: the handle is the last step, so no
+ * other thread can reach a half-built XQueue. */
+XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t flags)
+{
+	XS_CHECK(xq, kXSchedErrorInvalidValue, "api", "XQueueCreate: xq is null");
+	XS_CHECK(xs__valid_level(level), kXSchedErrorInvalidValue, "api",
+		 "XQueueCreate: %lld is not a preemption level (1..3)", (long long)level);
+	XS_CHECK(flags == kQueueCreateFlagNone, kXSchedErrorNotSupported, "api",
+		 "XQueueCreate: flags 0x%llx are not supported (only 0)",
+		 (unsigned long long)flags);
+	xs_obj *qobj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
+	XS_CHECK(qobj, kXSchedErrorNotFound, "api", "XQueueCreate: 0x%llx is not a live HwQueue",
+		 (unsigned long long)hwq);
+	xs_hwq *q = xs_hwq_of(qobj);
+	XResult res = kXSchedSuccess;
+	xs_xqueue *x = NULL;
+	if (level > q->max_level) {
+		XS_WARN(
+		    "api",
+		    "XQueueCreate: the %s HwQueue supports preemption levels up to %d, not %lld",
+		    q->ops->name, q->max_level, (long long)level);
+		res = kXSchedErrorNotSupported;
+	}
+	if (res == kXSchedSuccess)
+		res = xs_engine_create(q, (int)level, &x);
+	if (res == kXSchedSuccess) {
+		res = xs_hwq_bind(q, x);
+		if (res != kXSchedSuccess)
+			XS_WARN("api", "XQueueCreate: HwQueue 0x%llx %s", (unsigned long long)hwq,
+				res == kXSchedErrorNotAllowed ? "already has an XQueue"
+							      : "is being destroyed");
+		else if ((res = xs_sched_add(x)) != kXSchedSuccess)
+			xs_hwq_unbind(q);
+	}
+	if (res == kXSchedSuccess && (res = xs_handle_register(&x->obj, 0)) != kXSchedSuccess) {
+		xs_sched_remove(x);
+		xs_hwq_unbind(q);
+	}
+	if (res != kXSchedSuccess) {
+		if (x) {
+			xs_engine_destroy(x);
+			xs_obj_unref(&x->obj);
+		}
+		xs_obj_unref(qobj);
+		return res;
+	}
+	xs_hwq_publish_xqueue(x);
+	*xq = x->obj.handle;
+	xs_obj_unref(&x->obj); /* the table holds it */
+	XS_DEBUG("api", "XQueue 0x%llx created on %s HwQueue 0x%llx at level %lld",
+		 (unsigned long long)*xq, q->ops->name, (unsigned long long)hwq, (long long)level);
+	xs_obj_unref(qobj);
+	return kXSchedSuccess;
+}
+
+XResult XQueueDestroy(XQueueHandle xq)
+{
+	if (!xq)
+		return kXSchedSuccess;
+	xs_xqueue *x = xs__get(xq, "XQueueDestroy");
+	if (!x)
+		return kXSchedErrorNotFound;
+	bool own = xs_engine_in_callback(x);
+	xs_obj_unref(&x->obj);
+	XS_CHECK(!own, kXSchedErrorNotAllowed, "api",
+		 "XQueueDestroy: XQueue 0x%llx from its own launch callback would never return",
+		 (unsigned long long)xq);
+	xs_obj *obj = xs_handle_unregister(xq, XS_KIND_XQUEUE);
+	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueDestroy: 0x%llx is not a live XQueue",
+		 (unsigned long long)xq);
+	x = xs_xqueue_of(obj);
+	xs_engine_destroy(x);
+	xs_sched_remove(x);
+	xs_hwq_unbind(x->hwq);
+	XS_DEBUG("api", "XQueue 0x%llx destroyed after %llu commands", (unsigned long long)xq,
+		 (unsigned long long)x->completed);
+	xs_obj_unref(obj);
+	return kXSchedSuccess;
+}
+
+XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueSetPreemptLevel");
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = kXSchedSuccess;
+	if (!xs__valid_level(level)) {
+		XS_WARN("api", "XQueueSetPreemptLevel: %lld is not a preemption level (1..3)",
+			(long long)level);
+		res = kXSchedErrorInvalidValue;
+	} else if (level > x->hwq->max_level) {
+		XS_WARN("api",
+			"XQueueSetPreemptLevel: the %s HwQueue supports levels up to %d, not %lld",
+			x->hwq->ops->name, x->hwq->max_level, (long long)level);
+		res = kXSchedErrorNotSupported;
+	} else {
+		xs_engine_set_level(x, (int)level);
+	}
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level)
+{
+	XS_CHECK(level, kXSchedErrorInvalidValue, "api", "XQueueGetPreemptLevel: level is null");
+	xs_xqueue *x = xs__get(xq, "XQueueGetPreemptLevel");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	*level = x->level;
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int64_t batch_size)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueSetLaunchConfig");
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = xs_engine_set_launch_config(x, threshold, batch_size);
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batch_size)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueGetLaunchConfig");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	if (threshold)
+		*threshold = x->threshold;
+	if (batch_size)
+		*batch_size = x->batch_size;
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueSubmit");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
+	XResult res = kXSchedErrorNotFound;
+	if (!cobj)
+		XS_WARN("api", "XQueueSubmit: 0x%llx is not a live command",
+			(unsigned long long)hw_cmd);
+	else if ((res = xs_engine_submit(x, xs_cmd_of(cobj))) != kXSchedSuccess)
+		xs_obj_unref(cobj); /* on success the XQueue took the lookup's reference */
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueWait");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
+	XResult res = kXSchedErrorNotFound;
+	if (!cobj) {
+		XS_WARN("api", "XQueueWait: 0x%llx is not a live command",
+			(unsigned long long)hw_cmd);
+	} else if (atomic_load_explicit(&xs_cmd_of(cobj)->xq, memory_order_acquire) != x) {
+		XS_WARN("api", "XQueueWait: command 0x%llx was not submitted to XQueue 0x%llx",
+			(unsigned long long)hw_cmd, (unsigned long long)xq);
+		res = kXSchedErrorInvalidValue;
+	} else {
+		res = xs_engine_wait(x, xs_cmd_of(cobj));
+	}
+	xs_obj_unref(cobj);
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueWaitAll(XQueueHandle xq)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueWaitAll");
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = xs_engine_wait_all(x);
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueQuery(XQueueHandle xq, XQueueState *state)
+{
+	XS_CHECK(state, kXSchedErrorInvalidValue, "api", "XQueueQuery: state is null");
+	xs_xqueue *x = xs__get(xq, "XQueueQuery");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	*state = x->completed == x->submitted ? kQueueStateIdle : kQueueStateReady;
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueSuspend");
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = kXSchedSuccess;
+	bool sync = flags & kQueueSuspendFlagSyncHwQueue;
+	xs_mutex_lock(&x->lock);
+	int level = x->level;
+	xs_mutex_unlock(&x->lock);
+	if (flags & ~(int64_t)kQueueSuspendFlagSyncHwQueue) {
+		XS_WARN("api", "XQueueSuspend: flags 0x%llx are not supported",
+			(unsigned long long)flags);
+		res = kXSchedErrorNotSupported;
+	} else if (sync && level > kPreemptLevelBlock) {
+		XS_WARN(
+		    "api",
+		    "XQueueSuspend: SyncHwQueue is supported at Lv1 only (the queue is at Lv%d: "
+		    "commands behind its gate would never complete)",
+		    level);
+		res = kXSchedErrorNotSupported;
+	} else if (sync && xs_engine_in_callback(x)) {
+		XS_WARN("api", "XQueueSuspend: SyncHwQueue from the XQueue's own launch callback "
+			       "would never return");
+		res = kXSchedErrorNotAllowed;
+	} else {
+		xs_engine_app_suspend(x, true, sync);
+	}
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueResume(XQueueHandle xq, int64_t flags)
+{
+	xs_xqueue *x = xs__get(xq, "XQueueResume");
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = kXSchedSuccess;
+	if (flags != kQueueResumeFlagNone) {
+		XS_WARN("api",
+			"XQueueResume: flags 0x%llx are not supported (DropCommands would lose "
+			"submitted commands)",
+			(unsigned long long)flags);
+		res = kXSchedErrorNotSupported;
+	} else {
+		xs_engine_app_suspend(x, false, false);
+	}
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
+{
+	XS_CHECK(stats, kXSchedErrorInvalidValue, "api", "XQueueGetStats: stats is null");
+	xs_xqueue *x = xs__get(xq, "XQueueGetStats");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	/* A command inside its enqueue call counts as launched: the device may run it. */
+	uint64_t launched = x->issuing > x->enqueued ? x->issuing : x->enqueued;
+	stats->submitted = x->submitted;
+	stats->launched = launched;
+	stats->completed = x->completed;
+	stats->failed = x->failed;
+	stats->pending = x->submitted - launched;
+	stats->in_flight = launched - x->completed;
+	stats->suspensions = x->suspensions;
+	int64_t ns = x->suspended_ns;
+	if (!x->running)
+		ns += xs_now_ns() - x->suspended_since_ns;
+	stats->suspended_ns = (uint64_t)ns;
+	stats->committed = x->committed;
+	stats->est_command_ns = (uint64_t)x->est_ns;
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
+XResult XQueueProfileHwCommandCount(XQueueHandle xq, int64_t *count)
+{
+	XS_CHECK(count, kXSchedErrorInvalidValue, "api",
+		 "XQueueProfileHwCommandCount: count is null");
+	xs_xqueue *x = xs__get(xq, "XQueueProfileHwCommandCount");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_mutex_lock(&x->lock);
+	*count = (int64_t)x->submitted;
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}

@@ -1,0 +1,37 @@
+/* The library's settings from the environment, read once into one struct.
+ *
+ * xs_config_get() reads every variable the first time it is called (and again after
+ * xs_config_reset(), which XSchedShutdown() calls so that a process can change them
+ * between two uses of the library), warns once about each bad value in the same way, and
+ * returns a pointer to the same immutable struct until the next reset. No other file
+ * calls getenv(), and nothing reads the environment on a library thread.
+ *
+ * Thread-safety: any thread; the returned struct must not be kept across
+ * XSchedShutdown().
+ */
+#ifndef XS_CORE_CONFIG_H
+#define XS_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct xs_config {
+	const char *policy;    /* XSCHED_POLICY, or NULL: the policy's name (sched/policy.c) */
+	bool app_managed;      /* XSCHED_SCHEDULER=APP */
+	int64_t hpf_linger_ns; /* XSCHED_HPF_LINGER_US, default 1000 us (sched/hpf.c) */
+	int64_t budget_ns;     /* XSCHED_BUDGET_US, default XS_BUDGET_DEFAULT_US (engine) */
+	bool hw_priority;      /* XSCHED_HW_PRIORITY=0 turns it off; default on */
+	unsigned gate_every;   /* XSCHED_GATE_EVERY, 1..1024, default 1 */
+	/* Hardware queues the runtime spreads streams over, 0 = unset (the runtime's default):
+	 * CUDA_DEVICE_MAX_CONNECTIONS and GPU_MAX_HW_QUEUES (hal/gpu.c warns with them). */
+	long cuda_connections, hip_hw_queues;
+} xs_config;
+
+/* Default commitment budget of the work of lower-priority XQueues per device, in us.
+ * Chosen from the serve scenario on an H100 (doc/RESULTS.md, "Commitment budget"). */
+#define XS_BUDGET_DEFAULT_US 1000
+
+const xs_config *xs_config_get(void);
+void xs_config_reset(void);
+
+#endif

@@ -1,0 +1,459 @@
+/* Devices: the commitment budget and the two threads that serve every XQueue of a device.
+ *
+ * The progress thread ("xs-progress") reads the done numbers of the device's active
+ * XQueues (hal.h) and completes what they cover; that frees window space and budget,
+ * which it hands on by kicks (Lv1: enqueuing runs user code, so the launch thread does it)
+ * or commits (Lv2+: one store, done here). Backends that push done numbers (the host
+ * backend) wake it; for the others (GPU) it polls while some XQueue has work in flight:
+ * a yield loop for XS__SPIN_NS after the last progress, then sleeps of XS__NAP_NS. The
+ * wake-up latency this adds to a budget hand-over is measured in doc/RESULTS.md.
+ *
+ * The launch thread ("xs-launch") drains the XQueues kicked to it: it enqueues their
+ * pending commands (running their launch callbacks) when they may enqueue. A command
+ * reaches it only when it could not be enqueued at submit time.
+ *
+ * Budget (see engine.h): charge at commit, release at completion, FIFO of waiters.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "preempt/engine_int.h"
+
+enum {
+	XS__SPIN_NS = 50000,    /* yield-poll this long after the last progress */
+	XS__NAP_NS = 20000,     /* then sleep this long between polls */
+	XS__CHECK_NS = 1000000, /* ask a silent GPU queue for faults this often */
+};
+
+/* Guards xs__devices, each device's nqueues, and xs__budget_ns. */
+static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_link xs__devices = {&xs__devices, &xs__devices};
+static int64_t xs__budget_ns = -1; /* -1: from the configuration at first use */
+
+/* The device the calling thread serves, if it is a device thread. */
+static _Thread_local const xs_device *xs__own;
+
+bool xs_dev_is_own_thread(const xs_device *dev)
+{
+	return xs__own == dev;
+}
+
+int64_t xs_dev_budget_ns(void)
+{
+	xs_mutex_lock(&xs__devs_lock);
+	if (xs__budget_ns < 0)
+		xs__budget_ns = xs_config_get()->budget_ns;
+	int64_t b = xs__budget_ns;
+	xs_mutex_unlock(&xs__devs_lock);
+	return b;
+}
+
+void xs_engine_set_budget(int64_t budget_ns)
+{
+	xs_mutex_lock(&xs__devs_lock);
+	xs__budget_ns = budget_ns;
+	xs_mutex_unlock(&xs__devs_lock);
+	/* Waiters may fit now. */
+	xs_mutex_lock(&xs__devs_lock);
+	xs_list_for_each(l, &xs__devices)
+	{
+		xs_device *d = xs_container_of(l, xs_device, link);
+		xs_mutex_lock(&d->lock);
+		xs_cond_signal(&d->progress_cv);
+		d->poke = true;
+		xs_mutex_unlock(&d->lock);
+	}
+	xs_mutex_unlock(&xs__devs_lock);
+}
+
+int64_t xs_engine_budget(void)
+{
+	return xs_dev_budget_ns();
+}
+
+/* ---- budget ---- */
+
+bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd)
+{
+	if (!xq->limited || cmd->charge_ns)
+		return true;
+	xs_device *d = xq->dev;
+	int64_t budget = xs_dev_budget_ns();
+	int64_t est = xq->est_ns > 0 ? xq->est_ns : budget;
+	if (est < 1)
+		est = 1;
+	xs_mutex_lock(&d->lock);
+	bool ok = d->charged_cmds == 0 || d->charged_ns + est <= budget;
+	if (ok) {
+		d->charged_ns += est;
+		d->charged_cmds++;
+		if (d->charged_cmds > d->max_cmds)
+			d->max_cmds = d->charged_cmds;
+		cmd->charge_ns = est;
+	} else if (!xs_linked(&xq->wait_link)) {
+		xs_list_push_back(&d->waiters, &xq->wait_link);
+	}
+	xs_mutex_unlock(&d->lock);
+	return ok;
+}
+
+void xs_dev_uncharge(xs_xqueue *xq, xs_cmd *cmd)
+{
+	if (!cmd->charge_ns)
+		return;
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	d->charged_ns -= cmd->charge_ns;
+	d->charged_cmds--;
+	if (!xs_list_empty(&d->waiters) && !d->grant) {
+		d->grant = true;
+		xs_cond_signal(&d->progress_cv);
+	}
+	xs_mutex_unlock(&d->lock);
+	cmd->charge_ns = 0;
+}
+
+void xs_dev_grant(xs_device *d)
+{
+	/* Each waiter tries again, in arrival order; one that still does not fit enlists
+	 * again at the back. */
+	xs_link todo;
+	xs_list_init(&todo);
+	xs_mutex_lock(&d->lock);
+	while (!xs_list_empty(&d->waiters)) {
+		xs_link *l = xs_list_pop_front(&d->waiters);
+		xs_xqueue *xq = xs_container_of(l, xs_xqueue, wait_link);
+		xs_obj_ref(&xq->obj);
+		xs_list_push_back(&todo, l);
+	}
+	xs_mutex_unlock(&d->lock);
+	while (!xs_list_empty(&todo)) {
+		xs_mutex_lock(&d->lock);
+		xs_link *l = xs_list_pop_front(&todo);
+		xs_mutex_unlock(&d->lock);
+		xs_xqueue *xq = xs_container_of(l, xs_xqueue, wait_link);
+		xs_mutex_lock(&xq->lock);
+		xs_engine_progress(xq, false);
+		xs_mutex_unlock(&xq->lock);
+		xs_obj_unref(&xq->obj);
+	}
+}
+
+void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
+			    uint64_t *max_cmds)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	*charged_ns = d->charged_ns;
+	*charged_cmds = d->charged_cmds;
+	*max_cmds = d->max_cmds;
+	xs_mutex_unlock(&d->lock);
+}
+
+/* ---- kicks and activity ---- */
+
+void xs_dev_kick(xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	if (!xs_linked(&xq->kick_link)) {
+		xs_list_push_back(&d->kicks, &xq->kick_link);
+		xs_cond_signal(&d->launch_cv);
+	}
+	xs_mutex_unlock(&d->lock);
+}
+
+void xs_dev_activate(xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	if (!xs_linked(&xq->act_link)) {
+		xs_list_push_back(&d->active, &xq->act_link);
+		xs_cond_signal(&d->progress_cv);
+	}
+	xs_mutex_unlock(&d->lock);
+}
+
+/* The backend's push (hal.h on_done): any thread, no engine lock held. */
+static void xs__poke(void *arg)
+{
+	xs_device *d = arg;
+	xs_mutex_lock(&d->lock);
+	if (!d->poke) {
+		d->poke = true;
+		xs_cond_signal(&d->progress_cv);
+	}
+	xs_mutex_unlock(&d->lock);
+}
+
+/* ---- the launch thread ---- */
+
+static void *xs__launch_main(void *arg)
+{
+	xs_device *d = arg;
+	xs__own = d;
+	XResult init = d->ops->thread_init(d->init_q);
+	if (init != kXSchedSuccess)
+		XS_ERROR("engine", "the launch thread cannot use the %s device (%d)", d->ops->name,
+			 init);
+	xs_mutex_lock(&d->lock);
+	for (;;) {
+		if (xs_list_empty(&d->kicks)) {
+			if (d->stop)
+				break;
+			xs_cond_wait(&d->launch_cv, &d->lock);
+			continue;
+		}
+		xs_xqueue *xq = xs_container_of(xs_list_pop_front(&d->kicks), xs_xqueue, kick_link);
+		xs_obj_ref(&xq->obj);
+		xs_mutex_unlock(&d->lock);
+		xs_mutex_lock(&xq->lock);
+		xs_engine_progress(xq, true);
+		xs_mutex_unlock(&xq->lock);
+		xs_obj_unref(&xq->obj);
+		xs_mutex_lock(&d->lock);
+	}
+	xs_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* ---- the progress thread ---- */
+
+/* Copy the active XQueues into *v (references taken). Caller holds d->lock. */
+static size_t xs__snapshot(xs_device *d, xs_xqueue ***v, size_t *cap)
+{
+	size_t n = 0;
+	xs_list_for_each(l, &d->active) n++;
+	if (n > *cap) {
+		size_t c = *cap ? *cap : 16;
+		while (c < n)
+			c *= 2;
+		xs_xqueue **p = realloc(*v, c * sizeof(*p));
+		if (!p) {
+			XS_ERROR("engine", "out of memory for %zu active queues", n);
+			n = *cap;
+		} else {
+			*v = p;
+			*cap = c;
+		}
+	}
+	size_t i = 0;
+	xs_list_for_each(l, &d->active)
+	{
+		if (i == n)
+			break;
+		xs_xqueue *xq = xs_container_of(l, xs_xqueue, act_link);
+		xs_obj_ref(&xq->obj);
+		(*v)[i++] = xq;
+	}
+	return i;
+}
+
+static void xs__nap(int64_t ns)
+{
+	struct timespec ts = {0, (long)ns};
+	nanosleep(&ts, NULL);
+}
+
+static void *xs__progress_main(void *arg)
+{
+	xs_device *d = arg;
+	xs__own = d;
+	XResult init = d->ops->thread_init(d->init_q);
+	if (init != kXSchedSuccess)
+		XS_ERROR("engine", "the progress thread cannot use the %s device (%d)",
+			 d->ops->name, init);
+	bool pushes = d->ops->pushes_done;
+	xs_xqueue **v = NULL;
+	size_t cap = 0;
+	int64_t last_progress = xs_now_ns(), last_check = last_progress;
+	for (;;) {
+		xs_mutex_lock(&d->lock);
+		while (!d->stop && xs_list_empty(&d->active) && !d->grant)
+			xs_cond_wait(&d->progress_cv, &d->lock);
+		if (d->stop && xs_list_empty(&d->active)) {
+			xs_mutex_unlock(&d->lock);
+			break;
+		}
+		d->poke = false;
+		bool grant = d->grant;
+		d->grant = false;
+		size_t n = xs__snapshot(d, &v, &cap);
+		xs_mutex_unlock(&d->lock);
+
+		int64_t now = xs_now_ns();
+		bool check = !pushes && now - last_check >= XS__CHECK_NS;
+		bool progressed = false;
+		for (size_t i = 0; i < n; i++) {
+			xs_mutex_lock(&v[i]->lock);
+			progressed |= xs_engine_reap(v[i], check);
+			xs_mutex_unlock(&v[i]->lock);
+			xs_obj_unref(&v[i]->obj);
+		}
+		if (check)
+			last_check = now;
+		if (grant)
+			xs_dev_grant(d);
+		if (progressed || grant) {
+			last_progress = now;
+			continue;
+		}
+		if (pushes) {
+			xs_mutex_lock(&d->lock);
+			if (!d->poke && !d->stop && !d->grant)
+				xs_cond_timedwait(&d->progress_cv, &d->lock, now + 100000000);
+			xs_mutex_unlock(&d->lock);
+		} else if (now - last_progress < XS__SPIN_NS) {
+			sched_yield();
+		} else {
+			xs__nap(XS__NAP_NS);
+		}
+	}
+	free(v);
+	return NULL;
+}
+
+/* ---- attach, detach, shutdown ---- */
+
+static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
+{
+	xs_device *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->key = key;
+	d->ops = q->ops;
+	xs_mutex_init(&d->lock);
+	xs_cond_init(&d->progress_cv);
+	xs_cond_init(&d->launch_cv);
+	xs_list_init(&d->queues);
+	xs_list_init(&d->active);
+	xs_list_init(&d->kicks);
+	xs_list_init(&d->waiters);
+	return d;
+}
+
+/* Start the device's threads with @q to bind them. Caller holds xs__devs_lock. */
+static bool xs__dev_start(xs_device *d, xs_hwq *q)
+{
+	xs_obj_ref(&q->obj);
+	d->init_q = q;
+	d->stop = false;
+	int err = xs_thread_start(&d->progress, "xs-progress", xs__progress_main, d);
+	if (!err) {
+		err = xs_thread_start(&d->launcher, "xs-launch", xs__launch_main, d);
+		if (err) {
+			xs_mutex_lock(&d->lock);
+			d->stop = true;
+			xs_cond_signal(&d->progress_cv);
+			xs_mutex_unlock(&d->lock);
+			xs_thread_join(d->progress);
+		}
+	}
+	if (err) {
+		XS_ERROR("engine", "cannot start the threads of a %s device (errno %d)",
+			 q->ops->name, err);
+		xs_obj_unref(&q->obj);
+		d->init_q = NULL;
+		return false;
+	}
+	d->started = true;
+	return true;
+}
+
+/* Stop the threads of @d. Caller holds xs__devs_lock; @d has no XQueue. */
+static void xs__dev_stop(xs_device *d)
+{
+	if (!d->started)
+		return;
+	xs_mutex_lock(&d->lock);
+	d->stop = true;
+	xs_cond_signal(&d->progress_cv);
+	xs_cond_signal(&d->launch_cv);
+	xs_mutex_unlock(&d->lock);
+	xs_thread_join(d->progress);
+	xs_thread_join(d->launcher);
+	d->started = false;
+	xs_obj_unref(&d->init_q->obj);
+	d->init_q = NULL;
+}
+
+xs_device *xs_dev_attach(xs_xqueue *xq)
+{
+	xs_hwq *q = xq->hwq;
+	uint64_t key = q->ops->device_key(q);
+	xs_mutex_lock(&xs__devs_lock);
+	xs_device *d = NULL;
+	xs_list_for_each(l, &xs__devices)
+	{
+		xs_device *c = xs_container_of(l, xs_device, link);
+		if (c->ops == q->ops && c->key == key) {
+			d = c;
+			break;
+		}
+	}
+	if (!d) {
+		d = xs__dev_new(q, key);
+		if (d)
+			xs_list_push_back(&xs__devices, &d->link);
+	}
+	if (d && !d->started && !xs__dev_start(d, q))
+		d = NULL;
+	if (d) {
+		d->nqueues++;
+		xq->dev = d;
+		if (q->ops->pushes_done) {
+			q->on_done_arg = d;
+			q->on_done = xs__poke;
+		}
+		xs_mutex_lock(&d->lock);
+		xs_list_push_back(&d->queues, &xq->dev_link);
+		xs_mutex_unlock(&d->lock);
+	}
+	xs_mutex_unlock(&xs__devs_lock);
+	return d;
+}
+
+void xs_dev_detach(xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&xs__devs_lock);
+	xs_mutex_lock(&d->lock);
+	xs_list_remove(&xq->dev_link);
+	if (xs_linked(&xq->act_link))
+		xs_list_remove(&xq->act_link);
+	if (xs_linked(&xq->kick_link))
+		xs_list_remove(&xq->kick_link);
+	if (xs_linked(&xq->wait_link))
+		xs_list_remove(&xq->wait_link);
+	xs_mutex_unlock(&d->lock);
+	/* The last XQueue stops the threads, unless it runs on one of them (a launch
+	 * callback that destroys another queue): xs_engine_shutdown() stops those. */
+	if (--d->nqueues == 0 && !xs_dev_is_own_thread(d))
+		xs__dev_stop(d);
+	xs_mutex_unlock(&xs__devs_lock);
+}
+
+void xs_engine_shutdown(void)
+{
+	xs_mutex_lock(&xs__devs_lock);
+	for (xs_link *l = xs__devices.next; l != &xs__devices;) {
+		xs_device *d = xs_container_of(l, xs_device, link);
+		l = l->next;
+		if (d->nqueues || xs_dev_is_own_thread(d))
+			continue;
+		/* Stopped, not freed: a backend may still be inside the on_done push of the
+		 * last command (it runs after the number it reports), so a device lives until
+		 * the process ends, its threads only while it has XQueues. */
+		xs__dev_stop(d);
+	}
+	xs__budget_ns = -1;
+	xs_mutex_unlock(&xs__devs_lock);
+}
+
+const void *xs_engine_device(const xs_xqueue *xq)
+{
+	return xq->dev;
+}

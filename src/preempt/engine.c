@@ -1,0 +1,634 @@
+/* The engine's XQueue state machine: submit, enqueue, commit, complete, wait, suspend.
+ * engine.h describes the model; device.c the threads and the budget; deps.c the event
+ * dependencies.
+ *
+ * Per XQueue, with seq the 1-based submit number (= the number on the HwQueue):
+ *   completed <= committed (in effect) <= enqueued <= submitted
+ * - enqueue (the launch token's holder, in seq order, no lock held around the backend):
+ *   Lv1 while running, the window has space and the budget allows (enqueuing commits);
+ *   Lv2+ while the window has space, also while the scheduler suspends the queue (the
+ *   work waits behind the counter, and a resume starts it with one store); never while
+ *   the application suspends it (XQueueSuspend: nothing new reaches the HwQueue);
+ * - commit (any thread with xq->lock, a single store): Lv2+ while running, every
+ *   enqueued command at once, or for a limited XQueue one by one as the budget allows;
+ * - decommit (suspension at Lv2+): the counter goes back to what completed, and the
+ *   charges of commands that cannot have started are returned;
+ * - complete (whoever reads the done number: the progress thread, a waiter): never past
+ *   `enqueued`, which counts only enqueue calls that have returned, so a launch result is
+ *   always written before its command completes.
+ */
+#include <stdlib.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "preempt/engine_int.h"
+#include "preempt/lv3.h"
+
+static _Atomic(xs_engine_notify_fn) xs__notify;
+
+/* The XQueue whose command the calling thread is enqueuing (a launch callback runs inside
+ * the enqueue): calls that would wait for that XQueue from there would never return. */
+static _Thread_local const xs_xqueue *xs__in_enqueue;
+
+void xs_engine_set_notify(xs_engine_notify_fn fn)
+{
+	atomic_store_explicit(&xs__notify, fn, memory_order_release);
+}
+
+void xs_engine_notify(xs_xqueue *xq)
+{
+	xs_engine_notify_fn fn = atomic_load_explicit(&xs__notify, memory_order_acquire);
+	if (fn)
+		fn(xq);
+}
+
+/* ---- HwQueue binding ---- */
+
+/* Guards xs_hwq.xq, xs_hwq.dead and xs_xqueue.published. A leaf. */
+static xs_mutex xs__bind_lock = PTHREAD_MUTEX_INITIALIZER;
+
+XResult xs_hwq_bind(xs_hwq *q, xs_xqueue *xq)
+{
+	XResult res = kXSchedSuccess;
+	xs_mutex_lock(&xs__bind_lock);
+	if (q->dead)
+		res = kXSchedErrorNotFound;
+	else if (q->xq)
+		res = kXSchedErrorNotAllowed;
+	else
+		q->xq = xq;
+	xs_mutex_unlock(&xs__bind_lock);
+	return res;
+}
+
+void xs_hwq_publish_xqueue(xs_xqueue *xq)
+{
+	xs_mutex_lock(&xs__bind_lock);
+	xq->published = true;
+	xs_mutex_unlock(&xs__bind_lock);
+}
+
+void xs_hwq_unbind(xs_hwq *q)
+{
+	xs_mutex_lock(&xs__bind_lock);
+	q->xq = NULL;
+	xs_mutex_unlock(&xs__bind_lock);
+}
+
+XResult xs_hwq_kill(xs_hwq *q)
+{
+	XResult res = kXSchedSuccess;
+	xs_mutex_lock(&xs__bind_lock);
+	if (q->dead)
+		res = kXSchedErrorNotFound;
+	else if (q->xq)
+		res = kXSchedErrorNotAllowed;
+	else
+		q->dead = true;
+	xs_mutex_unlock(&xs__bind_lock);
+	return res;
+}
+
+xs_xqueue *xs_hwq_xqueue(xs_hwq *q)
+{
+	xs_mutex_lock(&xs__bind_lock);
+	xs_xqueue *xq = q->xq;
+	if (xq && xq->published)
+		xs_obj_ref(&xq->obj);
+	else
+		xq = NULL;
+	xs_mutex_unlock(&xs__bind_lock);
+	return xq;
+}
+
+/* ---- create and free ---- */
+
+static void xs__xq_free(xs_obj *obj)
+{
+	xs_xqueue *xq = xs_xqueue_of(obj);
+	xs_cond_destroy(&xq->cv);
+	xs_mutex_destroy(&xq->lock);
+	xs_obj_unref(&xq->hwq->obj);
+	free(xq);
+}
+
+XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
+{
+	xs_xqueue *xq = calloc(1, sizeof(*xq));
+	if (!xq)
+		return kXSchedErrorUnknown;
+	xs_obj_init(&xq->obj, XS_KIND_XQUEUE, xs__xq_free);
+	xs_obj_ref(&q->obj);
+	xq->hwq = q;
+	xs_mutex_init(&xq->lock);
+	xs_cond_init(&xq->cv);
+	xs_list_init(&xq->pending);
+	xs_list_init(&xq->inflight);
+	xs_link_init(&xq->dev_link);
+	xs_link_init(&xq->act_link);
+	xs_link_init(&xq->kick_link);
+	xs_link_init(&xq->wait_link);
+	xs_link_init(&xq->dep_link);
+	xq->threshold = XSCHED_DEFAULT_THRESHOLD;
+	xq->batch_size = XSCHED_DEFAULT_BATCH_SIZE;
+	xq->level = level;
+	xq->running = true;
+	xq->err_pending = kXSchedSuccess;
+	xq->hw_top = -1;
+	if (!xs_dev_attach(xq)) {
+		xs_obj_unref(&xq->obj);
+		return kXSchedErrorUnknown;
+	}
+	/* This XQueue numbers its commands from 1 again: counter and done number back to 0
+	 * (an earlier XQueue of the HwQueue was drained before it went). */
+	q->ops->reset(q);
+	*out = xq;
+	return kXSchedSuccess;
+}
+
+/* ---- commit ---- */
+
+/* Whether a gated command enqueued now would sit behind gated, uncompleted work. */
+static bool xs__gated_in_flight(const xs_xqueue *xq)
+{
+	xs_list_for_each(l, &xq->inflight) if (xs_container_of(l, xs_cmd, link)->gated) return true;
+	return false;
+}
+
+/* Commit enqueued commands while the XQueue runs (Lv2+: one counter store at the end).
+ * Caller holds xq->lock. */
+static void xs__commit(xs_xqueue *xq)
+{
+	if (!xq->running || xq->committed >= xq->enqueued)
+		return;
+	uint64_t c = xq->enqueued;
+	if (xq->limited && xq->level >= kPreemptLevelDeactivate) {
+		c = xq->committed;
+		xs_list_for_each(l, &xq->inflight)
+		{
+			xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+			if (cmd->seq <= c)
+				continue;
+			if (cmd->seq > xq->enqueued || !xs_dev_charge(xq, cmd))
+				break;
+			c = cmd->seq;
+		}
+		if (c == xq->committed)
+			return;
+	}
+	if (!xq->busy_since_ns)
+		xq->busy_since_ns = xs_now_ns();
+	xq->committed = c;
+	if (xq->hwq->ops->commit)
+		xq->hwq->ops->commit(xq->hwq, c);
+}
+
+/* Suspension at Lv2+: stop the queue at its next command boundary. The command running
+ * now (at most one: completed + 1) keeps its charge; later ones cannot have started.
+ * Caller holds xq->lock. */
+static void xs__decommit(xs_xqueue *xq)
+{
+	if (!xq->hwq->ops->commit || xq->committed <= xq->completed)
+		return;
+	xq->hwq->ops->commit(xq->hwq, xq->completed);
+	xs_list_for_each(l, &xq->inflight)
+	{
+		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+		if (cmd->seq > xq->completed + 1 && cmd->gated)
+			xs_dev_uncharge(xq, cmd);
+	}
+	xq->committed = xq->completed;
+}
+
+/* ---- enqueue ---- */
+
+/* Whether the head command @cmd may be enqueued now; *skip is a result that replaces its
+ * launch (a failed dependency). Caller holds xq->lock. */
+static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
+{
+	*skip = kXSchedSuccess;
+	if ((int64_t)(xq->enqueued - xq->completed) >= xq->threshold)
+		return false;
+	bool lv1 = xq->level < kPreemptLevelDeactivate;
+	if (!xq->running && (lv1 || xq->app_suspended))
+		return false;
+	if (cmd->kind == XS_CMD_EVENT_WAIT) {
+		bool go = xs_dep_check(xq, cmd, skip);
+		if (go == xq->blocked) {
+			xq->blocked = !go;
+			xs_engine_notify(xq);
+		}
+		if (!go)
+			return false;
+	}
+	return !lv1 || xs_dev_charge(xq, cmd);
+}
+
+/* Enqueue pending commands in order while they may go, on the calling thread. Caller
+ * holds xq->lock, which is dropped around each backend call. */
+static void xs__drain(xs_xqueue *xq)
+{
+	if (xq->launching)
+		return; /* the holder of the token sees our commands */
+	xq->launching = true;
+	xs_hwq *q = xq->hwq;
+	for (;;) {
+		xs__commit(xq);
+		xs_link *l = xs_list_first(&xq->pending);
+		if (!l)
+			break;
+		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+		XResult skip = kXSchedSuccess;
+		bool broken = atomic_load_explicit(&q->broken, memory_order_relaxed);
+		if (!broken && !xs__may_enqueue(xq, cmd, &skip))
+			break;
+		xs_list_remove(&cmd->link);
+		xs_list_push_back(&xq->inflight, &cmd->link);
+		cmd->state = XS_CMD_IN_FLIGHT;
+		uint64_t seq = xq->enqueued + 1;
+		bool gated = xq->level >= kPreemptLevelDeactivate;
+		cmd->gated = gated;
+		bool record = cmd->kind == XS_CMD_EVENT_RECORD;
+		bool needs_done = record && (gated || xs__gated_in_flight(xq));
+		if (record)
+			cmd->u.record.ops = q->ops;
+		xs_dev_activate(xq);
+		xs_obj_ref(&cmd->obj);
+		xq->issuing = seq;
+		xs_mutex_unlock(&xq->lock);
+
+		XResult res = kXSchedErrorHardware;
+		if (!broken) {
+			xs__in_enqueue = xq;
+			res = q->ops->enqueue(q, skip == kXSchedSuccess ? cmd : NULL, seq, gated);
+			xs__in_enqueue = NULL;
+		}
+		if (skip != kXSchedSuccess)
+			res = skip;
+		else if (res != kXSchedSuccess)
+			XS_WARN("engine", "command %llu on the %s HwQueue failed to launch (%d)",
+				(unsigned long long)seq, q->ops->name, res);
+
+		xs_mutex_lock(&xq->lock);
+		if (res != kXSchedSuccess)
+			cmd->result = res;
+		xq->enqueued = seq;
+		xq->issuing = 0;
+		if (!gated) {
+			if (!xq->busy_since_ns)
+				xq->busy_since_ns = xs_now_ns();
+			xq->committed = seq;
+		}
+		if (record)
+			xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res);
+		xs_obj_unref(&cmd->obj);
+		xs_cond_broadcast(&xq->cv);
+	}
+	xq->launching = false;
+	xs_cond_broadcast(&xq->cv);
+}
+
+void xs_engine_progress(xs_xqueue *xq, bool may_launch)
+{
+	xs__commit(xq);
+	if (xs_list_empty(&xq->pending) || xq->launching)
+		return;
+	if (may_launch) {
+		xs__drain(xq);
+		return;
+	}
+	/* Worth a kick only if the head could go now; the launch thread checks it fully. */
+	bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
+	if (space && (xq->running || (xq->level >= kPreemptLevelDeactivate && !xq->app_suspended)))
+		xs_dev_kick(xq);
+}
+
+/* ---- complete ---- */
+
+/* Complete every in-flight command with seq <= @done, with @fail for those that have no
+ * failure of their own. Caller holds xq->lock. */
+static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
+{
+	int64_t now = xs_now_ns();
+	uint64_t n = done - xq->completed;
+	if (xq->busy_since_ns && n) {
+		/* The moving average (1/8) of the time per command since work was committed:
+		 * what a commit of this queue will cost the device. */
+		int64_t per = (now - xq->busy_since_ns) / (int64_t)n;
+		xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
+	}
+	while (!xs_list_empty(&xq->inflight)) {
+		xs_cmd *cmd = xs_container_of(xq->inflight.next, xs_cmd, link);
+		if (cmd->seq > done)
+			break;
+		xs_list_remove(&cmd->link);
+		if (fail != kXSchedSuccess && cmd->result == kXSchedSuccess)
+			cmd->result = fail;
+		if (cmd->result != kXSchedSuccess) {
+			xq->failed++;
+			if (xq->err_pending == kXSchedSuccess)
+				xq->err_pending = cmd->result;
+		}
+		cmd->state = XS_CMD_DONE;
+		xs_dev_uncharge(xq, cmd);
+		if (cmd->kind == XS_CMD_EVENT_RECORD) {
+			atomic_store_explicit(&cmd->u.record.ran, true, memory_order_release);
+			xs_dep_advance(cmd,
+				       cmd->result == kXSchedSuccess ? XS_DEP_DONE : XS_DEP_FAILED,
+				       cmd->result);
+		}
+		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
+	}
+	xq->completed = done;
+	if (xq->committed < done)
+		xq->committed = done;
+	xq->busy_since_ns = xq->committed > done ? now : 0;
+	xs_cond_broadcast(&xq->cv);
+	xs_engine_progress(xq, false);
+	if (xq->completed == xq->submitted)
+		xs_engine_notify(xq); /* idle now */
+}
+
+bool xs_engine_reap(xs_xqueue *xq, bool check_health)
+{
+	xs_hwq *q = xq->hwq;
+	if (xq->completed == xq->enqueued)
+		return false;
+	uint64_t done = q->ops->done(q);
+	XResult fail = kXSchedSuccess;
+	if (done == UINT64_MAX) {
+		done = xq->enqueued;
+		fail = kXSchedErrorHardware;
+	} else if (check_health && done <= xq->completed && q->ops->check(q) != kXSchedSuccess) {
+		XS_ERROR("engine",
+			 "the %s HwQueue reported a failure: its %llu incomplete "
+			 "commands fail",
+			 q->ops->name, (unsigned long long)(xq->enqueued - xq->completed));
+		atomic_store_explicit(&q->broken, true, memory_order_relaxed);
+		done = xq->enqueued;
+		fail = kXSchedErrorHardware;
+	}
+	if (done > xq->enqueued)
+		done = xq->enqueued; /* an enqueue call still running: its result comes first */
+	if (done <= xq->completed)
+		return false;
+	xs__complete_upto(xq, done, fail);
+	return true;
+}
+
+/* ---- wait ---- */
+
+/* Wait on the device for seq @seq of @xq, then complete what is done. Caller holds
+ * xq->lock; it is dropped meanwhile. */
+static void xs__wait_device(xs_xqueue *xq, uint64_t seq)
+{
+	xs_hwq *q = xq->hwq;
+	xs_mutex_unlock(&xq->lock);
+	XResult res = q->ops->wait_done(q, seq);
+	xs_mutex_lock(&xq->lock);
+	xs_engine_reap(xq, res != kXSchedSuccess);
+}
+
+bool xs_engine_in_callback(const xs_xqueue *xq)
+{
+	return xs__in_enqueue == xq;
+}
+
+/* Whether the calling thread runs inside an enqueue of @xq (a launch callback); logs. */
+static bool xs__own_callback(const xs_xqueue *xq, const char *fn)
+{
+	if (xs__in_enqueue != xq)
+		return false;
+	XS_WARN("engine", "%s on XQueue 0x%llx from its own launch callback would never return", fn,
+		(unsigned long long)xq->obj.handle);
+	return true;
+}
+
+XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
+{
+	xs_mutex_lock(&xq->lock);
+	XResult res = kXSchedSuccess;
+	if (cmd->state != XS_CMD_DONE && xs__own_callback(xq, "XQueueWait"))
+		res = kXSchedErrorNotAllowed;
+	while (res == kXSchedSuccess && cmd->state != XS_CMD_DONE) {
+		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
+			xs__wait_device(xq, cmd->seq);
+		else
+			xs_cond_wait(&xq->cv, &xq->lock);
+	}
+	if (res == kXSchedSuccess)
+		res = cmd->result;
+	xs_mutex_unlock(&xq->lock);
+	return res;
+}
+
+XResult xs_engine_wait_all(xs_xqueue *xq)
+{
+	xs_mutex_lock(&xq->lock);
+	uint64_t target = xq->submitted;
+	XResult res = kXSchedSuccess;
+	if (xq->completed < target && xs__own_callback(xq, "XQueueWaitAll"))
+		res = kXSchedErrorNotAllowed;
+	while (res == kXSchedSuccess && xq->completed < target) {
+		if (xq->enqueued > xq->completed)
+			xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target);
+		else
+			xs_cond_wait(&xq->cv, &xq->lock);
+	}
+	if (res == kXSchedSuccess) {
+		res = xq->err_pending;
+		xq->err_pending = kXSchedSuccess;
+	}
+	xs_mutex_unlock(&xq->lock);
+	return res;
+}
+
+/* ---- submit ---- */
+
+XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd)
+{
+	XResult res = kXSchedSuccess;
+	struct xs_xqueue *none = NULL;
+	xs_mutex_lock(&xq->lock);
+	if (xq->closing) {
+		XS_WARN("engine", "XQueueSubmit: XQueue 0x%llx is being destroyed",
+			(unsigned long long)xq->obj.handle);
+		res = kXSchedErrorNotFound;
+	} else if (!xq->hwq->ops->supports(xq->hwq, cmd->kind)) {
+		XS_WARN("engine", "XQueueSubmit: the %s HwQueue cannot run this kind of command",
+			xq->hwq->ops->name);
+		res = kXSchedErrorNotSupported;
+	} else if (!atomic_compare_exchange_strong_explicit(
+		       &cmd->xq, &none, xq, memory_order_acq_rel, memory_order_acquire)) {
+		XS_WARN("engine", "XQueueSubmit: command 0x%llx was already submitted",
+			(unsigned long long)cmd->obj.handle);
+		res = kXSchedErrorNotAllowed;
+	}
+	if (res != kXSchedSuccess) {
+		xs_mutex_unlock(&xq->lock);
+		return res;
+	}
+	bool was_idle = xq->completed == xq->submitted;
+	cmd->seq = ++xq->submitted;
+	cmd->state = XS_CMD_PENDING;
+	xs_list_push_back(&xq->pending, &cmd->link); /* takes over the caller's reference */
+	if (cmd->kind == XS_CMD_EVENT_RECORD)
+		xs_dep_record_submitted(); /* a wait on it may be blocked in this XQueue */
+	if (was_idle) {
+		xq->ready_since_ns = xs_now_ns();
+		xs_engine_notify(xq);
+	}
+	xs_engine_progress(xq, true);
+	xs_mutex_unlock(&xq->lock);
+	return kXSchedSuccess;
+}
+
+/* ---- suspension and levels ---- */
+
+/* Apply the suspension actions of the levels above @from up to @to. Caller holds
+ * xq->lock. */
+static void xs__suspend_levels(xs_xqueue *xq, int from, int to)
+{
+	xs_hwq *q = xq->hwq;
+	if (from < kPreemptLevelDeactivate && to >= kPreemptLevelDeactivate)
+		xs__decommit(xq);
+	if (from < kPreemptLevelInterrupt && to >= kPreemptLevelInterrupt && q->lv3 &&
+	    xs_lv3_interrupt(q->lv3) && q->ops->hold)
+		q->ops->hold(q, true);
+}
+
+/* Undo the suspension actions of the levels above @to up to @from, innermost first; the
+ * caller then commits (xs_engine_progress). Caller holds xq->lock. */
+static void xs__resume_levels(xs_xqueue *xq, int from, int to)
+{
+	xs_hwq *q = xq->hwq;
+	if (from >= kPreemptLevelInterrupt && to < kPreemptLevelInterrupt && q->lv3) {
+		xs_lv3_restore(q->lv3); /* a failure is logged once there; retried later */
+		if (q->ops->hold)
+			q->ops->hold(q, false);
+	}
+}
+
+/* Recompute xq->running and apply the level's actions on a change. Caller holds
+ * xq->lock. */
+static void xs__apply(xs_xqueue *xq)
+{
+	bool run = xq->closing || !(xq->app_suspended || xq->sched_suspended);
+	if (run == xq->running)
+		return;
+	xq->running = run;
+	int64_t now = xs_now_ns();
+	if (!run) {
+		xq->suspensions++;
+		xq->suspended_since_ns = now;
+		xs__suspend_levels(xq, kPreemptLevelBlock, xq->level);
+	} else {
+		xq->suspended_ns += now - xq->suspended_since_ns;
+		xs__resume_levels(xq, xq->level, kPreemptLevelBlock);
+		xs_engine_progress(xq, false);
+	}
+}
+
+void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
+{
+	xs_mutex_lock(&xq->lock);
+	xq->app_suspended = suspend;
+	xs__apply(xq);
+	if (suspend && sync) {
+		/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing
+		 * enqueued later is waited for, so a level raised meanwhile cannot hold this
+		 * call. */
+		uint64_t target = xq->enqueued + (xq->launching ? 1 : 0);
+		while (xq->completed < target && !xq->closing) {
+			if (xq->enqueued > xq->completed)
+				xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target);
+			else
+				xs_cond_wait(&xq->cv, &xq->lock);
+		}
+	}
+	xs_mutex_unlock(&xq->lock);
+}
+
+void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend)
+{
+	xs_mutex_lock(&xq->lock);
+	if (xq->sched_suspended != suspend) {
+		xq->sched_suspended = suspend;
+		xs__apply(xq);
+	}
+	xs_mutex_unlock(&xq->lock);
+}
+
+void xs_engine_set_limited(xs_xqueue *xq, bool limited)
+{
+	xs_mutex_lock(&xq->lock);
+	xq->limited = limited;
+	int top = !limited;
+	xs_hwq *q = xq->hwq;
+	if (top != xq->hw_top && q->ops->set_priority && xs_config_get()->hw_priority) {
+		q->ops->set_priority(q, top);
+		xq->hw_top = top;
+	}
+	xs_engine_progress(xq, false);
+	xs_mutex_unlock(&xq->lock);
+}
+
+void xs_engine_set_level(xs_xqueue *xq, int level)
+{
+	xs_mutex_lock(&xq->lock);
+	int old = xq->level;
+	xq->level = level;
+	if (old >= kPreemptLevelDeactivate && level < kPreemptLevelDeactivate &&
+	    xq->hwq->ops->commit) {
+		/* At Lv1 enqueued means committed: open the counter for what waits behind it. */
+		xq->hwq->ops->commit(xq->hwq, xq->enqueued);
+		if (xq->committed < xq->enqueued)
+			xq->committed = xq->enqueued;
+	}
+	if (!xq->running && level > old)
+		xs__suspend_levels(xq, old, level);
+	else if (!xq->running && level < old)
+		xs__resume_levels(xq, old, level);
+	xs_engine_progress(xq, false);
+	xs_mutex_unlock(&xq->lock);
+}
+
+XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t batch_size)
+{
+	XResult res = kXSchedSuccess;
+	xs_mutex_lock(&xq->lock);
+	int64_t t = threshold > 0 ? threshold : xq->threshold;
+	int64_t b = batch_size > 0 ? batch_size : xq->batch_size;
+	if (t < b) {
+		XS_WARN("engine", "XQueueSetLaunchConfig: threshold %lld is below batch size %lld",
+			(long long)t, (long long)b);
+		res = kXSchedErrorInvalidValue;
+	} else {
+		xq->threshold = t;
+		xq->batch_size = b;
+		xs_engine_progress(xq, false); /* a larger window may allow enqueues now */
+	}
+	xs_mutex_unlock(&xq->lock);
+	return res;
+}
+
+/* ---- destroy ---- */
+
+void xs_engine_destroy(xs_xqueue *xq)
+{
+	xs_mutex_lock(&xq->lock);
+	/* Drain: from here on nothing new is accepted and suspensions are ignored; what is
+	 * left is enqueued on this thread unless another holds the token. */
+	xq->closing = true;
+	xs__apply(xq);
+	while (xq->completed != xq->submitted) {
+		xs_engine_progress(xq, true);
+		if (xq->enqueued > xq->completed)
+			xs__wait_device(xq, xq->enqueued);
+		else if (xq->completed != xq->submitted)
+			xs_cond_wait(&xq->cv, &xq->lock);
+	}
+	xs_dep_unblock(xq);
+	xs_mutex_unlock(&xq->lock);
+	xs_dev_detach(xq);
+}

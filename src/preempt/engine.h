@@ -1,0 +1,183 @@
+/* The engine: XQueues in front of HwQueues, and what reaches the device when.
+ *
+ * Terms (doc/architecture.md has the pictures):
+ * - a command is *pending* in its XQueue until it is *enqueued* on the HwQueue, and
+ *   *committed* once the device may run it. At Lv1 enqueuing commits. At Lv2 and Lv3 a
+ *   command is enqueued behind a counter gate (hal.h) and committed by one store of the
+ *   counter; suspension = no more commits, plus a decommit (the counter lowered to what
+ *   completed) so that the queue stops at its next command boundary. A queue the
+ *   scheduler suspends keeps enqueuing behind the counter (its resume is one store); one
+ *   the application suspends (XQueueSuspend) enqueues nothing new;
+ * - the *window* (threshold) bounds enqueued-but-incomplete commands per XQueue; at Lv1 it
+ *   also bounds what a suspension waits for;
+ * - the *commitment budget* (per device) bounds the committed-but-incomplete work of the
+ *   XQueues the scheduler marks *limited* (below the top priority present on the device):
+ *   the sum of their commands' estimated durations stays within the budget, and at least
+ *   one command may always be committed. A high-priority arrival therefore waits for at
+ *   most the budget of lower-priority work, whatever the number of queues;
+ * - *direct submission*: XQueueSubmit enqueues on the calling thread when the XQueue may
+ *   enqueue (a launch callback then runs inline there); a command waits for the device's
+ *   launch thread only when its XQueue cannot enqueue yet;
+ * - completion: each command is followed by a done mark (hal.h); the device's progress
+ *   thread reads the done numbers, and XQueueWait waits on its own command's number
+ *   directly, with no thread hand-off.
+ *
+ * Threads: per device (HwQueues with one device key) one progress thread ("xs-progress")
+ * and one launch thread ("xs-launch"), started with the device's first XQueue; the
+ * number of library threads does not grow with the number of XQueues.
+ *
+ * Locks, outermost first: the scheduler's lock (sched/) -> xq->lock -> dev->lock (leaf but
+ * for the dependency lock) -> the dependency lock (deps.c, leaf). No thread holds two
+ * XQueue locks. Launch callbacks and host functions run with no library lock held.
+ *
+ * Layering: the engine includes core/ and hal/ only; it reports upward (queue became
+ * ready or idle) through the hook the scheduler registers with xs_engine_set_notify().
+ */
+#ifndef XS_PREEMPT_ENGINE_H
+#define XS_PREEMPT_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/command.h"
+#include "core/list.h"
+#include "core/object.h"
+#include "core/thread.h"
+#include "hal/hal.h"
+#include "xsched.h"
+
+typedef struct xs_device xs_device;
+
+typedef struct xs_xqueue {
+	xs_obj obj;
+	xs_hwq *hwq;    /* holds a reference; read-only after create */
+	xs_device *dev; /* holds a reference; read-only after create */
+
+	xs_mutex lock; /* guards every field below unless the field says otherwise */
+	xs_cond cv;    /* completions, enqueues, commits, the launch token's release */
+
+	xs_link pending;  /* submitted, not enqueued (FIFO, xs_cmd.link) */
+	xs_link inflight; /* enqueued, not complete (FIFO by seq) */
+	uint64_t submitted, enqueued, committed, completed, failed;
+	uint64_t issuing;    /* the seq inside an enqueue call now, 0 = none (statistics) */
+	XResult err_pending; /* first failure since XQueueWaitAll last reported one */
+
+	int64_t threshold, batch_size; /* window; batch_size is kept for the API */
+	int level;                     /* XPreemptLevel in force */
+	bool launching;       /* the launch token: one thread enqueues at a time, in order */
+	bool app_suspended;   /* XQueueSuspend/Resume */
+	bool sched_suspended; /* the scheduler's decision */
+	bool running;         /* = closing || !(app_suspended || sched_suspended), applied */
+	bool closing;         /* XQueueDestroy has begun: drain, accept nothing new */
+	bool limited;         /* subject to the device's commitment budget */
+	bool blocked;         /* the head command waits for another XQueue's event record */
+	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
+
+	uint64_t suspensions;
+	int64_t suspended_ns;       /* finished spells */
+	int64_t suspended_since_ns; /* start of the current spell (valid while !running) */
+	int64_t ready_since_ns;     /* when the queue last went from idle to ready */
+	int64_t est_ns;             /* estimated duration of one command (moving average) */
+	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
+	int hw_top;                 /* hardware priority applied: 1 top, 0 not, -1 none yet */
+
+	/* Under dev->lock: */
+	xs_link dev_link;  /* dev->queues */
+	xs_link act_link;  /* dev->active: has enqueued, incomplete commands */
+	xs_link kick_link; /* dev->kicks: the launch thread should drain it */
+	xs_link wait_link; /* dev->waiters: waits for budget */
+	/* Under the dependency lock (deps.c): */
+	xs_link dep_link; /* queues blocked on an event record */
+
+	void *sched_priv; /* owned by the scheduler layer (its per-queue state) */
+} xs_xqueue;
+
+static inline xs_xqueue *xs_xqueue_of(xs_obj *obj)
+{
+	return (xs_xqueue *)obj;
+}
+
+/* Upward report: @xq changed readiness (idle <-> ready, blocked) or needs a pass. Called
+ * with xq->lock held; must not take it or block. */
+typedef void (*xs_engine_notify_fn)(xs_xqueue *xq);
+void xs_engine_set_notify(xs_engine_notify_fn fn);
+
+/* Create an XQueue on @q at @level (checked by the caller): it is fully built and
+ * attached to its device, but not published. kXSchedErrorUnknown when out of memory or
+ * threads. Any thread. */
+XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out);
+/* Drain @xq (every submitted command runs; waiters get their results), then detach it
+ * from its device; the caller drops its reference afterwards. Any thread but one of the
+ * device's own (a launch callback or host function of a queue of the same device). */
+void xs_engine_destroy(xs_xqueue *xq);
+
+/* Accept @cmd (its XQueue already set by the caller) and enqueue it on the calling thread
+ * when the XQueue may enqueue now. kXSchedErrorNotFound while closing,
+ * kXSchedErrorNotSupported for a kind the HwQueue cannot run. Takes over one reference of
+ * @cmd on success. */
+XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd);
+/* Whether the calling thread is inside a launch callback of @xq (then waiting for @xq or
+ * destroying it would never return). */
+bool xs_engine_in_callback(const xs_xqueue *xq);
+/* Wait for @cmd (submitted to @xq) and return its result; kXSchedErrorNotAllowed from a
+ * launch callback of @xq when @cmd is not complete. */
+XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd);
+/* Wait for every command submitted before the call; the first failure since the last
+ * call that reported one, else kXSchedSuccess. */
+XResult xs_engine_wait_all(xs_xqueue *xq);
+
+/* Suspensions: set the application's or the scheduler's flag and apply the level's
+ * actions on a change. With @sync (Lv1 only, checked by the caller) also wait until
+ * nothing enqueued is incomplete. */
+void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync);
+void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend);
+/* Scheduler: whether @xq is subject to its device's budget; @top_prio also sets the
+ * HwQueue's hardware priority (when XSCHED_HW_PRIORITY is on). */
+void xs_engine_set_limited(xs_xqueue *xq, bool limited);
+/* Change the level (checked by the caller against the HwQueue's maximum). */
+void xs_engine_set_level(xs_xqueue *xq, int level);
+/* Change the window; kXSchedErrorInvalidValue when threshold < batch size. Values <= 0
+ * keep the current one. */
+XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t batch_size);
+
+/* Whether @xq has submitted, incomplete commands and is not blocked. Caller holds
+ * xq->lock. */
+static inline bool xs_engine_ready(const xs_xqueue *xq)
+{
+	return xq->completed != xq->submitted && !xq->blocked;
+}
+
+/* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
+ * device). */
+const void *xs_engine_device(const xs_xqueue *xq);
+
+/* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
+void xs_engine_set_budget(int64_t budget_ns);
+int64_t xs_engine_budget(void);
+
+/* The budget state of @xq's device, for tests and statistics: committed work of limited
+ * queues now (ns, commands) and the most commands ever charged at once. */
+void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
+			    uint64_t *max_cmds);
+
+/* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
+void xs_engine_shutdown(void);
+
+/* Event dependencies (deps.c). The dependency lock is a leaf. */
+/* Move @record's dependency state forward to @state (never back) and kick every XQueue
+ * blocked on a record. @res is kept with XS_DEP_FAILED. Any thread, any lock. */
+void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res);
+
+/* HwQueue binding (one XQueue per HwQueue), engine.c. Bind reserves the HwQueue
+ * (kXSchedErrorNotAllowed if it has an XQueue, kXSchedErrorNotFound if it is being
+ * destroyed); publish makes the XQueue visible to XQueueGet, once it is fully built. */
+XResult xs_hwq_bind(xs_hwq *q, xs_xqueue *xq);
+void xs_hwq_publish_xqueue(xs_xqueue *xq);
+void xs_hwq_unbind(xs_hwq *q);
+/* Mark @q dead unless an XQueue is bound: kXSchedErrorNotAllowed (bound),
+ * kXSchedErrorNotFound (already dead). */
+XResult xs_hwq_kill(xs_hwq *q);
+/* The published XQueue of @q, with a reference, or NULL. */
+xs_xqueue *xs_hwq_xqueue(xs_hwq *q);
+
+#endif

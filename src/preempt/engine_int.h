@@ -1,0 +1,72 @@
+/* Internals shared by the engine's files (engine.c, device.c, deps.c). Not for other
+ * layers: they use engine.h. */
+#ifndef XS_PREEMPT_ENGINE_INT_H
+#define XS_PREEMPT_ENGINE_INT_H
+
+#include "preempt/engine.h"
+
+/* A device: the HwQueues that share one device key (hal.h), their commitment budget and
+ * the two threads that serve them. */
+struct xs_device {
+	uint64_t key;
+	const xs_hal_ops *ops;
+	xs_link link;     /* the device list, under the device-list lock (device.c) */
+	unsigned nqueues; /* XQueues attached, under the device-list lock */
+
+	xs_mutex lock;         /* guards everything below */
+	xs_cond progress_cv;   /* the progress thread: work became active, a done push */
+	xs_cond launch_cv;     /* the launch thread: a kick */
+	xs_link queues;        /* every XQueue of the device (xs_xqueue.dev_link) */
+	xs_link active;        /* XQueues with enqueued, incomplete commands (act_link) */
+	xs_link kicks;         /* XQueues the launch thread should drain (kick_link) */
+	xs_link waiters;       /* XQueues waiting for budget, FIFO (wait_link) */
+	int64_t charged_ns;    /* committed work of limited XQueues, estimated */
+	uint64_t charged_cmds; /* and the number of their committed, incomplete commands */
+	uint64_t max_cmds;     /* the most ever charged at once */
+	bool poke;             /* a backend pushed a done number since the last look */
+	bool grant;            /* budget was returned while XQueues wait for it */
+	bool stop;             /* the threads exit */
+	bool started;          /* the threads run */
+	pthread_t progress, launcher;
+	xs_hwq *init_q; /* a queue to bind the threads with (holds a reference) */
+};
+
+/* device.c */
+xs_device *xs_dev_attach(xs_xqueue *xq); /* find or start the device of xq->hwq */
+void xs_dev_detach(xs_xqueue *xq);       /* the reverse; xq is drained */
+/* Caller holds xq->lock: */
+void xs_dev_kick(xs_xqueue *xq);     /* the launch thread will drain xq */
+void xs_dev_activate(xs_xqueue *xq); /* xq has enqueued, incomplete work now */
+bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd);
+/* Return @cmd's charge; when XQueues wait for budget, the progress thread is asked to
+ * hand it on (xs_dev_grant). */
+void xs_dev_uncharge(xs_xqueue *xq, xs_cmd *cmd);
+void xs_dev_grant(xs_device *dev);
+/* Whether the calling thread is one of the device threads of @dev. */
+bool xs_dev_is_own_thread(const xs_device *dev);
+int64_t xs_dev_budget_ns(void);
+
+/* engine.c, caller holds xq->lock: */
+/* Commit what may be committed, and enqueue pending commands: on this thread when
+ * @may_launch (user code may run here; the lock is dropped around it), else by a kick. */
+void xs_engine_progress(xs_xqueue *xq, bool may_launch);
+/* Read the done number, complete what it covers; returns whether anything completed.
+ * With @check_health, a queue that made no progress is asked for faults. */
+bool xs_engine_reap(xs_xqueue *xq, bool check_health);
+/* Called with xq->lock held by deps.c when a blocked queue may go on. */
+void xs_engine_notify(xs_xqueue *xq);
+
+/* deps.c */
+/* Whether the event wait @cmd at the head of @xq may be enqueued now; when it must not
+ * be launched at all, *res is the result to give it. When it may not go, @xq is on the
+ * blocked list and will be kicked at the next change. Caller holds xq->lock. */
+bool xs_dep_check(xs_xqueue *xq, xs_cmd *cmd, XResult *res);
+/* Take @xq off the blocked list (destroy). Caller holds xq->lock. */
+void xs_dep_unblock(xs_xqueue *xq);
+/* An event record was submitted: a blocked wait may sit in front of it. */
+void xs_dep_record_submitted(void);
+/* An event record of @xq was enqueued (@ok) or failed to; @needs_done: waiters must wait
+ * for its completion. Caller holds xq->lock. */
+void xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res);
+
+#endif
