@@ -56,7 +56,7 @@ struct xsb_mode {
 	const char *name;
 	bool xsched; /* through an XQueue */
 	bool hwprio; /* streams created with hardware priority */
-	int level;   /* XPreemptLevel for xsched modes */
+	int level;   /* XPreemptLevel for xsched modes; 0 = the HwQueue's highest */
 };
 
 extern const struct xsb_mode xsb_modes[];
@@ -212,6 +212,7 @@ struct xsb_opts {
 	const char *scenario; /* name or "all" */
 	const struct xsb_mode *modes[16];
 	size_t nmodes;
+	bool modes_given; /* --modes was given */
 	double duration_s;
 	int tasks;   /* per thread; 0 = scenario default */
 	int threads; /* 0 = scenario default */
@@ -232,6 +233,7 @@ struct xsb_ctx {
 int xsb_scenario_systematic(struct xsb_ctx *c);
 int xsb_scenario_latency(struct xsb_ctx *c);
 int xsb_scenario_two_models(struct xsb_ctx *c);
+int xsb_scenario_serve(struct xsb_ctx *c);
 int xsb_scenario_preempt(struct xsb_ctx *c);
 int xsb_scenario_overhead(struct xsb_ctx *c);
 int xsb_scenario_tune(struct xsb_ctx *c);

@@ -13,6 +13,7 @@
 const struct xsb_mode xsb_modes[] = {
     {"native", false, false, 0},
     {"native-prio", false, true, 0},
+    {"xsched", true, false, 0}, /* the library's defaults: the HwQueue's highest level */
     {"xsched-lv1", true, false, kPreemptLevelBlock},
     {"xsched-lv2", true, false, kPreemptLevelDeactivate},
     {"xsched-lv3", true, false, kPreemptLevelInterrupt},
@@ -49,10 +50,13 @@ int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct
 		be->lane_destroy(l);
 		return -1;
 	}
-	r = XQueueCreate(&l->xq, l->hwq, m->level, kQueueCreateFlagNone);
+	int64_t level = m->level;
+	if (!level && (r = HwQueueGetMaxPreemptLevel(l->hwq, &level)) != kXSchedSuccess)
+		level = kPreemptLevelBlock;
+	r = XQueueCreate(&l->xq, l->hwq, level, kQueueCreateFlagNone);
 	if (r == kXSchedSuccess)
 		r = XHintPriority(l->xq, high ? 2 : 1);
-	if (r == kXSchedSuccess && !high && cfg)
+	if (r == kXSchedSuccess && !high && cfg && m->level)
 		r = XQueueSetLaunchConfig(l->xq, cfg->threshold, cfg->batch);
 	if (r != kXSchedSuccess) {
 		fprintf(stderr, "xsched-bench: XQueue for lane %d (level %d): error %d\n", id,

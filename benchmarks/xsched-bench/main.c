@@ -8,7 +8,7 @@
 
 #include "bench.h"
 
-static const char *const xsb__all[] = {"systematic", "latency",  "two-models",
+static const char *const xsb__all[] = {"systematic", "latency",  "two-models", "serve",
 				       "preempt",    "overhead", "tune"};
 #define XSB_NSCEN (sizeof(xsb__all) / sizeof(xsb__all[0]))
 
@@ -20,9 +20,11 @@ static void xsb__usage(FILE *f)
 	    "Runs GPU work from several threads at two priorities, directly on streams and\n"
 	    "through libxsched, and prints per-mode latency tables.\n"
 	    "\n"
-	    "  --scenario NAME|all  systematic, latency, two-models, preempt, overhead, tune\n"
+	    "  --scenario NAME|all  systematic, latency, two-models, serve, preempt, overhead,\n"
+	    "                       tune\n"
 	    "                       (a comma-separated list is accepted; default all)\n"
-	    "  --modes LIST         comma-separated: native, native-prio, xsched-lv1,\n"
+	    "  --modes LIST         comma-separated: native, native-prio, xsched (the library's\n"
+	    "                       defaults: the highest level, nothing set), xsched-lv1,\n"
 	    "                       xsched-lv2, xsched-lv3, xsched-lv1+prio, xsched-lv2+prio,\n"
 	    "                       xsched-lv3+prio (default: all; levels the hardware lacks\n"
 	    "                       are skipped with a note)\n"
@@ -159,6 +161,7 @@ int main(int argc, char **argv)
 			o.scenario = optarg;
 			break;
 		case O_MODES:
+			o.modes_given = true;
 			if (xsb__parse_modes(&o, optarg))
 				return 2;
 			break;
@@ -321,8 +324,9 @@ int main(int argc, char **argv)
 
 	int64_t t0 = xsb_now_ns();
 	static int (*const fns[XSB_NSCEN])(struct xsb_ctx *) = {
-	    xsb_scenario_systematic, xsb_scenario_latency,  xsb_scenario_two_models,
-	    xsb_scenario_preempt,    xsb_scenario_overhead, xsb_scenario_tune};
+	    xsb_scenario_systematic, xsb_scenario_latency, xsb_scenario_two_models,
+	    xsb_scenario_serve,      xsb_scenario_preempt, xsb_scenario_overhead,
+	    xsb_scenario_tune};
 	for (size_t i = 0; i < XSB_NSCEN; i++) {
 		if (!xsb__scenario_selected(o.scenario, xsb__all[i]))
 			continue;

@@ -8,8 +8,9 @@
  * - closed loop (systematic, latency, overhead, tune): a high lane runs its tasks back to
  *   back (after an optional random think time); a low lane runs at least as many and
  *   goes on until every high lane is done, so no high task runs without contention;
- * - open loop (two-models): the high lane's requests arrive at a fixed rate and a
- *   request's latency counts from its arrival; the low lane runs back to back until the
+ * - open loop (two-models, serve): the high lane's requests arrive at a fixed rate
+ *   (two-models) or at random, exponential gaps (serve: Poisson arrivals), and a
+ *   request's latency counts from its arrival; the low lanes run back to back until the
  *   duration is over;
  * - preempt: low lanes keep the device full with spin kernels; the high lane submits a
  *   stamp kernel now and then and measures submit-to-start.
@@ -38,6 +39,7 @@ struct xsb__run {
 	double think_ms;   /* closed: high lanes think U(0, think_ms) before each task */
 	double duration_s; /* open */
 	double rate;       /* open: high requests per second */
+	bool poisson;      /* open: exponential gaps of mean 1/rate instead of fixed ones */
 	int nsamples;      /* preempt */
 	int64_t spin_ns;   /* preempt */
 	struct xsb_lane *lanes;
@@ -122,14 +124,19 @@ static void xsb__closed(struct xsb__run *r, int i, struct xsb_lane *l, const str
 		atomic_fetch_sub(&r->highs_left, 1);
 }
 
-static void xsb__open(struct xsb__run *r, int i, struct xsb_lane *l, const struct xsb_task *t)
+static void xsb__open(struct xsb__run *r, int i, struct xsb_lane *l, const struct xsb_task *t,
+		      struct xsb_rng *rng)
 {
 	const struct xsb_backend *be = r->c->be;
 	int64_t end = r->t0 + (int64_t)(r->duration_s * 1e9);
+	double next_s = 0; /* serve: the next arrival, in s after t0 */
 	for (int k = 0; !atomic_load(&r->stop); k++) {
 		int64_t arrival;
 		if (l->high) {
-			arrival = r->t0 + (int64_t)((double)k * 1e9 / r->rate);
+			if (r->poisson)
+				next_s += -log(1.0 - xsb_rand01(rng)) / r->rate;
+			arrival =
+			    r->t0 + (int64_t)((r->poisson ? next_s : (double)k / r->rate) * 1e9);
 			if (arrival >= end)
 				break;
 			xsb_sleep_until(arrival);
@@ -210,7 +217,7 @@ static void *xsb__thread(void *arg)
 			xsb__closed(r, i, l, t, &rng);
 			break;
 		case XSB_OPEN:
-			xsb__open(r, i, l, t);
+			xsb__open(r, i, l, t, &rng);
 			break;
 		case XSB_PREEMPT:
 			xsb__preempt(r, i, l, t, &rng);
@@ -749,6 +756,127 @@ int xsb_scenario_two_models(struct xsb_ctx *c)
 	xsb__verdicts("two-models", &tab, &alone, false);
 	xsb_task_free(&small);
 	xsb_task_free(&large);
+	return 0;
+}
+
+/* ---- serve ----------------------------------------------------------------------------- */
+
+/* Whether @m is one of serve's default modes: the baselines, the library's defaults and
+ * the explicit levels, without the "+prio" combinations (--modes can ask for them). */
+static bool xsb__serve_mode(const struct xsb_ctx *c, const struct xsb_mode *m)
+{
+	return c->o->modes_given || !strstr(m->name, "+prio");
+}
+
+int xsb_scenario_serve(struct xsb_ctx *c)
+{
+	/* A request: a chain of 20 dependent SGEMM 1024 kernels (a small model's forward). */
+	struct xsb_task req = {0};
+	xsb_task_gemms(&req, 20, 1024, 1024, 1024);
+	snprintf(req.desc, sizeof(req.desc), "20 x SGEMM 1024^3");
+	static const int lows_full[3] = {7, 15, 31}, lows_quick[1] = {7};
+	static const int sizes_full[2] = {2048, 4096}, sizes_quick[1] = {4096};
+	const int *lows = c->o->quick ? lows_quick : lows_full;
+	const int *sizes = c->o->quick ? sizes_quick : sizes_full;
+	int nl = c->o->quick ? 1 : 3, ns = c->o->quick ? 1 : 2;
+	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 1.0 : 6.0);
+	double rate = 40.0; /* requests per second: mean gap 25 ms */
+
+	struct xsb__run ar = {.c = c,
+			      .scenario = "serve",
+			      .mode = xsb_mode_find("native"),
+			      .body = XSB_OPEN,
+			      .poisson = true,
+			      .nlanes = 1,
+			      .nhigh = 1,
+			      .task_high = &req,
+			      .task_low = &req,
+			      .duration_s = dur,
+			      .rate = rate};
+	snprintf(ar.config, sizeof(ar.config), "alone");
+	if (xsb__run(&ar)) {
+		xsb__run_free(&ar);
+		xsb_task_free(&req);
+		return -1;
+	}
+	struct xsb__row arow;
+	xsb__collect(&ar, true, &arow);
+	xsb__run_free(&ar);
+	struct xsb_stats alone = arow.st;
+	printf("\nserve: high = %s, Poisson arrivals at %.0f/s, latency from arrival; alone p50 "
+	       "%.3f ms, p99 %.3f ms (%zu requests)\n",
+	       req.desc, rate, alone.p50, alone.p99, alone.n);
+
+	for (int si = 0; si < ns; si++) {
+		struct xsb_task low = {0};
+		xsb_task_gemms(&low, 1, sizes[si], sizes[si], sizes[si]);
+		snprintf(low.desc, sizeof(low.desc), "SGEMM %d^3", sizes[si]);
+		struct xsb_stats kst;
+		if (xsb__alone(c, "serve-kernel", &low, c->o->quick ? 5 : 20, &kst)) {
+			xsb_task_free(&low);
+			continue;
+		}
+		double floor_ms = alone.p99 + kst.p50;
+		double bound = 2 * alone.p99 > floor_ms ? 2 * alone.p99 : floor_ms;
+		for (int li = 0; li < nl; li++) {
+			struct xsb__run base = {.c = c,
+						.scenario = "serve",
+						.body = XSB_OPEN,
+						.poisson = true,
+						.nlanes = 1 + lows[li],
+						.nhigh = 1,
+						.task_high = &req,
+						.task_low = &low,
+						.duration_s = dur,
+						.rate = rate};
+			snprintf(base.config, sizeof(base.config), "1H+%dL/sgemm%d", lows[li],
+				 sizes[si]);
+			struct xsb__table tab = {.n = 0};
+			struct xsb_opts o = *c->o;
+			struct xsb_ctx cc = *c;
+			cc.o = &o;
+			o.nmodes = 0;
+			for (size_t mi = 0; mi < c->o->nmodes; mi++)
+				if (xsb__serve_mode(c, c->o->modes[mi]))
+					o.modes[o.nmodes++] = c->o->modes[mi];
+			xsb__modes(&cc, &base, &tab);
+			c->fails = cc.fails;
+			printf(
+			    "\nserve %s: 1 high lane + %d low lanes of %s (%.3f ms each) back to "
+			    "back; %.1f s per mode; floor = alone p99 + one low kernel = %.3f ms\n",
+			    base.config, lows[li], low.desc, kst.p50, dur, floor_ms);
+			xsb__print(&tab, &alone);
+			const struct xsb__row *nat = xsb__find(&tab, "native", "low");
+			printf("  target: xsched default high p99 <= max(2 x alone, floor) = %.3f "
+			       "ms at "
+			       ">= 0.95 of native low throughput\n",
+			       bound);
+			for (int i = 0; i < tab.n; i++) {
+				const struct xsb__row *h = &tab.rows[i];
+				if (h->skipped || strcmp(h->cls, "high") ||
+				    strncmp(h->mode, "xsched", 6))
+					continue;
+				const struct xsb__row *lo = xsb__find(&tab, h->mode, "low");
+				double frac = lo && nat && nat->thr > 0 ? lo->thr / nat->thr : -1;
+				bool ok = h->st.p99 <= bound && frac >= 0.95;
+				bool dflt = !strcmp(h->mode, "xsched");
+				printf(
+				    "    %-18s %-9s p99 %.3f ms (%.2fx alone, %.2fx floor), low "
+				    "throughput %.3f\n",
+				    h->mode,
+				    dflt ? (ok ? "MET" : "MISSED") : (ok ? "(within)" : "(over)"),
+				    h->st.p99, h->st.p99 / alone.p99, h->st.p99 / floor_ms, frac);
+				xsb_json_raw(
+				    "{\"type\":\"target\",\"what\":\"serve %s\",\"mode\":\"%s\","
+				    "\"p99_ms\":%.4f,\"bound_ms\":%.4f,\"floor_ms\":%.4f,"
+				    "\"low_thr_frac\":%.4f,\"met\":%s}",
+				    base.config, h->mode, h->st.p99, bound, floor_ms, frac,
+				    ok ? "true" : "false");
+			}
+		}
+		xsb_task_free(&low);
+	}
+	xsb_task_free(&req);
 	return 0;
 }
 

@@ -46,6 +46,14 @@ static inline void xs_list_push_back(xs_link *head, xs_link *l)
 	head->prev = l;
 }
 
+static inline void xs_list_push_front(xs_link *head, xs_link *l)
+{
+	l->next = head->next;
+	l->prev = head;
+	head->next->prev = l;
+	head->next = l;
+}
+
 static inline void xs_list_remove(xs_link *l)
 {
 	l->prev->next = l->next;

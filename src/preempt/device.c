@@ -86,13 +86,23 @@ bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd)
 	if (est < 1)
 		est = 1;
 	xs_mutex_lock(&d->lock);
-	bool ok = d->charged_cmds == 0 || d->charged_ns + est <= budget;
+	/* First come, first served: while XQueues wait, only the first (or the one being
+	 * granted) may take budget. */
+	xs_link *first = xs_list_first(&d->waiters);
+	bool turn = !first || first == &xq->wait_link || d->granting == xq;
+	bool ok = turn && (d->charged_cmds == 0 || d->charged_ns + est <= budget);
 	if (ok) {
 		d->charged_ns += est;
 		d->charged_cmds++;
 		if (d->charged_cmds > d->max_cmds)
 			d->max_cmds = d->charged_cmds;
 		cmd->charge_ns = est;
+		if (xs_linked(&xq->wait_link))
+			xs_list_remove(&xq->wait_link);
+	} else if (d->granting == xq) {
+		if (!xs_linked(&xq->wait_link))
+			xs_list_push_front(&d->waiters, &xq->wait_link); /* keeps its turn */
+		d->grant_blocked = true;
 	} else if (!xs_linked(&xq->wait_link)) {
 		xs_list_push_back(&d->waiters, &xq->wait_link);
 	}
@@ -118,27 +128,30 @@ void xs_dev_uncharge(xs_xqueue *xq, xs_cmd *cmd)
 
 void xs_dev_grant(xs_device *d)
 {
-	/* Each waiter tries again, in arrival order; one that still does not fit enlists
-	 * again at the back. */
-	xs_link todo;
-	xs_list_init(&todo);
-	xs_mutex_lock(&d->lock);
-	while (!xs_list_empty(&d->waiters)) {
-		xs_link *l = xs_list_pop_front(&d->waiters);
-		xs_xqueue *xq = xs_container_of(l, xs_xqueue, wait_link);
-		xs_obj_ref(&xq->obj);
-		xs_list_push_back(&todo, l);
-	}
-	xs_mutex_unlock(&d->lock);
-	while (!xs_list_empty(&todo)) {
+	/* Waiters in arrival order, each given its turn until one finds the budget full. A
+	 * waiter at Lv1 is kicked (its launch thread charges later, in kick order). */
+	for (;;) {
 		xs_mutex_lock(&d->lock);
-		xs_link *l = xs_list_pop_front(&todo);
+		xs_link *l = xs_list_pop_front(&d->waiters);
+		xs_xqueue *xq = l ? xs_container_of(l, xs_xqueue, wait_link) : NULL;
+		if (xq) {
+			xs_obj_ref(&xq->obj);
+			d->granting = xq;
+			d->grant_blocked = false;
+		}
 		xs_mutex_unlock(&d->lock);
-		xs_xqueue *xq = xs_container_of(l, xs_xqueue, wait_link);
+		if (!xq)
+			break;
 		xs_mutex_lock(&xq->lock);
 		xs_engine_progress(xq, false);
 		xs_mutex_unlock(&xq->lock);
+		xs_mutex_lock(&d->lock);
+		d->granting = NULL;
+		bool blocked = d->grant_blocked;
+		xs_mutex_unlock(&d->lock);
 		xs_obj_unref(&xq->obj);
+		if (blocked)
+			break;
 	}
 }
 

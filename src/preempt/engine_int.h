@@ -25,6 +25,8 @@ struct xs_device {
 	uint64_t max_cmds;     /* the most ever charged at once */
 	bool poke;             /* a backend pushed a done number since the last look */
 	bool grant;            /* budget was returned while XQueues wait for it */
+	xs_xqueue *granting;   /* the waiter xs_dev_grant is serving now, or NULL */
+	bool grant_blocked;    /* it found the budget full */
 	bool stop;             /* the threads exit */
 	bool started;          /* the threads run */
 	pthread_t progress, launcher;
