@@ -38,7 +38,7 @@ static void xs__load(xs_config *c)
 	if (k && *k && !c->app_managed && strcasecmp(k, "LCL"))
 		XS_WARN("core", "XSCHED_SCHEDULER=%s is not APP or LCL; using the local scheduler",
 			k);
-	c->hpf_linger_ns = xs__int("XSCHED_HPF_LINGER_US", 0, 10000000, 1000) * 1000;
+	c->hpf_linger_ns = xs__int("XSCHED_HPF_LINGER_US", 0, 10000000, 0) * 1000;
 	c->budget_ns = xs__int("XSCHED_BUDGET_US", 0, 10000000, XS_BUDGET_DEFAULT_US) * 1000;
 	c->hw_priority = xs__int("XSCHED_HW_PRIORITY", 0, 1, 1) != 0;
 	c->gate_every = (unsigned)xs__int("XSCHED_GATE_EVERY", 1, 1024, 1);

@@ -18,7 +18,7 @@
 typedef struct xs_config {
 	const char *policy;    /* XSCHED_POLICY, or NULL: the policy's name (sched/policy.c) */
 	bool app_managed;      /* XSCHED_SCHEDULER=APP */
-	int64_t hpf_linger_ns; /* XSCHED_HPF_LINGER_US, default 1000 us (sched/hpf.c) */
+	int64_t hpf_linger_ns; /* XSCHED_HPF_LINGER_US, default 0 (sched/hpf.c) */
 	int64_t budget_ns;     /* XSCHED_BUDGET_US, default XS_BUDGET_DEFAULT_US (engine) */
 	bool hw_priority;      /* XSCHED_HW_PRIORITY=0 turns it off; default on */
 	unsigned gate_every;   /* XSCHED_GATE_EVERY, 1..1024, default 1 */

@@ -16,6 +16,7 @@
  */
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "core/config.h"
@@ -24,7 +25,7 @@
 
 enum {
 	XS__SPIN_NS = 50000,    /* yield-poll this long after the last progress */
-	XS__NAP_NS = 20000,     /* then sleep this long between polls */
+	XS__NAP_NS = 10000,     /* then sleep this long between polls */
 	XS__CHECK_NS = 1000000, /* ask a silent GPU queue for faults this often */
 };
 
@@ -275,6 +276,10 @@ static void *xs__progress_main(void *arg)
 {
 	xs_device *d = arg;
 	xs__own = d;
+#ifdef PR_SET_TIMERSLACK
+	/* Naps of XS__NAP_NS, not XS__NAP_NS plus the default 50 us of slack. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
 	XResult init = d->ops->thread_init(d->init_q);
 	if (init != kXSchedSuccess)
 		XS_ERROR("engine", "the progress thread cannot use the %s device (%d)",
