@@ -104,8 +104,15 @@ bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd)
 		if (!xs_linked(&xq->wait_link))
 			xs_list_push_front(&d->waiters, &xq->wait_link); /* keeps its turn */
 		d->grant_blocked = true;
-	} else if (!xs_linked(&xq->wait_link)) {
-		xs_list_push_back(&d->waiters, &xq->wait_link);
+	} else {
+		if (!xs_linked(&xq->wait_link))
+			xs_list_push_back(&d->waiters, &xq->wait_link);
+		/* Not its turn, but the budget has room: the first waiter must get its turn
+		 * now, or nothing (no completion of a charged command) would give it. */
+		if (!turn && (d->charged_cmds == 0 || d->charged_ns + est <= budget) && !d->grant) {
+			d->grant = true;
+			xs_cond_signal(&d->progress_cv);
+		}
 	}
 	xs_mutex_unlock(&d->lock);
 	return ok;
@@ -164,6 +171,7 @@ void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *
 	*charged_ns = d->charged_ns;
 	*charged_cmds = d->charged_cmds;
 	*max_cmds = d->max_cmds;
+	d->max_cmds = d->charged_cmds;
 	xs_mutex_unlock(&d->lock);
 }
 
@@ -177,6 +185,15 @@ void xs_dev_kick(xs_xqueue *xq)
 		xs_list_push_back(&d->kicks, &xq->kick_link);
 		xs_cond_signal(&d->launch_cv);
 	}
+	xs_mutex_unlock(&d->lock);
+}
+
+void xs_dev_deactivate(xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	if (xs_linked(&xq->act_link))
+		xs_list_remove(&xq->act_link);
 	xs_mutex_unlock(&d->lock);
 }
 
@@ -444,8 +461,11 @@ void xs_dev_detach(xs_xqueue *xq)
 		xs_list_remove(&xq->act_link);
 	if (xs_linked(&xq->kick_link))
 		xs_list_remove(&xq->kick_link);
-	if (xs_linked(&xq->wait_link))
+	if (xs_linked(&xq->wait_link)) {
 		xs_list_remove(&xq->wait_link);
+		d->grant = true; /* the next waiter's turn */
+		xs_cond_signal(&d->progress_cv);
+	}
 	xs_mutex_unlock(&d->lock);
 	/* The last XQueue stops the threads, unless it runs on one of them (a launch
 	 * callback that destroys another queue): xs_engine_shutdown() stops those. */

@@ -156,12 +156,16 @@ static bool xs__gated_in_flight(const xs_xqueue *xq)
 }
 
 /* Commit enqueued commands while the XQueue runs (Lv2+: one counter store at the end).
- * Caller holds xq->lock. */
+ * The command inside its enqueue call (issuing) counts as enqueued here: committing it
+ * before the backend call means the stream does not stall on its own wait while the
+ * call runs, which matters when the runtime itself waits for the stream (CUDA loads a
+ * module lazily at a kernel's first launch). Caller holds xq->lock. */
 static void xs__commit(xs_xqueue *xq)
 {
-	if (!xq->running || xq->committed >= xq->enqueued)
+	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
+	if (!xq->running || xq->committed >= top)
 		return;
-	uint64_t c = xq->enqueued;
+	uint64_t c = top;
 	if (xq->limited && xq->level >= kPreemptLevelDeactivate) {
 		c = xq->committed;
 		xs_list_for_each(l, &xq->inflight)
@@ -169,7 +173,7 @@ static void xs__commit(xs_xqueue *xq)
 			xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
 			if (cmd->seq <= c)
 				continue;
-			if (cmd->seq > xq->enqueued || !xs_dev_charge(xq, cmd))
+			if (cmd->seq > top || !xs_dev_charge(xq, cmd))
 				break;
 			c = cmd->seq;
 		}
@@ -255,6 +259,8 @@ static void xs__drain(xs_xqueue *xq)
 		xs_dev_activate(xq);
 		xs_obj_ref(&cmd->obj);
 		xq->issuing = seq;
+		if (gated)
+			xs__commit(xq);
 		xs_mutex_unlock(&xq->lock);
 
 		XResult res = kXSchedErrorHardware;
@@ -352,8 +358,11 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 bool xs_engine_reap(xs_xqueue *xq, bool check_health)
 {
 	xs_hwq *q = xq->hwq;
-	if (xq->completed == xq->enqueued)
+	if (xq->completed == xq->enqueued) {
+		if (!xq->launching)
+			xs_dev_deactivate(xq);
 		return false;
+	}
 	uint64_t done = q->ops->done(q);
 	XResult fail = kXSchedSuccess;
 	if (done == UINT64_MAX) {
@@ -561,16 +570,19 @@ void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend)
 
 void xs_engine_set_limited(xs_xqueue *xq, bool limited)
 {
+	xs_hwq *q = xq->hwq;
 	xs_mutex_lock(&xq->lock);
 	xq->limited = limited;
-	int top = !limited;
-	xs_hwq *q = xq->hwq;
-	if (top != xq->hw_top && q->ops->set_priority && xs_config_get()->hw_priority) {
-		q->ops->set_priority(q, top);
-		xq->hw_top = top;
-	}
 	xs_engine_progress(xq, false);
+	int top = !limited;
+	bool apply = top != xq->hw_top && q->ops->set_priority && xs_config_get()->hw_priority;
+	if (apply)
+		xq->hw_top = top;
 	xs_mutex_unlock(&xq->lock);
+	/* Outside the lock: the runtime may wait for the stream, which may wait for a commit
+	 * that needs the lock. */
+	if (apply)
+		q->ops->set_priority(q, top);
 }
 
 void xs_engine_set_level(xs_xqueue *xq, int level)

@@ -156,7 +156,7 @@ void xs_engine_set_budget(int64_t budget_ns);
 int64_t xs_engine_budget(void);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
- * queues now (ns, commands) and the most commands ever charged at once. */
+ * queues now (ns, commands) and the most commands charged at once since the last call. */
 void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
 			    uint64_t *max_cmds);
 

@@ -38,7 +38,8 @@ xs_device *xs_dev_attach(xs_xqueue *xq); /* find or start the device of xq->hwq 
 void xs_dev_detach(xs_xqueue *xq);       /* the reverse; xq is drained */
 /* Caller holds xq->lock: */
 void xs_dev_kick(xs_xqueue *xq);     /* the launch thread will drain xq */
-void xs_dev_activate(xs_xqueue *xq); /* xq has enqueued, incomplete work now */
+void xs_dev_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
+void xs_dev_deactivate(xs_xqueue *xq); /* and no longer */
 bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd);
 /* Return @cmd's charge; when XQueues wait for budget, the progress thread is asked to
  * hand it on (xs_dev_grant). */
