@@ -33,6 +33,31 @@ enum {
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
 static int64_t xs__budget_ns = -1; /* -1: from the configuration at first use */
+static atomic_bool xs__hold; /* xs_engine_set_hold */
+
+void xs_engine_set_hold(bool hold)
+{
+	atomic_store_explicit(&xs__hold, hold, memory_order_relaxed);
+}
+
+void xs_dev_top_update(xs_xqueue *xq)
+{
+	/* A queue blocked on another's event does not hold them: that one may be the
+	 * producer. */
+	bool busy = !xq->limited && xq->completed != xq->submitted && !xq->blocked;
+	if (busy == xq->top_busy)
+		return;
+	xq->top_busy = busy;
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	if (busy) {
+		d->top_busy++;
+	} else if (--d->top_busy == 0 && !xs_list_empty(&d->waiters) && !d->grant) {
+		d->grant = true; /* the held queues may commit again */
+		xs_cond_signal(&d->progress_cv);
+	}
+	xs_mutex_unlock(&d->lock);
+}
 
 /* The device the calling thread serves, if it is a device thread. */
 static _Thread_local const xs_device *xs__own;
@@ -91,7 +116,9 @@ bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd)
 	 * granted) may take budget. */
 	xs_link *first = xs_list_first(&d->waiters);
 	bool turn = !first || first == &xq->wait_link || d->granting == xq;
-	bool ok = turn && (d->charged_cmds == 0 || d->charged_ns + est <= budget);
+	bool held = d->top_busy && atomic_load_explicit(&xs__hold, memory_order_relaxed);
+	bool room = !held && (d->charged_cmds == 0 || d->charged_ns + est <= budget);
+	bool ok = turn && room;
 	if (ok) {
 		d->charged_ns += est;
 		d->charged_cmds++;
@@ -103,13 +130,13 @@ bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd)
 	} else if (d->granting == xq) {
 		if (!xs_linked(&xq->wait_link))
 			xs_list_push_front(&d->waiters, &xq->wait_link); /* keeps its turn */
-		d->grant_blocked = true;
+		d->grant_blocked = !room;
 	} else {
 		if (!xs_linked(&xq->wait_link))
 			xs_list_push_back(&d->waiters, &xq->wait_link);
 		/* Not its turn, but the budget has room: the first waiter must get its turn
 		 * now, or nothing (no completion of a charged command) would give it. */
-		if (!turn && (d->charged_cmds == 0 || d->charged_ns + est <= budget) && !d->grant) {
+		if (!turn && room && !d->grant) {
 			d->grant = true;
 			xs_cond_signal(&d->progress_cv);
 		}

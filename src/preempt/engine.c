@@ -220,6 +220,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 		bool go = xs_dep_check(xq, cmd, skip);
 		if (go == xq->blocked) {
 			xq->blocked = !go;
+			xs_dev_top_update(xq);
 			xs_engine_notify(xq);
 		}
 		if (!go)
@@ -351,6 +352,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 	xq->busy_since_ns = xq->committed > done ? now : 0;
 	xs_cond_broadcast(&xq->cv);
 	xs_engine_progress(xq, false);
+	xs_dev_top_update(xq);
 	if (xq->completed == xq->submitted)
 		xs_engine_notify(xq); /* idle now */
 }
@@ -479,6 +481,7 @@ XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd)
 	}
 	bool was_idle = xq->completed == xq->submitted;
 	cmd->seq = ++xq->submitted;
+	xs_dev_top_update(xq); /* a top queue's arrival holds the others at once */
 	cmd->state = XS_CMD_PENDING;
 	xs_list_push_back(&xq->pending, &cmd->link); /* takes over the caller's reference */
 	if (cmd->kind == XS_CMD_EVENT_RECORD)
@@ -573,6 +576,7 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited)
 	xs_hwq *q = xq->hwq;
 	xs_mutex_lock(&xq->lock);
 	xq->limited = limited;
+	xs_dev_top_update(xq);
 	xs_engine_progress(xq, false);
 	int top = !limited;
 	bool apply = top != xq->hw_top && q->ops->set_priority && xs_config_get()->hw_priority;

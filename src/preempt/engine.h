@@ -72,6 +72,7 @@ typedef struct xs_xqueue {
 	bool limited;         /* subject to the device's commitment budget */
 	bool blocked;         /* the head command waits for another XQueue's event record */
 	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
+	bool top_busy;        /* counted in the device's top_busy: not limited, has work */
 
 	uint64_t suspensions;
 	int64_t suspended_ns;       /* finished spells */
@@ -150,6 +151,11 @@ static inline bool xs_engine_ready(const xs_xqueue *xq)
 /* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
  * device). */
 const void *xs_engine_device(const xs_xqueue *xq);
+
+/* Whether, while an XQueue that is not limited has work, limited ones commit nothing new
+ * (what they committed runs on). The scheduler turns it on under HPF: the engine then
+ * acts on a high-priority arrival at once, without waiting for the scheduler's pass. */
+void xs_engine_set_hold(bool hold);
 
 /* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
 void xs_engine_set_budget(int64_t budget_ns);

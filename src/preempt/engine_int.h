@@ -23,6 +23,7 @@ struct xs_device {
 	int64_t charged_ns;    /* committed work of limited XQueues, estimated */
 	uint64_t charged_cmds; /* and the number of their committed, incomplete commands */
 	uint64_t max_cmds;     /* the most ever charged at once */
+	unsigned top_busy;     /* XQueues not limited that have work (xs_xqueue.top_busy) */
 	bool poke;             /* a backend pushed a done number since the last look */
 	bool grant;            /* budget was returned while XQueues wait for it */
 	xs_xqueue *granting;   /* the waiter xs_dev_grant is serving now, or NULL */
@@ -45,6 +46,9 @@ bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd);
  * hand it on (xs_dev_grant). */
 void xs_dev_uncharge(xs_xqueue *xq, xs_cmd *cmd);
 void xs_dev_grant(xs_device *dev);
+/* Recount xq in its device's top_busy after its work or its limit changed. Caller holds
+ * xq->lock. */
+void xs_dev_top_update(xs_xqueue *xq);
 /* Whether the calling thread is one of the device threads of @dev. */
 bool xs_dev_is_own_thread(const xs_device *dev);
 int64_t xs_dev_budget_ns(void);

@@ -223,6 +223,7 @@ static void xs__stop_locked(void)
 {
 	xs_mutex_lock(&xs__lock);
 	xs__active = false;
+	xs_engine_set_hold(false);
 	xs_mutex_unlock(&xs__lock);
 	if (xs__thread_running) {
 		xs_mutex_lock(&xs__ev);
@@ -266,6 +267,7 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 		XS_INFO("sched", "policy %s", policy->name);
 	}
 	xs__active = true;
+	xs_engine_set_hold(policy == &xs_policy_hpf);
 	xs_mutex_unlock(&xs__lock);
 	if (!xs__thread_running) {
 		int err = xs_thread_start(&xs__thread, "xsched-sched", xs__main, NULL);
