@@ -350,7 +350,8 @@ class XQueueStats(Structure):
     """The C struct XQueueStats."""
     _fields_ = [("submitted", c_uint64), ("launched", c_uint64), ("completed", c_uint64),
                 ("failed", c_uint64), ("pending", c_uint64), ("in_flight", c_uint64),
-                ("suspensions", c_uint64), ("suspended_ns", c_uint64)]
+                ("suspensions", c_uint64), ("suspended_ns", c_uint64),
+                ("committed", c_uint64), ("est_command_ns", c_uint64)]
 
 
 class XDim3(Structure):
@@ -640,6 +641,8 @@ class QueueStats:
     in_flight: int
     suspensions: int
     suspended_ns: int
+    committed: int  # highest command number the device may run
+    est_command_ns: int  # estimated device time of one command (ns), 0 before the first
 
     @classmethod
     def from_c(cls, s: XQueueStats) -> "QueueStats":

@@ -33,7 +33,7 @@ enum {
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
 static int64_t xs__budget_ns = -1; /* -1: from the configuration at first use */
-static atomic_bool xs__hold; /* xs_engine_set_hold */
+static atomic_bool xs__hold;       /* xs_engine_set_hold */
 
 void xs_engine_set_hold(bool hold)
 {
@@ -178,7 +178,7 @@ void xs_dev_grant(xs_device *d)
 		if (!xq)
 			break;
 		xs_mutex_lock(&xq->lock);
-		xs_engine_progress(xq, false);
+		d->hooks->progress(xq, false);
 		xs_mutex_unlock(&xq->lock);
 		xs_mutex_lock(&d->lock);
 		d->granting = NULL;
@@ -269,7 +269,7 @@ static void *xs__launch_main(void *arg)
 		xs_obj_ref(&xq->obj);
 		xs_mutex_unlock(&d->lock);
 		xs_mutex_lock(&xq->lock);
-		xs_engine_progress(xq, true);
+		d->hooks->progress(xq, true);
 		xs_mutex_unlock(&xq->lock);
 		xs_obj_unref(&xq->obj);
 		xs_mutex_lock(&d->lock);
@@ -351,7 +351,7 @@ static void *xs__progress_main(void *arg)
 		bool progressed = false;
 		for (size_t i = 0; i < n; i++) {
 			xs_mutex_lock(&v[i]->lock);
-			progressed |= xs_engine_reap(v[i], check);
+			progressed |= d->hooks->reap(v[i], check);
 			xs_mutex_unlock(&v[i]->lock);
 			xs_obj_unref(&v[i]->obj);
 		}
@@ -442,7 +442,7 @@ static void xs__dev_stop(xs_device *d)
 	d->init_q = NULL;
 }
 
-xs_device *xs_dev_attach(xs_xqueue *xq)
+xs_device *xs_dev_attach(xs_xqueue *xq, const xs_dev_hooks *hooks)
 {
 	xs_hwq *q = xq->hwq;
 	uint64_t key = q->ops->device_key(q);
@@ -458,8 +458,10 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 	}
 	if (!d) {
 		d = xs__dev_new(q, key);
-		if (d)
+		if (d) {
+			d->hooks = hooks;
 			xs_list_push_back(&xs__devices, &d->link);
+		}
 	}
 	if (d && !d->started && !xs__dev_start(d, q))
 		d = NULL;

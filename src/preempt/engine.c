@@ -135,7 +135,8 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->running = true;
 	xq->err_pending = kXSchedSuccess;
 	xq->hw_top = -1;
-	if (!xs_dev_attach(xq)) {
+	static const xs_dev_hooks hooks = {xs_engine_progress, xs_engine_reap};
+	if (!xs_dev_attach(xq, &hooks)) {
 		xs_obj_unref(&xq->obj);
 		return kXSchedErrorUnknown;
 	}

@@ -5,6 +5,13 @@
 
 #include "preempt/engine.h"
 
+/* What the device threads (device.c) ask of the engine (engine.c), registered at attach:
+ * a hook, so that device.c never calls up into engine.c. */
+typedef struct xs_dev_hooks {
+	void (*progress)(xs_xqueue *xq, bool may_launch); /* xs_engine_progress */
+	bool (*reap)(xs_xqueue *xq, bool check_health);   /* xs_engine_reap */
+} xs_dev_hooks;
+
 /* A device: the HwQueues that share one device key (hal.h), their commitment budget and
  * the two threads that serve them. */
 struct xs_device {
@@ -31,14 +38,16 @@ struct xs_device {
 	bool stop;             /* the threads exit */
 	bool started;          /* the threads run */
 	pthread_t progress, launcher;
-	xs_hwq *init_q; /* a queue to bind the threads with (holds a reference) */
+	const xs_dev_hooks *hooks; /* set at the first attach, read-only after */
+	xs_hwq *init_q;            /* a queue to bind the threads with (holds a reference) */
 };
 
 /* device.c */
-xs_device *xs_dev_attach(xs_xqueue *xq); /* find or start the device of xq->hwq */
-void xs_dev_detach(xs_xqueue *xq);       /* the reverse; xq is drained */
+/* Find or start the device of xq->hwq; @hooks must live for the process. */
+xs_device *xs_dev_attach(xs_xqueue *xq, const xs_dev_hooks *hooks);
+void xs_dev_detach(xs_xqueue *xq); /* the reverse; xq is drained */
 /* Caller holds xq->lock: */
-void xs_dev_kick(xs_xqueue *xq);     /* the launch thread will drain xq */
+void xs_dev_kick(xs_xqueue *xq);       /* the launch thread will drain xq */
 void xs_dev_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
 void xs_dev_deactivate(xs_xqueue *xq); /* and no longer */
 bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd);
