@@ -1,0 +1,226 @@
+/* Engine v2 on the host backend:
+ * 1. direct submission: when the XQueue may launch, XQueueSubmit has enqueued the command
+ *    on the HwQueue by the time it returns (no launcher thread in between); while the
+ *    application suspends it (Lv1 and Lv2), nothing new is enqueued, and after the resume a
+ *    library thread enqueues what waited, in order;
+ * 2. the library's threads do not grow with the number of XQueues: with 1 or 24 XQueues
+ *    busy there is one launch thread, one progress thread and one scheduler thread;
+ * 3. a host function that waits for an earlier, completed command of its own XQueue
+ *    gets its result at once (the calls that would wait for the own XQueue from a launch
+ *    callback running inside its enqueue return kXSchedErrorNotAllowed; host queues run
+ *    launch callbacks on their executor, so that case needs a GPU: tests/gpu);
+ * 4. publish last: XQueueGet and XQueueDestroy racing XQueueCreate and XHintSetScheduler
+ *    never see a half-built XQueue (a handle of 0, a use after free under ASan). */
+#include <dirent.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "check.h"
+
+/* Threads of this process whose name starts with @prefix. */
+static int count_threads(const char *prefix)
+{
+	DIR *d = opendir("/proc/self/task");
+	CHECK(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300], name[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) && !strncmp(name, prefix, strlen(prefix)))
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+static int64_t g_slow_us = 2000;
+
+static XResult slow(void *data)
+{
+	(void)data;
+	t_sleep_us(g_slow_us);
+	return kXSchedSuccess;
+}
+
+static void direct_submission(int level)
+{
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+	CHECK_OK(HostQueueCreate(&hwq));
+	CHECK_OK(XQueueCreate(&xq, hwq, level, 0));
+	CHECK_OK(XQueueSetLaunchConfig(xq, 4, 2));
+	for (int i = 0; i < 4; i++) {
+		t_submit_fn(xq, slow, NULL);
+		XQueueStats st = t_stats(xq);
+		CHECK(st.launched == (uint64_t)i + 1); /* enqueued before XQueueSubmit returned */
+	}
+	t_submit_fn(xq, slow, NULL); /* the window is full: it waits */
+	CHECK(t_stats(xq).launched == 4);
+	CHECK_OK(XQueueWaitAll(xq)); /* the launch thread enqueued it when space came */
+	CHECK(t_stats(xq).completed == 5);
+
+	/* Suspended by the application: nothing new reaches the HwQueue, at Lv2 too. */
+	CHECK_OK(XQueueSuspend(xq, 0));
+	for (int i = 0; i < 3; i++)
+		t_submit_fn(xq, slow, NULL);
+	t_sleep_us(20000);
+	XQueueStats st = t_stats(xq);
+	CHECK(st.launched == 5 && st.pending == 3);
+	CHECK_OK(XQueueResume(xq, 0));
+	CHECK_OK(XQueueWaitAll(xq));
+	st = t_stats(xq);
+	CHECK(st.completed == 8 && st.failed == 0);
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(HwQueueDestroy(hwq));
+}
+
+static void thread_count(void)
+{
+	enum { N = 24 };
+	HwQueueHandle hwq[N];
+	XQueueHandle xq[N];
+	for (int n = 1; n <= N; n += N - 1) {
+		for (int i = 0; i < n; i++) {
+			CHECK_OK(HostQueueCreate(&hwq[i]));
+			CHECK_OK(XQueueCreate(&xq[i], hwq[i], kPreemptLevelDeactivate, 0));
+			CHECK_OK(XHintPriority(xq[i], i % 3));
+			for (int k = 0; k < 8; k++)
+				t_submit_fn(xq[i], slow, NULL);
+		}
+		int launch = count_threads("xs-launch"), progress = count_threads("xs-progress"),
+		    sched = count_threads("xsched-sched");
+		printf("%d XQueues: %d launch, %d progress, %d scheduler threads\n", n, launch,
+		       progress, sched);
+		CHECK(launch == 1 && progress == 1 && sched == 1);
+		for (int i = 0; i < n; i++) {
+			CHECK_OK(XQueueWaitAll(xq[i]));
+			CHECK_OK(XQueueDestroy(xq[i]));
+			CHECK_OK(HwQueueDestroy(hwq[i]));
+		}
+	}
+}
+
+/* ---- own queue ---- */
+
+static XQueueHandle g_own;
+static HwCommandHandle g_done_cmd;
+static XResult g_wait_done_res;
+
+/* A host function of g_own waits for an earlier, completed command of g_own. */
+static XResult own_calls(void *data)
+{
+	(void)data;
+	g_wait_done_res = XQueueWait(g_own, g_done_cmd);
+	return kXSchedSuccess;
+}
+
+static XResult nop_cb(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	(void)data;
+	return kXSchedSuccess;
+}
+
+static void own_queue(void)
+{
+	HwQueueHandle hwq;
+	CHECK_OK(HostQueueCreate(&hwq));
+	CHECK_OK(XQueueCreate(&g_own, hwq, kPreemptLevelBlock, 0));
+	CHECK_OK(HwCommandCreateCallback(&g_done_cmd, nop_cb, NULL));
+	CHECK_OK(XQueueSubmit(g_own, g_done_cmd));
+	CHECK_OK(XQueueWait(g_own, g_done_cmd));
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateHostFunc(&c, own_calls, NULL));
+	CHECK_OK(XQueueSubmit(g_own, c));
+	CHECK_OK(XQueueWait(g_own, c));
+	CHECK_OK(g_wait_done_res); /* a completed command: success at once, no hang */
+	CHECK_OK(HwCommandDestroy(c));
+	CHECK_OK(HwCommandDestroy(g_done_cmd));
+	CHECK_OK(XQueueDestroy(g_own));
+	CHECK_OK(HwQueueDestroy(hwq));
+}
+
+/* ---- publish last ---- */
+
+static atomic_bool g_race_stop;
+static HwQueueHandle g_race_hwq;
+static atomic_int g_race_errors;
+
+static void *race_getter(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&g_race_stop)) {
+		XQueueHandle x = 0;
+		XResult r = XQueueGet(&x, g_race_hwq);
+		if (r == kXSchedSuccess && x == 0)
+			atomic_fetch_add(&g_race_errors, 1);
+		if (r == kXSchedSuccess)
+			XQueueDestroy(x); /* may lose the race to the creator's destroy */
+	}
+	return NULL;
+}
+
+static void *race_scheduler(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&g_race_stop)) {
+		CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+		CHECK_OK(XHintSetScheduler(kSchedulerAppManaged, kPolicyUnknown));
+	}
+	return NULL;
+}
+
+static void publish_race(void)
+{
+	CHECK_OK(HostQueueCreate(&g_race_hwq));
+	atomic_store(&g_race_stop, false);
+	pthread_t g[2], s;
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&g[i], NULL, race_getter, NULL) == 0);
+	CHECK(pthread_create(&s, NULL, race_scheduler, NULL) == 0);
+	int64_t end = t_now_us() + 1000000;
+	int created = 0;
+	while (t_now_us() < end) {
+		XQueueHandle x;
+		XResult r = XQueueCreate(&x, g_race_hwq, kPreemptLevelBlock, 0);
+		if (r == kXSchedErrorNotAllowed)
+			continue; /* the previous one is still being destroyed by a getter */
+		CHECK_OK(r);
+		created++;
+		XResult d = XQueueDestroy(x);
+		CHECK(d == kXSchedSuccess || d == kXSchedErrorNotFound);
+	}
+	atomic_store(&g_race_stop, true);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(g[i], NULL) == 0);
+	CHECK(pthread_join(s, NULL) == 0);
+	printf("publish race: %d XQueues created, %d handles of 0 seen\n", created,
+	       atomic_load(&g_race_errors));
+	CHECK(created > 10);
+	CHECK(atomic_load(&g_race_errors) == 0);
+	XQueueHandle x;
+	while (XQueueGet(&x, g_race_hwq) == kXSchedSuccess)
+		XQueueDestroy(x);
+	CHECK_OK(HwQueueDestroy(g_race_hwq));
+}
+
+int main(void)
+{
+	CHECK_OK(XHintSetScheduler(kSchedulerAppManaged, kPolicyUnknown));
+	direct_submission(kPreemptLevelBlock);
+	direct_submission(kPreemptLevelDeactivate);
+	own_queue();
+	publish_race();
+	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+	g_slow_us = 200;
+	thread_count();
+	CHECK_OK(XSchedShutdown());
+	return 0;
+}
