@@ -5,14 +5,11 @@
  *     through an XQueue at Lv1 and Lv2 (and at Lv1 with a 32/32 window);
  * (b) a stream of short kernels (one block of 256 threads each): time per kernel, raw
  *     and through an XQueue (default window 16/8 and a deep one, 64/16), at Lv1 and Lv2,
- *     with completion events that block (default) or spin (XSCHED_GPU_SYNC=spin), and
- *     the process's CPU time per wall second;
+ *     and the process's CPU time per wall second;
  * (c) the cost of one submit (create + submit + destroy of a kernel command, and submit
  *     alone) while the XQueue is suspended, so that no launching competes with it;
  * (d) the round trip of one short kernel (launch or submit, then wait for it), raw and
- *     through an XQueue, in each completion mode;
- * (e) Lv2 with one gate check per 4 and per 16 commands (XSCHED_GATE_EVERY) on the
- *     short-kernel stream.
+ *     through an XQueue.
  * Prints one line per measurement ("name value unit") and exits 77 without a device.
  * `--quick` runs fewer repetitions. Timing: host monotonic clock around a stream
  * synchronize or XQueueWait/WaitAll, after warm-up. Each configuration (raw, or an
@@ -200,9 +197,7 @@ enum { MAXV = 4096 };
 
 struct config {
 	const char *name;
-	int64_t level;    /* 0: raw launches on the stream */
-	const char *sync; /* XSCHED_GPU_SYNC when the HwQueue is made */
-	int gate_every;   /* XSCHED_GATE_EVERY when the HwQueue is made */
+	int64_t level; /* 0: raw launches on the stream */
 	gpuStream_t s;
 	HwQueueHandle hwq;
 	XQueueHandle xq;
@@ -213,15 +208,10 @@ struct config {
 
 static struct config g_cfg[] = {
     {.name = "raw", .level = 0},
-    {.name = "lv1_block", .level = 1, .sync = "block", .gate_every = 1},
-    {.name = "lv1_spin", .level = 1, .sync = "spin", .gate_every = 1},
-    {.name = "lv2_block", .level = 2, .sync = "block", .gate_every = 1},
-    {.name = "lv2_spin", .level = 2, .sync = "spin", .gate_every = 1},
-    {.name = "lv2_block_gate4", .level = 2, .sync = "block", .gate_every = 4},
-    {.name = "lv2_block_gate16", .level = 2, .sync = "block", .gate_every = 16},
-    /* Tasks only: a window of 32/32, one completion point per task instead of four. */
-    {.name = "lv1_block_w32", .level = 1, .sync = "block", .gate_every = 1, .tasks_only = 32},
-    {.name = "lv1_spin_w32", .level = 1, .sync = "spin", .gate_every = 1, .tasks_only = 32},
+    {.name = "lv1", .level = 1},
+    {.name = "lv2", .level = 2},
+    /* Tasks only: a window of 32/32. */
+    {.name = "lv1_w32", .level = 1, .tasks_only = 32},
 };
 enum { NCFG = sizeof(g_cfg) / sizeof(g_cfg[0]) };
 
@@ -230,16 +220,10 @@ static void cfg_open(struct config *c, int64_t max_level)
 	GPU(gpuStreamCreateWithFlags(&c->s, gpuStreamNonBlocking));
 	if (!c->level || c->level > max_level)
 		return;
-	char every[16];
-	snprintf(every, sizeof(every), "%d", c->gate_every);
-	setenv("XSCHED_GPU_SYNC", c->sync, 1);
-	setenv("XSCHED_GATE_EVERY", every, 1);
 	OK(XT_QUEUE_CREATE(&c->hwq, (void *)c->s));
 	OK(XQueueCreate(&c->xq, c->hwq, c->level, 0));
 	if (c->tasks_only)
 		OK(XQueueSetLaunchConfig(c->xq, c->tasks_only, c->tasks_only));
-	unsetenv("XSCHED_GPU_SYNC");
-	unsetenv("XSCHED_GATE_EVERY");
 }
 
 static void cfg_close(struct config *c)
@@ -289,7 +273,7 @@ static void bench_gemm(void)
 	for (int r = -3; r < g_reps; r++) {
 		for (int i = 0; i < NCFG; i++) {
 			struct config *c = &g_cfg[i];
-			if (!cfg_live(c) || (c->level && c->gate_every != 1))
+			if (!cfg_live(c))
 				continue;
 			double c0 = cpu_us();
 			double t = c->level ? task_xq(c->xq) : task_raw(c->s);
