@@ -10,12 +10,20 @@
  * - a **HwQueue** wraps a hardware command queue the application owns (a HIP or CUDA
  *   stream, or a host queue executed by a CPU thread);
  * - an **XQueue** is a software queue in front of one HwQueue; commands submitted to it
- *   reach the HwQueue when the scheduler lets them (progressive launching: at most
- *   `threshold` commands in flight, completion tracked every `batch_size` commands);
+ *   are *enqueued* on the HwQueue (at most `threshold` incomplete) and *committed* (free
+ *   to run on the device) when the scheduler lets them: at Lv1 enqueuing commits
+ *   (progressive launching); at Lv2 each command waits on the device for a counter the
+ *   library stores, so commands are enqueued ahead and committed by one store;
  * - a **command** (HwCommand) is one unit of work: a host function, a launch callback, and
  *   on GPU backends kernels, copies and events;
  * - the **scheduler** is one in-process thread that, through a policy (HPF by default),
- *   suspends and resumes XQueues.
+ *   suspends and resumes XQueues, bounds per device the committed work of XQueues below
+ *   the top priority present (the commitment budget, XHintCommitBudget()) and gives the
+ *   others the device's greatest hardware stream priority (CUDA).
+ *
+ * Threads: the library has one scheduler thread and, per device, one progress thread
+ * ("xs-progress": completions) and one launch thread ("xs-launch": commands that could
+ * not be enqueued at submit time); their number does not grow with the XQueues.
  *
  * Units: durations are microseconds (us) where XSched uses them (hints) and nanoseconds
  * (ns) in statistics; sizes are bytes.
@@ -78,7 +86,7 @@ typedef enum {
 	kPreemptLevelUnknown = 0,
 	/** Lv1, progressive launching: stop launching; in-flight commands finish. */
 	kPreemptLevelBlock = 1,
-	/** Lv2: a device-side gate stops the HwQueue at its next command boundary. */
+	/** Lv2: a device-side counter gate stops the HwQueue at its next command boundary. */
 	kPreemptLevelDeactivate = 2,
 	/** Lv3: running work is interrupted and later restored (AMD CWSR). */
 	kPreemptLevelInterrupt = 3,
@@ -217,13 +225,13 @@ typedef int64_t Deadline;
 
 /** Per-XQueue statistics returned by XQueueGetStats(). Counters start at 0 on create. */
 typedef struct XQueueStats {
-	uint64_t submitted;    /**< Commands accepted by XQueueSubmit(). */
-	uint64_t launched;     /**< Commands handed to the HwQueue. */
-	uint64_t completed;    /**< Commands whose completion was observed. */
-	uint64_t failed;       /**< Completed commands whose result was not kXSchedSuccess. */
-	uint64_t pending;      /**< Submitted, not yet launched (now). */
-	uint64_t in_flight;    /**< Launched, not yet completed (now). */
-	uint64_t suspensions;  /**< Times the XQueue went from running to suspended. */
+	uint64_t submitted;   /**< Commands accepted by XQueueSubmit(). */
+	uint64_t launched;    /**< Commands enqueued on the HwQueue (at Lv2 maybe not committed). */
+	uint64_t completed;   /**< Commands whose completion was observed. */
+	uint64_t failed;      /**< Completed commands whose result was not kXSchedSuccess. */
+	uint64_t pending;     /**< Submitted, not yet launched (now). */
+	uint64_t in_flight;   /**< Launched, not yet completed (now). */
+	uint64_t suspensions; /**< Times the XQueue went from running to suspended. */
 	uint64_t suspended_ns; /**< Total time suspended, in ns, including the current spell. */
 	/** Highest command number the device may run (Lv2+: the counter; Lv1: = launched). */
 	uint64_t committed;
@@ -241,8 +249,9 @@ typedef struct XQueueStats {
  *
  * The XQueue starts with priority PRIORITY_DEFAULT, threshold XSCHED_DEFAULT_THRESHOLD
  * and batch size XSCHED_DEFAULT_BATCH_SIZE, registered with the scheduler (which is
- * started here on first use unless the application chose kSchedulerAppManaged). It owns
- * two library threads ("xs-launch", "xs-complete") until XQueueDestroy().
+ * started here on first use unless the application chose kSchedulerAppManaged). It is
+ * served by its device's two library threads (started with the device's first XQueue);
+ * it owns none. It is reachable by handle (and by XQueueGet()) only once fully built.
  *
  * @param xq    [out] The new handle; written only on success. Owned by the caller, who
  *                    must XQueueDestroy() it.
@@ -338,9 +347,16 @@ XSCHED_API XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, in
 /**
  * @brief Submit a command; it runs after every command submitted to this XQueue before it.
  *
- * Never blocks on the device. The XQueue holds its own reference to the command, so the
- * caller may HwCommandDestroy() it right after submitting (but then cannot XQueueWait()
- * on it). A command is submitted at most once.
+ * Never blocks on the device and never waits for window space. *Direct submission*:
+ * when the XQueue may enqueue now (its window has space; at Lv1 it also runs and, if it
+ * is limited, the commitment budget allows; at Lv2 it is not suspended by the
+ * application), the command is enqueued on the HwQueue on the calling thread before this
+ * returns: a launch callback then runs inline, on this thread (with the XQueue's launch
+ * order kept: a caller may also enqueue commands other threads submitted before it).
+ * Otherwise the command is buffered and the device's launch thread enqueues it when it
+ * may; a launch callback then runs there. The XQueue holds its own reference to the
+ * command, so the caller may HwCommandDestroy() it right after submitting (but then
+ * cannot XQueueWait() on it). A command is submitted at most once.
  *
  * @param xq     [in] The XQueue.
  * @param hw_cmd [in] A command not yet submitted.
@@ -358,12 +374,17 @@ XSCHED_API XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd);
  * @brief Wait until a submitted command has completed and return its result.
  * @param xq     [in] The XQueue it was submitted to.
  * @param hw_cmd [in] The command.
+ * The calling thread waits on the command's own completion number (written by the device
+ * after the command): no library thread is involved. It yields the CPU for the first
+ * 100 us and then polls every 20 us (GPU backends).
  * @return the command's result: kXSchedSuccess, kXSchedErrorHardware (or the error its
  *         host function or launch callback returned) if it failed;
  *         kXSchedErrorNotFound for a bad handle;
- *         kXSchedErrorInvalidValue if @p hw_cmd was not submitted to @p xq.
- * Thread-safety: any thread, any number of waiters; not from a launch callback or host
- * function of the same XQueue (it would wait for itself).
+ *         kXSchedErrorInvalidValue if @p hw_cmd was not submitted to @p xq;
+ *         kXSchedErrorNotAllowed from a launch callback of the same XQueue running inside
+ *         its enqueue, for a command not yet complete (it would wait for itself).
+ * Thread-safety: any thread, any number of waiters; not from a host function of the same
+ * XQueue on a command after it (it would wait for itself).
  */
 XSCHED_API XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd);
 
@@ -389,7 +410,10 @@ XSCHED_API XResult XQueueQuery(XQueueHandle xq, XQueueState *state);
 /**
  * @brief Suspend an XQueue (application-managed suspension). Re-entrant.
  *
- * The XQueue stops launching; at Lv2 its HwQueue also stops at the next command boundary.
+ * Nothing new reaches the HwQueue; at Lv2 the commands already enqueued but not yet
+ * started are also withdrawn (the counter is lowered), so the HwQueue stops at its next
+ * command boundary. (A suspension by the scheduler differs in one way: at Lv2 the
+ * XQueue keeps enqueuing behind the counter, so that its resume is one store.)
  * Application and scheduler suspensions are kept apart: the XQueue runs only when
  * neither holds it. Suspending twice needs only one resume.
  *
@@ -462,21 +486,25 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
  * driver is reached through the runtime (libcuda is not linked).
  *
  * Levels, probed here: Lv1 always; Lv2 if the device reports stream wait-value support
- * and one wait-value enqueued on @p stream against an open gate completes. The probe
- * waits for it, so this call returns only after the work already queued on @p stream.
- * A gate closed at Lv2 blocks the hardware queue the stream is mapped to: with more
- * streams than `CUDA_DEVICE_MAX_CONNECTIONS` (default 8, at most 32) streams share hardware
- * queues, and a suspended stream can then hold back another one; raise that variable
- * before the first CUDA call when many streams are scheduled at Lv2 (a warning is logged
- * when there are more HwQueues with Lv2 than hardware queues). A gate check cost
- * 0.6-2.2 us per command on an H200 (doc/RESULTS.md), which matters for streams of very
- * short kernels only:
- * `XSCHED_GATE_EVERY=k`, read here, checks before every k-th command (a suspension then
- * stops the stream up to k - 1 commands later); the default is 1.
- * Completion is tracked with events on which the library's completer thread sleeps in
- * the driver (cudaEventBlockingSync); `XSCHED_GPU_SYNC=spin`, read here, makes it follow
- * the context's scheduling flags instead (by default a spin: about 1% less overhead on
- * 10 ms tasks, one busy core per busy XQueue). doc/RESULTS.md compares the two.
+ * and one wait-value and one write-value enqueued on @p stream complete. The probe waits
+ * for them, so this call returns only after the work already queued on @p stream.
+ * Every command is followed by a stream write-value of its number into host-mapped
+ * memory (completion tracking); at Lv2 it is also preceded by a stream wait-value on a
+ * counter (cuStreamWaitValue32 GEQ). A waiting counter blocks the hardware queue the
+ * stream is mapped to: with more streams than `CUDA_DEVICE_MAX_CONNECTIONS` (default 8,
+ * at most 32) streams share hardware queues, and a suspended stream can then hold back
+ * another one; raise that variable before the first CUDA call when many streams are
+ * scheduled at Lv2 (a warning is logged when there are more HwQueues with Lv2 than
+ * hardware queues). The two stream operations cost about 6-7 us of host time per
+ * command on an H100 (doc/RESULTS.md), which matters for streams of very short kernels.
+ * Hardware priority: while the scheduler runs, the library sets the stream's priority
+ * attribute (cudaStreamSetAttribute) to the device's greatest when the XQueue is at the
+ * top priority present on its device, else to the least, and restores the stream's own
+ * priority at HwQueueDestroy(); `XSCHED_HW_PRIORITY=0` turns this off.
+ * CUDA loads a module lazily at its first kernel launch and then waits for the stream;
+ * the library commits a command before enqueuing it when it may run, but a command whose
+ * XQueue is suspended at Lv2 can make that launch wait until the resume:
+ * `CUDA_MODULE_LOADING=EAGER` avoids it.
  *
  * @param hwq    [out] The new handle (equal to @p stream); owned by the caller.
  * @param stream [in]  A `CUstream`/`cudaStream_t` created by the application.
@@ -494,9 +522,11 @@ XSCHED_API XResult CudaQueueCreate(HwQueueHandle *hwq, void *stream);
  * @brief Wrap an application-owned HIP stream as a HwQueue. As CudaQueueCreate().
  *
  * Library threads bind the stream's device (hipGetStreamDeviceId, hipSetDevice). The
- * Lv2 probe uses hipStreamWaitValue32 and hipDeviceAttributeCanUseStreamWaitValue. HIP
- * maps streams onto `GPU_MAX_HW_QUEUES` hardware queues (default 4): a closed gate can
- * hold back the other streams of its queue, as with CUDA_DEVICE_MAX_CONNECTIONS.
+ * Lv2 probe uses hipStreamWaitValue64/hipStreamWriteValue64 and
+ * hipDeviceAttributeCanUseStreamWaitValue. HIP maps streams onto `GPU_MAX_HW_QUEUES`
+ * hardware queues (default 4): a waiting counter can hold back the other streams of its
+ * queue, as with CUDA_DEVICE_MAX_CONNECTIONS. ROCm has no call that changes an existing
+ * stream's priority: create high-priority streams with hipStreamCreateWithPriority.
  *
  * @param hwq    [out] The new handle (equal to @p stream); owned by the caller.
  * @param stream [in]  A `hipStream_t` created by the application.
@@ -538,7 +568,10 @@ XSCHED_API XResult HwQueueGetMaxPreemptLevel(HwQueueHandle hwq, int64_t *level);
  * it on the stream passed in. The library does not copy or free @p data.
  *
  * @param hw_cmd [out] The new handle; owned by the caller, who must HwCommandDestroy() it.
- * @param launch [in]  The callback; called once, with no library lock held.
+ * @param launch [in]  The callback; called once, with no library lock held, on the
+ *                    thread that enqueues the command: the submitting thread when the
+ *                    XQueue may enqueue at submit time (XQueueSubmit()), else the
+ *                    device's launch thread (host queues: their executor thread).
  * @param data   [in]  Passed to @p launch; must stay valid until the command completes.
  * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p hw_cmd or @p launch is null;
  *         kXSchedErrorUnknown if out of memory.
@@ -731,6 +764,10 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
 /**
  * @brief Set an XQueue's priority (used by HPF, by LAX for queues without a laxity, and by
  *        CFS as the weight 1024 * 1.2^prio). Takes effect at once.
+ *
+ * With any policy, an XQueue below the highest priority present on its device is subject
+ * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
+ * priority has work, the others commit nothing new (what they committed runs on).
  * @param xq   [in] The XQueue.
  * @param prio [in] PRIORITY_MIN..PRIORITY_MAX; higher is more important.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
