@@ -9,13 +9,10 @@
  * Linger (this library's addition): XSCHED_HPF_LINGER_US=t keeps a queue's priority in
  * force for t microseconds after it goes idle, so that a high-priority thread that submits
  * its next task right after waiting for the last one does not find the device refilled
- * with lower-priority work it must drain first. The cost is at most t of lower-priority
- * time per idle spell. Default 1000 us, from a measurement on an H200 (doc/RESULTS.md,
- * "HPF linger"): in systematic 1H+15L at Lv2 the high-priority p99 went from 1.45x its
- * alone time with no linger to 1.08x with 1 ms (1.01x with 3 ms), while the latency
- * scenario's low-priority work lost about 1% (3% with 3 ms). XSCHED_HPF_LINGER_US=0 gives
- * XSched's behaviour. Read when HPF becomes the policy or at its first pass. The only HPF
- * state, and the only reason for a timer.
+ * with lower-priority work it must drain first. Default 0 since 0.2: the commitment budget
+ * (preempt/device.c) already bounds what such a thread finds; 0.1 used 1000 us, measured
+ * then on an H200 (doc/RESULTS.md, History, "HPF linger"). Read when HPF becomes the
+ * policy or at its first pass. The only HPF state, and the only reason for a timer.
  */
 #include "core/config.h"
 #include "core/log.h"
