@@ -33,6 +33,9 @@ int main(void)
 
 	/* Null out-pointers and null functions. */
 	CHECK_RES(HostQueueCreate(NULL), kXSchedErrorInvalidValue);
+	/* A null out-pointer is InvalidValue whether or not the build has the backend. */
+	CHECK_RES(CudaQueueCreate(NULL, (void *)0x1000), kXSchedErrorInvalidValue);
+	CHECK_RES(HipQueueCreate(NULL, (void *)0x1000), kXSchedErrorInvalidValue);
 	CHECK_OK(HostQueueCreate(&hwq));
 	CHECK_RES(XQueueCreate(NULL, hwq, kPreemptLevelBlock, 0), kXSchedErrorInvalidValue);
 	CHECK_RES(HwCommandCreateHostFunc(&cmd, NULL, NULL), kXSchedErrorInvalidValue);
