@@ -1,8 +1,7 @@
 /* The XHint* calls: check the value, store it with the scheduler (sched/sched.c, under its
  * lock) and ask for a pass. Policies read the values from the snapshot of their next
  * pass. */
-#include "core/log.h"
-#include "preempt/engine.h"
+#include "api/api.h"
 #include "sched/sched.h"
 
 /* Serializes the read-modify-write of one queue's hints between concurrent XHint* calls.
@@ -14,17 +13,6 @@ static bool xs__prio_ok(Priority prio)
 	return prio >= PRIORITY_MIN && prio <= PRIORITY_MAX;
 }
 
-/* Look up a live XQueue for hint @fn; logs and returns NULL if there is none. */
-static xs_xqueue *xs__get(XQueueHandle h, const char *fn)
-{
-	xs_obj *obj = xs_handle_get(h, XS_KIND_XQUEUE);
-	if (!obj) {
-		XS_WARN("api", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
-		return NULL;
-	}
-	return xs_xqueue_of(obj);
-}
-
 XResult XHintPriority(XQueueHandle xq, Priority prio)
 {
 	if (!xs__prio_ok(prio)) {
@@ -32,7 +20,7 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 			PRIORITY_MAX);
 		return kXSchedErrorInvalidValue;
 	}
-	xs_xqueue *x = xs__get(xq, "XHintPriority");
+	xs_xqueue *x = xs_api_xqueue(xq, "XHintPriority");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;
@@ -52,7 +40,7 @@ XResult XHintUtilization(XQueueHandle xq, Utilization util)
 			UTILIZATION_MIN, UTILIZATION_MAX);
 		return kXSchedErrorInvalidValue;
 	}
-	xs_xqueue *x = xs__get(xq, "XHintUtilization");
+	xs_xqueue *x = xs_api_xqueue(xq, "XHintUtilization");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;
@@ -89,7 +77,7 @@ XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority 
 			(int)lax_prio, (int)crit_prio, PRIORITY_MIN, PRIORITY_MAX);
 		return kXSchedErrorInvalidValue;
 	}
-	xs_xqueue *x = xs__get(xq, "XHintLaxity");
+	xs_xqueue *x = xs_api_xqueue(xq, "XHintLaxity");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;
@@ -112,7 +100,7 @@ XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 			(long long)ddl_us, NO_DEADLINE);
 		return kXSchedErrorInvalidValue;
 	}
-	xs_xqueue *x = xs__get(xq, "XHintDeadline");
+	xs_xqueue *x = xs_api_xqueue(xq, "XHintDeadline");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;

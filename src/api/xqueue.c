@@ -1,19 +1,7 @@
 /* The XQueue API: create, submit, wait, suspend/resume, configuration, statistics.
  * Arguments are checked here; the engine (preempt/engine.h) does the work. */
-#include "core/log.h"
-#include "preempt/engine.h"
+#include "api/api.h"
 #include "sched/sched.h"
-
-/* Look up a live XQueue for API call @fn; logs and returns NULL if there is none. */
-static xs_xqueue *xs__get(XQueueHandle h, const char *fn)
-{
-	xs_obj *obj = xs_handle_get(h, XS_KIND_XQUEUE);
-	if (!obj) {
-		XS_WARN("api", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
-		return NULL;
-	}
-	return xs_xqueue_of(obj);
-}
 
 static bool xs__valid_level(int64_t level)
 {
@@ -79,7 +67,7 @@ XResult XQueueDestroy(XQueueHandle xq)
 {
 	if (!xq)
 		return kXSchedSuccess;
-	xs_xqueue *x = xs__get(xq, "XQueueDestroy");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueDestroy");
 	if (!x)
 		return kXSchedErrorNotFound;
 	bool own = xs_engine_in_callback(x);
@@ -102,7 +90,7 @@ XResult XQueueDestroy(XQueueHandle xq)
 
 XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueSetPreemptLevel");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueSetPreemptLevel");
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
@@ -125,7 +113,7 @@ XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level)
 XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level)
 {
 	XS_CHECK(level, kXSchedErrorInvalidValue, "api", "XQueueGetPreemptLevel: level is null");
-	xs_xqueue *x = xs__get(xq, "XQueueGetPreemptLevel");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetPreemptLevel");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_mutex_lock(&x->lock);
@@ -137,7 +125,7 @@ XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level)
 
 XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int64_t batch_size)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueSetLaunchConfig");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueSetLaunchConfig");
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = xs_engine_set_launch_config(x, threshold, batch_size);
@@ -147,7 +135,7 @@ XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int64_t batch_
 
 XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batch_size)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueGetLaunchConfig");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetLaunchConfig");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_mutex_lock(&x->lock);
@@ -162,7 +150,7 @@ XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batc
 
 XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueSubmit");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueSubmit");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
@@ -178,7 +166,7 @@ XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 
 XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueWait");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueWait");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
@@ -200,7 +188,7 @@ XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
 
 XResult XQueueWaitAll(XQueueHandle xq)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueWaitAll");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueWaitAll");
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = xs_engine_wait_all(x);
@@ -211,7 +199,7 @@ XResult XQueueWaitAll(XQueueHandle xq)
 XResult XQueueQuery(XQueueHandle xq, XQueueState *state)
 {
 	XS_CHECK(state, kXSchedErrorInvalidValue, "api", "XQueueQuery: state is null");
-	xs_xqueue *x = xs__get(xq, "XQueueQuery");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueQuery");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_mutex_lock(&x->lock);
@@ -223,7 +211,7 @@ XResult XQueueQuery(XQueueHandle xq, XQueueState *state)
 
 XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueSuspend");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueSuspend");
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
@@ -255,7 +243,7 @@ XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 
 XResult XQueueResume(XQueueHandle xq, int64_t flags)
 {
-	xs_xqueue *x = xs__get(xq, "XQueueResume");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueResume");
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
@@ -275,7 +263,7 @@ XResult XQueueResume(XQueueHandle xq, int64_t flags)
 XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 {
 	XS_CHECK(stats, kXSchedErrorInvalidValue, "api", "XQueueGetStats: stats is null");
-	xs_xqueue *x = xs__get(xq, "XQueueGetStats");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetStats");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_mutex_lock(&x->lock);
@@ -303,7 +291,7 @@ XResult XQueueProfileHwCommandCount(XQueueHandle xq, int64_t *count)
 {
 	XS_CHECK(count, kXSchedErrorInvalidValue, "api",
 		 "XQueueProfileHwCommandCount: count is null");
-	xs_xqueue *x = xs__get(xq, "XQueueProfileHwCommandCount");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueProfileHwCommandCount");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_mutex_lock(&x->lock);
