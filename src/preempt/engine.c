@@ -189,7 +189,9 @@ static void xs__commit(xs_xqueue *xq)
 }
 
 /* Suspension at Lv2+: stop the queue at its next command boundary. The command running
- * now (at most one: completed + 1) keeps its charge; later ones cannot have started.
+ * now (at most one: completed + 1) keeps its charge; later ones cannot have started. When
+ * `completed` lags the device (a done number not read yet), the running command is a later
+ * one and the budget counts one command too few until the next completion is read.
  * Caller holds xq->lock. */
 static void xs__decommit(xs_xqueue *xq)
 {
