@@ -103,8 +103,9 @@ static void *watchdog(void *arg)
 			fprintf(stderr,
 				"  lane %d: submitted %llu launched %llu committed %llu completed "
 				"%llu suspensions %llu\n",
-				i, (unsigned long long)st.submitted, (unsigned long long)st.launched,
-				(unsigned long long)st.committed, (unsigned long long)st.completed,
+				i, (unsigned long long)st.submitted,
+				(unsigned long long)st.launched, (unsigned long long)st.committed,
+				(unsigned long long)st.completed,
 				(unsigned long long)st.suspensions);
 	}
 	abort();
