@@ -191,6 +191,9 @@ typedef XResult (*HostFunction)(void *data);
 
 /** Priority: a signed integer, higher is more important (XSched's range). */
 typedef int32_t Priority;
+/** XHintPriority(xq, PRIORITY_NO_EXECUTE): the XQueue is not executed (the local
+ *  scheduler keeps it suspended, whatever the policy, until another priority is given;
+ *  XQueueDestroy still drains it). No effect without the local scheduler. */
 #define PRIORITY_NO_EXECUTE -256
 #define PRIORITY_MIN        -255
 #define PRIORITY_DEFAULT    0
@@ -769,7 +772,7 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
  * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
  * priority has work, the others commit nothing new (what they committed runs on).
  * @param xq   [in] The XQueue.
- * @param prio [in] PRIORITY_MIN..PRIORITY_MAX; higher is more important.
+ * @param prio [in] PRIORITY_MIN..PRIORITY_MAX, higher is more important; or PRIORITY_NO_EXECUTE.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
  *         kXSchedErrorInvalidValue if @p prio is out of range.
  * Thread-safety: any thread.

@@ -15,9 +15,9 @@ static bool xs__prio_ok(Priority prio)
 
 XResult XHintPriority(XQueueHandle xq, Priority prio)
 {
-	if (!xs__prio_ok(prio)) {
-		XS_WARN("api", "XHintPriority: %d is outside [%d, %d]", (int)prio, PRIORITY_MIN,
-			PRIORITY_MAX);
+	if (!xs__prio_ok(prio) && prio != PRIORITY_NO_EXECUTE) {
+		XS_WARN("api", "XHintPriority: %d is outside [%d, %d] and not PRIORITY_NO_EXECUTE",
+			(int)prio, PRIORITY_MIN, PRIORITY_MAX);
 		return kXSchedErrorInvalidValue;
 	}
 	xs_xqueue *x = xs_api_xqueue(xq, "XHintPriority");

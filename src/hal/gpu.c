@@ -245,16 +245,26 @@ static bool xs__supports(xs_hwq *q, enum xs_cmd_kind kind)
 	return kind < XS_CMD_KIND_COUNT;
 }
 
-/* Runs on a runtime thread when the stream reaches a host-function command. The XQueue
- * holds the command until a completion point after it, which the stream passes only
- * after this returns, so the completer reads the result after it is written. */
+/* A host function's call on the runtime's thread: the queue (to say which queue's command
+ * runs there) and the command. Freed by the trampoline. */
+typedef struct xs__host_call {
+	xs__gpu_q *g;
+	xs_cmd *cmd;
+} xs__host_call;
+
+/* Runs on a runtime thread when the stream reaches a host-function command. The engine
+ * holds the command until the done mark after it, which the stream passes only after this
+ * returns, so the result is written before the command completes. */
 static void xs__host_tramp(XS_GPU_HOST_FN_PARAMS)
 {
 	XS_GPU_HOST_FN_UNUSED();
-	xs_cmd *cmd = data;
-	XResult res = cmd->u.host.fn(cmd->u.host.data);
+	xs__host_call *c = data;
+	xs_hal_set_running(&c->g->base, c->cmd->seq);
+	XResult res = c->cmd->u.host.fn(c->cmd->u.host.data);
+	xs_hal_set_running(NULL, 0);
 	if (res != kXSchedSuccess)
-		cmd->result = res;
+		c->cmd->result = res;
+	free(c);
 }
 
 static void xs__rec_event_free(void *native)
@@ -303,10 +313,18 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 	case XS_CMD_CALLBACK:
 		return cmd->u.callback.fn((HwQueueHandle)(uintptr_t)g->stream,
 					  cmd->u.callback.data);
-	case XS_CMD_HOST_FUNC:
+	case XS_CMD_HOST_FUNC: {
 		what = "host function launch";
-		err = xs_gpu_launch_host_func(g->stream, xs__host_tramp, cmd);
+		xs__host_call *c = malloc(sizeof(*c));
+		if (!c)
+			return kXSchedErrorUnknown;
+		c->g = g;
+		c->cmd = cmd;
+		err = xs_gpu_launch_host_func(g->stream, xs__host_tramp, c);
+		if (err != XS_GPU_OK)
+			free(c);
 		break;
+	}
 	case XS_CMD_KERNEL:
 		what = "kernel launch";
 		err = xs_gpu_launch_kernel(cmd->u.kernel.func, cmd->u.kernel.grid,

@@ -130,6 +130,13 @@ XResult xs_host_queue_create(xs_hwq **out);
 XResult xs_cuda_queue_create(void *stream, xs_hwq **out);
 XResult xs_hip_queue_create(void *stream, xs_hwq **out);
 
+/* The HwQueue whose command the calling thread runs now, and that command's number:
+ * backends set it around user code they run themselves (host functions; launch callbacks
+ * on host queues) and clear it with (NULL, 0). xs_hal_running returns NULL elsewhere.
+ * Thread-local; running.c. */
+void xs_hal_set_running(xs_hwq *q, uint64_t seq);
+xs_hwq *xs_hal_running(uint64_t *seq);
+
 /* Whether @q is a host queue (tests attach host queues to a fake KFD). */
 bool xs_hwq_is_host(const xs_hwq *q);
 

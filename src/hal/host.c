@@ -113,6 +113,7 @@ static void *xs__executor(void *arg)
 
 		xs_cmd *cmd = e->cmd;
 		XResult res = kXSchedSuccess;
+		xs_hal_set_running(&h->base, e->seq);
 		if (!cmd)
 			; /* a done mark alone */
 		else if (cmd->kind == XS_CMD_HOST_FUNC)
@@ -123,6 +124,7 @@ static void *xs__executor(void *arg)
 			xs__pass_record(cmd);
 		else if (cmd->kind == XS_CMD_EVENT_WAIT)
 			res = xs__wait_record(h, cmd->u.wait.record);
+		xs_hal_set_running(NULL, 0);
 		/* The engine reads result once it saw the done number stored below. */
 		if (res != kXSchedSuccess)
 			cmd->result = res;

@@ -403,18 +403,33 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq)
 	xs_engine_reap(xq, res != kXSchedSuccess);
 }
 
-bool xs_engine_in_callback(const xs_xqueue *xq)
+/* Whether the calling thread runs a command of @xq: a launch callback inside its enqueue,
+ * or a host function (or a host queue's launch callback) on the backend. *seq is that
+ * command's number: what it waits for must come before it. */
+static bool xs__running_own(const xs_xqueue *xq, uint64_t *seq)
 {
-	return xs__in_enqueue == xq;
+	if (xs__in_enqueue == xq) {
+		*seq = xq->issuing;
+		return true;
+	}
+	return xs_hal_running(seq) == xq->hwq && xq->hwq;
 }
 
-/* Whether the calling thread runs inside an enqueue of @xq (a launch callback); logs. */
-static bool xs__own_callback(const xs_xqueue *xq, const char *fn)
+bool xs_engine_in_callback(const xs_xqueue *xq)
 {
-	if (xs__in_enqueue != xq)
+	uint64_t seq;
+	return xs__running_own(xq, &seq);
+}
+
+/* Whether waiting for number @seq of @xq from this thread would wait for itself; logs. */
+static bool xs__waits_for_itself(const xs_xqueue *xq, uint64_t seq, const char *fn)
+{
+	uint64_t own;
+	if (!xs__running_own(xq, &own) || seq < own)
 		return false;
-	XS_WARN("engine", "%s on XQueue 0x%llx from its own launch callback would never return", fn,
-		(unsigned long long)xq->obj.handle);
+	XS_WARN("engine",
+		"%s on XQueue 0x%llx from its own command %llu would wait for itself; refused", fn,
+		(unsigned long long)xq->obj.handle, (unsigned long long)own);
 	return true;
 }
 
@@ -422,7 +437,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 {
 	xs_mutex_lock(&xq->lock);
 	XResult res = kXSchedSuccess;
-	if (cmd->state != XS_CMD_DONE && xs__own_callback(xq, "XQueueWait"))
+	if (cmd->state != XS_CMD_DONE && xs__waits_for_itself(xq, cmd->seq, "XQueueWait"))
 		res = kXSchedErrorNotAllowed;
 	while (res == kXSchedSuccess && cmd->state != XS_CMD_DONE) {
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
@@ -441,7 +456,7 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	xs_mutex_lock(&xq->lock);
 	uint64_t target = xq->submitted;
 	XResult res = kXSchedSuccess;
-	if (xq->completed < target && xs__own_callback(xq, "XQueueWaitAll"))
+	if (xq->completed < target && xs__waits_for_itself(xq, target, "XQueueWaitAll"))
 		res = kXSchedErrorNotAllowed;
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->enqueued > xq->completed)

@@ -117,14 +117,16 @@ void xs_engine_destroy(xs_xqueue *xq);
  * kXSchedErrorNotSupported for a kind the HwQueue cannot run. Takes over one reference of
  * @cmd on success. */
 XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd);
-/* Whether the calling thread is inside a launch callback of @xq (then waiting for @xq or
- * destroying it would never return). */
+/* Whether the calling thread runs a command of @xq (a launch callback inside its enqueue,
+ * a host function, a host queue's launch callback): then destroying @xq, or waiting for
+ * its own or a later command, would never return. */
 bool xs_engine_in_callback(const xs_xqueue *xq);
 /* Wait for @cmd (submitted to @xq) and return its result; kXSchedErrorNotAllowed from a
- * launch callback of @xq when @cmd is not complete. */
+ * command of @xq itself when @cmd is that command or a later one. */
 XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd);
 /* Wait for every command submitted before the call; the first failure since the last
- * call that reported one, else kXSchedSuccess. */
+ * call that reported one, else kXSchedSuccess; kXSchedErrorNotAllowed from a command of
+ * @xq itself while any is incomplete. */
 XResult xs_engine_wait_all(xs_xqueue *xq);
 
 /* Suspensions: set the application's or the scheduler's flag and apply the level's

@@ -143,6 +143,8 @@ static int64_t xs__pass(void)
 		xs_mutex_unlock(&sq->xq->lock);
 		e->id = sq->id;
 		e->prio = h->prio;
+		if (h->prio == PRIORITY_NO_EXECUTE)
+			e->ready = false; /* out of the policy's sight: suspended below */
 		e->util = h->has_util ? h->util : UTILIZATION_DEFAULT;
 		e->deadline_us = h->has_deadline ? h->deadline_us : NO_DEADLINE;
 		e->laxity_us = h->has_laxity ? h->laxity_us : NO_LAXITY;
@@ -158,6 +160,10 @@ static int64_t xs__pass(void)
 	};
 	xs__stats.passes++;
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
+	for (i = 0; i < n; i++)
+		if (xs__entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
+			xs__entries[i].suspend =
+			    true; /* XSched: "the XQueue will not be executed" */
 	/* Suspend first, then resume: a moment with both running would defeat the policy. */
 	for (i = 0; i < n; i++)
 		if (xs__entries[i].suspend)

@@ -106,7 +106,9 @@ int main(void)
 
 	/* Priorities out of range; schedulers and policies that do not exist. */
 	CHECK_RES(XHintPriority(xq, PRIORITY_MAX + 1), kXSchedErrorInvalidValue);
-	CHECK_RES(XHintPriority(xq, PRIORITY_NO_EXECUTE), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintPriority(xq, PRIORITY_NO_EXECUTE - 1), kXSchedErrorInvalidValue);
+	CHECK_OK(XHintPriority(xq, PRIORITY_NO_EXECUTE)); /* valid: see test_engine */
+	CHECK_OK(XHintPriority(xq, PRIORITY_DEFAULT));
 	CHECK_RES(XHintSetScheduler(kSchedulerGlobal, kPolicyHighestPriorityFirst),
 		  kXSchedErrorNotSupported);
 	CHECK_RES(XHintSetScheduler((XSchedulerType)42, kPolicyHighestPriorityFirst),

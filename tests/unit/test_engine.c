@@ -5,11 +5,12 @@
  *    library thread enqueues what waited, in order;
  * 2. the library's threads do not grow with the number of XQueues: with 1 or 24 XQueues
  *    busy there is one launch thread, one progress thread and one scheduler thread;
- * 3. a host function that waits for an earlier, completed command of its own XQueue
- *    gets its result at once (the calls that would wait for the own XQueue from a launch
- *    callback running inside its enqueue return kXSchedErrorNotAllowed; host queues run
- *    launch callbacks on their executor, so that case needs a GPU: tests/gpu);
- * 4. publish last: XQueueGet and XQueueDestroy racing XQueueCreate and XHintSetScheduler
+ * 3. from a host function or launch callback of an XQueue: waiting for an earlier command
+ *    of the same XQueue works; waiting for itself or a later one, XQueueWaitAll,
+ *    XQueueDestroy and a synchronous XQueueSuspend return kXSchedErrorNotAllowed instead of
+ *    hanging;
+ * 4. PRIORITY_NO_EXECUTE keeps an XQueue from running until another priority is given;
+ * 5. publish last: XQueueGet and XQueueDestroy racing XQueueCreate and XHintSetScheduler
  *    never see a half-built XQueue (a handle of 0, a use after free under ASan). */
 #include <dirent.h>
 #include <pthread.h>
@@ -107,42 +108,68 @@ static void thread_count(void)
 	}
 }
 
-/* ---- own queue ---- */
+/* ---- calls on the own XQueue from its own commands ---- */
 
 static XQueueHandle g_own;
-static HwCommandHandle g_done_cmd;
-static XResult g_wait_done_res;
+static HwCommandHandle g_earlier, g_self, g_later;
+static XResult g_res[6];
 
-/* A host function of g_own waits for an earlier, completed command of g_own. */
-static XResult own_calls(void *data)
+/* Run as a host function (or a host queue's launch callback) of g_own: waiting for an
+ * earlier command works; waiting for itself or a later one, waiting for all, destroying
+ * and a synchronous suspension are refused instead of hanging. */
+static void own_calls(void)
+{
+	g_res[0] = XQueueWait(g_own, g_earlier);
+	g_res[1] = XQueueWait(g_own, g_self);
+	g_res[2] = XQueueWait(g_own, g_later);
+	g_res[3] = XQueueWaitAll(g_own);
+	g_res[4] = XQueueDestroy(g_own);
+	g_res[5] = XQueueSuspend(g_own, kQueueSuspendFlagSyncHwQueue);
+}
+
+static XResult own_host(void *data)
 {
 	(void)data;
-	g_wait_done_res = XQueueWait(g_own, g_done_cmd);
+	own_calls();
 	return kXSchedSuccess;
 }
 
-static XResult nop_cb(HwQueueHandle hwq, void *data)
+static XResult own_cb(HwQueueHandle hwq, void *data)
 {
 	(void)hwq;
 	(void)data;
+	own_calls();
 	return kXSchedSuccess;
 }
 
-static void own_queue(void)
+static XResult nop(void *data)
+{
+	(void)data;
+	return kXSchedSuccess;
+}
+
+static void own_queue(bool callback)
 {
 	HwQueueHandle hwq;
 	CHECK_OK(HostQueueCreate(&hwq));
 	CHECK_OK(XQueueCreate(&g_own, hwq, kPreemptLevelBlock, 0));
-	CHECK_OK(HwCommandCreateCallback(&g_done_cmd, nop_cb, NULL));
-	CHECK_OK(XQueueSubmit(g_own, g_done_cmd));
-	CHECK_OK(XQueueWait(g_own, g_done_cmd));
-	HwCommandHandle c;
-	CHECK_OK(HwCommandCreateHostFunc(&c, own_calls, NULL));
-	CHECK_OK(XQueueSubmit(g_own, c));
-	CHECK_OK(XQueueWait(g_own, c));
-	CHECK_OK(g_wait_done_res); /* a completed command: success at once, no hang */
-	CHECK_OK(HwCommandDestroy(c));
-	CHECK_OK(HwCommandDestroy(g_done_cmd));
+	CHECK_OK(HwCommandCreateHostFunc(&g_earlier, slow, NULL));
+	if (callback)
+		CHECK_OK(HwCommandCreateCallback(&g_self, own_cb, NULL));
+	else
+		CHECK_OK(HwCommandCreateHostFunc(&g_self, own_host, NULL));
+	CHECK_OK(HwCommandCreateHostFunc(&g_later, nop, NULL));
+	CHECK_OK(XQueueSubmit(g_own, g_earlier));
+	CHECK_OK(XQueueSubmit(g_own, g_self));
+	CHECK_OK(XQueueSubmit(g_own, g_later));
+	CHECK_OK(XQueueWaitAll(g_own)); /* returns: nothing hung */
+	CHECK_OK(g_res[0]);
+	for (int i = 1; i < 6; i++)
+		CHECK_RES(g_res[i], kXSchedErrorNotAllowed);
+	CHECK_OK(XQueueResume(g_own, 0)); /* the refused suspension held nothing */
+	CHECK_OK(HwCommandDestroy(g_earlier));
+	CHECK_OK(HwCommandDestroy(g_self));
+	CHECK_OK(HwCommandDestroy(g_later));
 	CHECK_OK(XQueueDestroy(g_own));
 	CHECK_OK(HwQueueDestroy(hwq));
 }
@@ -211,16 +238,40 @@ static void publish_race(void)
 	CHECK_OK(HwQueueDestroy(g_race_hwq));
 }
 
+/* PRIORITY_NO_EXECUTE: the local scheduler keeps the XQueue suspended whatever else is
+ * ready; another priority lets it run; nothing submitted is lost. */
+static void no_execute(void)
+{
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+	CHECK_OK(HostQueueCreate(&hwq));
+	CHECK_OK(XQueueCreate(&xq, hwq, kPreemptLevelBlock, 0));
+	CHECK_OK(XHintPriority(xq, PRIORITY_NO_EXECUTE));
+	t_sleep_us(20000); /* a pass has seen it */
+	for (int i = 0; i < 5; i++)
+		t_submit_fn(xq, slow, NULL);
+	t_sleep_us(50000);
+	XQueueStats st = t_stats(xq);
+	CHECK(st.completed == 0 && st.suspensions >= 1);
+	CHECK_OK(XHintPriority(xq, PRIORITY_DEFAULT));
+	CHECK_OK(XQueueWaitAll(xq));
+	CHECK(t_stats(xq).completed == 5);
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(HwQueueDestroy(hwq));
+}
+
 int main(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerAppManaged, kPolicyUnknown));
 	direct_submission(kPreemptLevelBlock);
 	direct_submission(kPreemptLevelDeactivate);
-	own_queue();
+	own_queue(false);
+	own_queue(true);
 	publish_race();
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
 	g_slow_us = 200;
 	thread_count();
+	no_execute();
 	CHECK_OK(XSchedShutdown());
 	return 0;
 }
