@@ -433,8 +433,50 @@ static bool xs__waits_for_itself(const xs_xqueue *xq, uint64_t seq, const char *
 	return true;
 }
 
+/* Priority inheritance, the simple way: while a thread that runs a command of XQueue B
+ * (a host function, a launch callback) waits for another XQueue, B counts as blocked, so
+ * HPF and the budget's hold let the other run even if B is more important. Returns B
+ * (with a reference) to pass to xs__waiter_end, or NULL. No lock held. */
+static xs_xqueue *xs__waiter_begin(const xs_xqueue *target)
+{
+	uint64_t seq;
+	xs_hwq *q = xs_hal_running(&seq);
+	xs_xqueue *b = xs__in_enqueue ? (xs_xqueue *)xs__in_enqueue : NULL;
+	if (b)
+		xs_obj_ref(&b->obj);
+	else if (q)
+		b = xs_hwq_xqueue(q);
+	if (b == target) {
+		xs_obj_unref(b ? &b->obj : NULL);
+		return NULL;
+	}
+	if (b) {
+		xs_mutex_lock(&b->lock);
+		if (b->waiting++ == 0) {
+			xs_dev_top_update(b);
+			xs_engine_notify(b);
+		}
+		xs_mutex_unlock(&b->lock);
+	}
+	return b;
+}
+
+static void xs__waiter_end(xs_xqueue *b)
+{
+	if (!b)
+		return;
+	xs_mutex_lock(&b->lock);
+	if (--b->waiting == 0) {
+		xs_dev_top_update(b);
+		xs_engine_notify(b);
+	}
+	xs_mutex_unlock(&b->lock);
+	xs_obj_unref(&b->obj);
+}
+
 XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 {
+	xs_xqueue *waiter = xs__waiter_begin(xq);
 	xs_mutex_lock(&xq->lock);
 	XResult res = kXSchedSuccess;
 	if (cmd->state != XS_CMD_DONE && xs__waits_for_itself(xq, cmd->seq, "XQueueWait"))
@@ -448,11 +490,13 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 	if (res == kXSchedSuccess)
 		res = cmd->result;
 	xs_mutex_unlock(&xq->lock);
+	xs__waiter_end(waiter);
 	return res;
 }
 
 XResult xs_engine_wait_all(xs_xqueue *xq)
 {
+	xs_xqueue *waiter = xs__waiter_begin(xq);
 	xs_mutex_lock(&xq->lock);
 	uint64_t target = xq->submitted;
 	XResult res = kXSchedSuccess;
@@ -469,6 +513,7 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 		xq->err_pending = kXSchedSuccess;
 	}
 	xs_mutex_unlock(&xq->lock);
+	xs__waiter_end(waiter);
 	return res;
 }
 

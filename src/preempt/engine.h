@@ -71,6 +71,8 @@ typedef struct xs_xqueue {
 	bool closing;         /* XQueueDestroy has begun: drain, accept nothing new */
 	bool limited;         /* subject to the device's commitment budget */
 	bool blocked;         /* the head command waits for another XQueue's event record */
+	unsigned waiting;     /* threads running a command of this XQueue that wait (XQueueWait*)
+			       * for another XQueue: it counts as blocked meanwhile */
 	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
 	bool top_busy;        /* counted in the device's top_busy: not limited, has work */
 
@@ -147,7 +149,7 @@ XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t ba
  * xq->lock. */
 static inline bool xs_engine_ready(const xs_xqueue *xq)
 {
-	return xq->completed != xq->submitted && !xq->blocked;
+	return xq->completed != xq->submitted && !xq->blocked && !xq->waiting;
 }
 
 /* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per

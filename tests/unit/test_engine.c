@@ -9,8 +9,11 @@
  *    of the same XQueue works; waiting for itself or a later one, XQueueWaitAll,
  *    XQueueDestroy and a synchronous XQueueSuspend return kXSchedErrorNotAllowed instead of
  *    hanging;
- * 4. PRIORITY_NO_EXECUTE keeps an XQueue from running until another priority is given;
- * 5. publish last: XQueueGet and XQueueDestroy racing XQueueCreate and XHintSetScheduler
+ * 4. priority inversion: a host function of a high-priority XQueue that waits for a
+ *    low-priority one under HPF completes (the waiting queue counts as blocked);
+ *    XQueueSuspend(SyncHwQueue) returns although the level is raised while it waits;
+ * 5. PRIORITY_NO_EXECUTE keeps an XQueue from running until another priority is given;
+ * 6. publish last: XQueueGet and XQueueDestroy racing XQueueCreate and XHintSetScheduler
  *    never see a half-built XQueue (a handle of 0, a use after free under ASan). */
 #include <dirent.h>
 #include <pthread.h>
@@ -260,6 +263,84 @@ static void no_execute(void)
 	CHECK_OK(HwQueueDestroy(hwq));
 }
 
+/* Priority inversion: a host function of the high-priority XQueue waits for a command of
+ * a low-priority one that HPF (and the budget's hold) keep back while the high one is
+ * busy. While it waits, the high XQueue counts as blocked, so the low one runs. */
+static XQueueHandle g_inv_low;
+static HwCommandHandle g_inv_cmd;
+static XResult g_inv_res[2];
+
+static XResult inv_high(void *data)
+{
+	(void)data;
+	t_sleep_us(20000); /* the low command is submitted, and held, meanwhile */
+	g_inv_res[0] = XQueueWait(g_inv_low, g_inv_cmd);
+	g_inv_res[1] = XQueueWaitAll(g_inv_low);
+	return kXSchedSuccess;
+}
+
+static void inversion(int level)
+{
+	HwQueueHandle hl, hh;
+	XQueueHandle high;
+	CHECK_OK(HostQueueCreate(&hl));
+	CHECK_OK(HostQueueCreate(&hh));
+	CHECK_OK(XQueueCreate(&g_inv_low, hl, level, 0));
+	CHECK_OK(XQueueCreate(&high, hh, level, 0));
+	CHECK_OK(XHintPriority(g_inv_low, 0));
+	CHECK_OK(XHintPriority(high, 10));
+	t_sleep_us(10000);
+	t_submit_fn(high, inv_high, NULL);
+	t_sleep_us(5000); /* high is busy: low is suspended, its commits held */
+	CHECK_OK(HwCommandCreateHostFunc(&g_inv_cmd, slow, NULL));
+	CHECK_OK(XQueueSubmit(g_inv_low, g_inv_cmd));
+	t_submit_fn(g_inv_low, slow, NULL);
+	CHECK_OK(XQueueWaitAll(high)); /* would hang without the inheritance */
+	CHECK_OK(g_inv_res[0]);
+	CHECK_OK(g_inv_res[1]);
+	CHECK_OK(HwCommandDestroy(g_inv_cmd));
+	CHECK_OK(XQueueDestroy(g_inv_low));
+	CHECK_OK(XQueueDestroy(high));
+	CHECK_OK(HwQueueDestroy(hl));
+	CHECK_OK(HwQueueDestroy(hh));
+}
+
+/* XQueueSuspend(SyncHwQueue) at Lv1 returns although another thread raises the level to
+ * Lv2 while it waits (what is enqueued after the call is not waited for). */
+static atomic_int g_sync_done;
+
+static void *sync_suspender(void *arg)
+{
+	CHECK_OK(XQueueSuspend(*(XQueueHandle *)arg, kQueueSuspendFlagSyncHwQueue));
+	atomic_store(&g_sync_done, 1);
+	return NULL;
+}
+
+static void sync_vs_level(void)
+{
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+	CHECK_OK(HostQueueCreate(&hwq));
+	CHECK_OK(XQueueCreate(&xq, hwq, kPreemptLevelBlock, 0));
+	int64_t long_us = 30000;
+	for (int i = 0; i < 3; i++)
+		t_submit_fn(xq, t_sleep_fn, &long_us);
+	atomic_store(&g_sync_done, 0);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, sync_suspender, &xq) == 0);
+	t_sleep_us(5000);
+	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelDeactivate));
+	for (int i = 0; i < 3; i++)
+		t_submit_fn(xq, slow, NULL);
+	CHECK(pthread_join(t, NULL) == 0); /* returns: nothing waits for the Lv2 commands */
+	CHECK(atomic_load(&g_sync_done) == 1);
+	CHECK_OK(XQueueResume(xq, 0));
+	CHECK_OK(XQueueWaitAll(xq));
+	CHECK(t_stats(xq).completed == 6);
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(HwQueueDestroy(hwq));
+}
+
 int main(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerAppManaged, kPolicyUnknown));
@@ -268,10 +349,13 @@ int main(void)
 	own_queue(false);
 	own_queue(true);
 	publish_race();
+	sync_vs_level();
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
 	g_slow_us = 200;
 	thread_count();
 	no_execute();
+	inversion(kPreemptLevelBlock);
+	inversion(kPreemptLevelDeactivate);
 	CHECK_OK(XSchedShutdown());
 	return 0;
 }
