@@ -261,9 +261,15 @@ int xsb_cuda_backend(struct xsb_backend *be, char *why, size_t whylen)
 	memset(be, 0, sizeof(*be));
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
-	if (e != cudaSuccess || n < 1) {
+	if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice ||
+	    e == cudaErrorStubLibrary || (e == cudaSuccess && n < 1)) {
+		snprintf(why, whylen, "no NVIDIA driver/GPU found (cudaGetDeviceCount: %s)",
+			 e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
+		return -1;
+	}
+	if (e != cudaSuccess) {
 		snprintf(why, whylen, "no usable CUDA device (cudaGetDeviceCount: %s)",
-			 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+			 cudaGetErrorString(e));
 		return -1;
 	}
 	xsb__cu.dev = 0;

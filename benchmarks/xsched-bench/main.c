@@ -310,9 +310,11 @@ int main(int argc, char **argv)
 	else
 		printf("preemption levels of a HwQueue here: Lv1..Lv%d%s\n", be.max_level,
 		       be.max_level < 3 ? " (modes above it are skipped)" : "");
-	printf("CUDA_DEVICE_MAX_CONNECTIONS: %s%s\n", conn ? conn : "?",
-	       conn_set_here ? " (set by xsched-bench; CUDA's default is 8: see doc/bench.md)"
-			     : "");
+	if (!be.modeled)
+		printf("CUDA_DEVICE_MAX_CONNECTIONS: %s%s\n", conn ? conn : "?",
+		       conn_set_here
+			   ? " (set by xsched-bench; CUDA's default is 8: see doc/bench.md)"
+			   : "");
 	xsb_json_raw("{\"type\":\"run\",\"backend\":\"%s\",\"modeled\":%s,\"device\":\"%s\","
 		     "\"date\":\"%s\",\"max_level\":%d,\"quick\":%s}",
 		     be.name, be.modeled ? "true" : "false", be.device, date, be.max_level,

@@ -187,11 +187,20 @@ void xsb_progress_end(void)
 static void *xsb__progress_thread(void *arg)
 {
 	(void)arg;
+	int64_t last_plain = 0;
 	for (;;) {
 		xsb_sleep_ns(250000000);
 		int64_t now = xsb_now_ns();
 		pthread_mutex_lock(&xsb__prog_lock);
 		bool active = xsb__prog_active;
+		/* Not a terminal (a log, CI): a plain line every 10 s instead of a redrawn one. */
+		if (active && !xsb_out.tty && !xsb_out.quiet && now - last_plain >= 10000000000) {
+			last_plain = now;
+			fprintf(stderr, "  [%s] %ld tasks done, %.0f s\n", xsb__prog_label,
+				atomic_load_explicit(&xsb__prog_done, memory_order_relaxed),
+				(double)(now - xsb__prog_t0) / 1e9);
+			fflush(stderr);
+		}
 		if (active && xsb_out.tty && !xsb_out.quiet) {
 			long done = atomic_load_explicit(&xsb__prog_done, memory_order_relaxed);
 			double el = (double)(now - xsb__prog_t0) / 1e9;
