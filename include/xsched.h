@@ -32,6 +32,12 @@
  * error`), every error return also prints one line to stderr saying why. The library
  * prints nothing otherwise.
  *
+ * fork(): a child starts from a clean library state (pthread_atfork). Every handle of the
+ * parent is unusable in the child (kXSchedErrorNotFound, with a log line naming the fork;
+ * its queues' threads do not exist there), the child's first XQueue starts the scheduler
+ * again, and exit() in the child joins nothing of the parent's. GPU contexts do not
+ * survive fork() (CUDA and HIP say so); host queues work in the child.
+ *
  * This header needs no GPU headers and compiles as C99 and C++.
  */
 #ifndef XSCHED_H

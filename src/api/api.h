@@ -17,4 +17,10 @@ static inline xs_xqueue *xs_api_xqueue(XQueueHandle h, const char *fn)
 	return xs_xqueue_of(obj);
 }
 
+/* lib.c: the library's process-wide set-up (the fork handler), once, from every call that
+ * creates an object. */
+void xs_api_init(void);
+/* hint.c: in a child after fork(). */
+void xs_api_hints_forked(void);
+
 #endif

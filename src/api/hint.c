@@ -13,6 +13,11 @@ static bool xs__prio_ok(Priority prio)
 	return prio >= PRIORITY_MIN && prio <= PRIORITY_MAX;
 }
 
+void xs_api_hints_forked(void)
+{
+	xs_mutex_init(&xs__hint_lock);
+}
+
 XResult XHintPriority(XQueueHandle xq, Priority prio)
 {
 	if (!xs__prio_ok(prio) && prio != PRIORITY_NO_EXECUTE) {

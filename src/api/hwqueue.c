@@ -1,6 +1,7 @@
 /* The HwQueue API: wrap a native queue (host, CUDA, HIP), destroy it, its level, and
  * XQueueGet. The backends (hal/) build the queue; Lv3 is attached by preempt/lv3.c; the
  * handle is registered last. */
+#include "api/api.h"
 #include "core/log.h"
 #include "hal/hal.h"
 #include "preempt/engine.h"
@@ -10,6 +11,7 @@
  * library-issued) and return its handle. On failure the queue is destroyed. */
 static XResult xs__publish(xs_hwq *q, uint64_t key, HwQueueHandle *out)
 {
+	xs_api_init();
 	xs_lv3_probe_hwq(q);
 	XResult res = xs_handle_register(&q->obj, key);
 	if (res != kXSchedSuccess) {

@@ -1,13 +1,48 @@
 /* Process-wide calls: choosing the scheduler, the commitment budget, shutdown. The one
  * file that knows every layer's lifetime. */
+#include <pthread.h>
+
+#include "api/api.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "hal/hal.h"
 #include "preempt/engine.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
 
+/* fork(): the child starts from a clean library state. Every process-wide lock is made
+ * anew (another thread of the parent may have held it at the fork), the parent's handles,
+ * XQueues, HwQueues and devices become unreachable (their threads do not exist in the
+ * child; using a handle of theirs fails with kXSchedErrorNotFound and a log line naming
+ * the fork), the scheduler starts again at the child's first XQueue, and exit() in the
+ * child joins nothing of the parent's. GPU contexts do not survive fork() (CUDA and HIP
+ * say so); the host backend does. */
+static void xs__atfork_child(void)
+{
+	xs_handles_forked();
+	xs_config_forked();
+	xs_host_forked();
+	xs_engine_forked();
+	xs_sched_forked();
+	xs_api_hints_forked();
+}
+
+static pthread_once_t xs__init_once = PTHREAD_ONCE_INIT;
+
+static void xs__init(void)
+{
+	if (pthread_atfork(NULL, NULL, xs__atfork_child))
+		XS_ERROR("api", "pthread_atfork failed: a forked child may inherit held locks");
+}
+
+void xs_api_init(void)
+{
+	pthread_once(&xs__init_once, xs__init);
+}
+
 XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy)
 {
+	xs_api_init();
 	XS_CHECK(scheduler != kSchedulerGlobal, kXSchedErrorNotSupported, "api",
 		 "XHintSetScheduler: the global (cross-process) scheduler is not supported");
 	XS_CHECK(scheduler == kSchedulerLocal || scheduler == kSchedulerAppManaged,

@@ -12,6 +12,7 @@ static bool xs__valid_level(int64_t level)
  * other thread can reach a half-built XQueue. */
 XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t flags)
 {
+	xs_api_init();
 	XS_CHECK(xq, kXSchedErrorInvalidValue, "api", "XQueueCreate: xq is null");
 	XS_CHECK(xs__valid_level(level), kXSchedErrorInvalidValue, "api",
 		 "XQueueCreate: %lld is not a preemption level (1..3)", (long long)level);

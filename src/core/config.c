@@ -57,6 +57,12 @@ const xs_config *xs_config_get(void)
 	return &xs__cfg;
 }
 
+void xs_config_forked(void)
+{
+	xs_mutex_init(&xs__lock);
+	xs__loaded = false;
+}
+
 void xs_config_reset(void)
 {
 	xs_mutex_lock(&xs__lock);

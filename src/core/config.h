@@ -33,5 +33,7 @@ typedef struct xs_config {
 
 const xs_config *xs_config_get(void);
 void xs_config_reset(void);
+/* In a child after fork(): the lock anew, the environment read again at next use. */
+void xs_config_forked(void);
 
 #endif

@@ -3,6 +3,7 @@
 #include <search.h>
 #include <stdlib.h>
 
+#include "core/log.h"
 #include "core/thread.h"
 
 /* Guards xs__root, xs__next and xs__count. A leaf lock: nothing else is taken under it. */
@@ -10,6 +11,8 @@ static xs_mutex xs__table_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *xs__root; /* tsearch(3) tree of xs_obj *, ordered by handle */
 static uint64_t xs__next = 1;
 static size_t xs__count;
+static uint64_t xs__fork_next; /* xs__next at the last fork in a child, 0 = not forked */
+static void *xs__parent_root;         /* a child's: the parent's tree, reachable for leak checkers */
 
 void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj))
 {
@@ -74,8 +77,23 @@ xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)
 	xs_obj *obj = xs__find(handle, kind);
 	if (obj)
 		xs_obj_ref(obj);
+	uint64_t fork_next = xs__fork_next;
 	xs_mutex_unlock(&xs__table_lock);
+	if (!obj && fork_next && (handle & ((UINT64_C(1) << 56) - 1)) < fork_next)
+		XS_WARN("core",
+			"handle 0x%llx was made before fork() (by the parent process): "
+			"unusable in the child, which starts from a clean library state",
+			(unsigned long long)handle);
 	return obj;
+}
+
+void xs_handles_forked(void)
+{
+	xs_mutex_init(&xs__table_lock);
+	xs__parent_root = xs__root;
+	xs__root = NULL; /* the parent's objects stay allocated, unreachable by handle */
+	xs__count = 0;
+	xs__fork_next = xs__next;
 }
 
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)

@@ -48,6 +48,10 @@ xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind);
  * race to unregister a handle. */
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind);
 
+/* In a child after fork(): forget every handle of the parent (its objects stay allocated
+ * and unreachable; lookups of them fail with a log line naming the fork). */
+void xs_handles_forked(void);
+
 /* Live handles (tests use this to check for leaks). */
 size_t xs_handle_count(void);
 

@@ -137,6 +137,10 @@ XResult xs_hip_queue_create(void *stream, xs_hwq **out);
 void xs_hal_set_running(xs_hwq *q, uint64_t seq);
 xs_hwq *xs_hal_running(uint64_t *seq);
 
+/* In a child after fork(): the host backend's process-wide lock anew (the parent's host
+ * queues and their executor threads are gone). */
+void xs_host_forked(void);
+
 /* Whether @q is a host queue (tests attach host queues to a fake KFD). */
 bool xs_hwq_is_host(const xs_hwq *q);
 

@@ -53,6 +53,12 @@ typedef struct xs__host_q {
 static xs_mutex xs__ev_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_cond xs__ev_cv = PTHREAD_COND_INITIALIZER; /* no timed waits: any clock */
 
+void xs_host_forked(void)
+{
+	xs_mutex_init(&xs__ev_lock);
+	xs_cond_init(&xs__ev_cv);
+}
+
 static void xs__ev_broadcast(void)
 {
 	xs_mutex_lock(&xs__ev_lock);

@@ -132,6 +132,12 @@ void xs_dep_unblock(xs_xqueue *xq)
 	xs_mutex_unlock(&xs__dep_lock);
 }
 
+void xs_dep_forked(void)
+{
+	xs_mutex_init(&xs__dep_lock);
+	xs_list_init(&xs__blocked);
+}
+
 void xs_dep_record_submitted(void)
 {
 	xs__kick_blocked();

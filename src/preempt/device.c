@@ -32,6 +32,7 @@ enum {
 /* Guards xs__devices, each device's nqueues, and xs__budget_ns. */
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
+static xs_link *xs__parent_devices;       /* a child's: the parent's, reachable for leak checkers */
 static int64_t xs__budget_ns = -1; /* -1: from the configuration at first use */
 static atomic_bool xs__hold;       /* xs_engine_set_hold */
 
@@ -518,6 +519,16 @@ void xs_engine_shutdown(void)
 	}
 	xs__budget_ns = -1;
 	xs_mutex_unlock(&xs__devs_lock);
+}
+
+void xs_dev_forked(void)
+{
+	/* Devices of the parent are abandoned with their (absent) threads. */
+	xs_mutex_init(&xs__devs_lock);
+	xs__parent_devices = xs_list_first(&xs__devices);
+	xs_list_init(&xs__devices);
+	xs__budget_ns = -1;
+	atomic_store_explicit(&xs__hold, false, memory_order_relaxed);
 }
 
 const void *xs_engine_device(const xs_xqueue *xq)

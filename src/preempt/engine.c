@@ -68,6 +68,13 @@ void xs_hwq_publish_xqueue(xs_xqueue *xq)
 	xs_mutex_unlock(&xs__bind_lock);
 }
 
+void xs_engine_forked(void)
+{
+	xs_mutex_init(&xs__bind_lock);
+	xs_dev_forked();
+	xs_dep_forked();
+}
+
 void xs_hwq_unbind(xs_hwq *q)
 {
 	xs_mutex_lock(&xs__bind_lock);

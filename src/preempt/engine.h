@@ -170,6 +170,10 @@ int64_t xs_engine_budget(void);
 void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
 			    uint64_t *max_cmds);
 
+/* In a child after fork(): forget the parent's devices, blocked queues and bindings
+ * (their threads do not exist here). */
+void xs_engine_forked(void);
+
 /* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
 void xs_engine_shutdown(void);
 

@@ -81,6 +81,10 @@ bool xs_dep_check(xs_xqueue *xq, xs_cmd *cmd, XResult *res);
 void xs_dep_unblock(xs_xqueue *xq);
 /* An event record was submitted: a blocked wait may sit in front of it. */
 void xs_dep_record_submitted(void);
+
+/* In a child after fork(): clean state. */
+void xs_dev_forked(void);
+void xs_dep_forked(void);
 /* An event record of @xq was enqueued (@ok) or failed to; @needs_done: waiters must wait
  * for its completion. Caller holds xq->lock. */
 void xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res);

@@ -40,6 +40,7 @@ static pthread_t xs__thread;
 static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
 /* Under xs__lock: */
 static xs_link xs__queues = {&xs__queues, &xs__queues}; /* xs__sq.link */
+static xs_link *xs__parent_queues; /* a child's: the parent's, reachable for leak checkers */
 static const xs_policy_ops *xs__policy = &xs_policy_hpf;
 static bool xs__active; /* a local scheduler decides (else app-managed) */
 static xs_sched_entry *xs__entries;
@@ -446,6 +447,28 @@ void xs_sched_get_stats(xs_sched_stats *out)
 	xs_mutex_lock(&xs__lock);
 	*out = xs__stats;
 	xs_mutex_unlock(&xs__lock);
+}
+
+void xs_sched_forked(void)
+{
+	/* The parent's threads do not exist here: no thread to join, no queue registered
+	 * (the parent's XQueues are unreachable); the scheduler starts again on first use. */
+	xs_mutex_init(&xs__ctl);
+	xs_mutex_init(&xs__lock);
+	xs_mutex_init(&xs__ev);
+	xs__ev_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* the condition variable anew */
+	xs__configured = false;
+	xs__thread_running = false;
+	xs__active = false;
+	xs__dirty = xs__stop = false;
+	xs__parent_queues = xs_list_first(&xs__queues);
+	xs_list_init(&xs__queues);
+	if (xs__policy->reset)
+		xs__policy->reset();
+	xs__policy = &xs_policy_hpf;
+	xs__timeslice_us = TIMESLICE_DEFAULT;
+	xs__timeslice_given = false;
+	xs__k = 1;
 }
 
 XPolicyType xs_sched_current_policy(void)

@@ -71,6 +71,9 @@ void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h);
 void xs_sched_set_timeslice(Timeslice ts_us);
 void xs_sched_set_k(size_t k);
 
+/* In a child after fork(): a clean scheduler state (no thread, no queue). */
+void xs_sched_forked(void);
+
 /* XHintSetScheduler() and XSchedShutdown(), after argument checks. */
 XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy);
 void xs_sched_shutdown(void);

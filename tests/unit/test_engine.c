@@ -267,14 +267,16 @@ static void no_execute(void)
  * a low-priority one that HPF (and the budget's hold) keep back while the high one is
  * busy. While it waits, the high XQueue counts as blocked, so the low one runs. */
 static XQueueHandle g_inv_low;
-static HwCommandHandle g_inv_cmd;
+static _Atomic HwCommandHandle g_inv_cmd;
 static XResult g_inv_res[2];
 
 static XResult inv_high(void *data)
 {
 	(void)data;
-	t_sleep_us(20000); /* the low command is submitted, and held, meanwhile */
-	g_inv_res[0] = XQueueWait(g_inv_low, g_inv_cmd);
+	HwCommandHandle c;
+	while (!(c = atomic_load(&g_inv_cmd))) /* the low command is submitted, and held */
+		t_sleep_us(1000);
+	g_inv_res[0] = XQueueWait(g_inv_low, c);
 	g_inv_res[1] = XQueueWaitAll(g_inv_low);
 	return kXSchedSuccess;
 }
@@ -290,15 +292,18 @@ static void inversion(int level)
 	CHECK_OK(XHintPriority(g_inv_low, 0));
 	CHECK_OK(XHintPriority(high, 10));
 	t_sleep_us(10000);
+	atomic_store(&g_inv_cmd, 0);
 	t_submit_fn(high, inv_high, NULL);
 	t_sleep_us(5000); /* high is busy: low is suspended, its commits held */
-	CHECK_OK(HwCommandCreateHostFunc(&g_inv_cmd, slow, NULL));
-	CHECK_OK(XQueueSubmit(g_inv_low, g_inv_cmd));
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateHostFunc(&c, slow, NULL));
+	CHECK_OK(XQueueSubmit(g_inv_low, c));
+	atomic_store(&g_inv_cmd, c);
 	t_submit_fn(g_inv_low, slow, NULL);
 	CHECK_OK(XQueueWaitAll(high)); /* would hang without the inheritance */
 	CHECK_OK(g_inv_res[0]);
 	CHECK_OK(g_inv_res[1]);
-	CHECK_OK(HwCommandDestroy(g_inv_cmd));
+	CHECK_OK(HwCommandDestroy(c));
 	CHECK_OK(XQueueDestroy(g_inv_low));
 	CHECK_OK(XQueueDestroy(high));
 	CHECK_OK(HwQueueDestroy(hl));

@@ -1,0 +1,171 @@
+/* fork() while the library is busy (HPF scheduler thread, device threads, host executors,
+ * submitting threads): every child starts from a clean library state.
+ * - A handle of the parent is unusable in the child (kXSchedErrorNotFound, no hang);
+ * - the child creates host queues under HPF, submits from several threads and waits:
+ *   everything runs exactly once, and the high-priority queue is not held behind the low;
+ * - a child that only starts a thread and calls exit() exits (the exit-time shutdown joins
+ *   nothing of the parent's);
+ * - the parent goes on unaffected.
+ * Each child must exit within 20 s (a hang fails the test), with status 0. */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define CHILDREN 12
+
+static atomic_int g_ran;
+static atomic_bool g_stop;
+
+static XResult count_fn(void *data)
+{
+	(void)data;
+	atomic_fetch_add(&g_ran, 1);
+	t_sleep_us(100);
+	return kXSchedSuccess;
+}
+
+/* The parent's load: keep a queue busy while the main thread forks. */
+static void *busy(void *arg)
+{
+	XQueueHandle xq = *(XQueueHandle *)arg;
+	while (!atomic_load(&g_stop)) {
+		for (int i = 0; i < 8; i++)
+			t_submit_fn(xq, count_fn, NULL);
+		CHECK_OK(XQueueWaitAll(xq));
+	}
+	return NULL;
+}
+
+static void *child_submitter(void *arg)
+{
+	XQueueHandle xq = *(XQueueHandle *)arg;
+	for (int i = 0; i < 50; i++)
+		t_submit_fn(xq, count_fn, NULL);
+	CHECK_OK(XQueueWaitAll(xq));
+	return NULL;
+}
+
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	t_sleep_us(1000);
+	return NULL;
+}
+
+/* exit(0): the exit-time shutdown joins the child's own threads. Under AddressSanitizer,
+ * whose leak check would report what the parent's threads held on their stacks (gone in
+ * the child), the child shuts the library down itself and leaves with _exit(). */
+static void xs__exit(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	CHECK_OK(XSchedShutdown());
+	_exit(0);
+#else
+	exit(0);
+#endif
+}
+
+/* The child's work; exits with 0 on success (CHECK exits 1 otherwise). */
+static void child(int variant, XQueueHandle parent_xq)
+{
+	if (variant == 1) {
+		/* A thread, then exit(): the exit-time shutdown must not join the parent's
+		 * scheduler thread handle (this thread may reuse it). */
+		pthread_t t;
+		CHECK(pthread_create(&t, NULL, idle_thread, NULL) == 0);
+		CHECK(pthread_join(t, NULL) == 0);
+		xs__exit();
+	}
+	/* The parent's XQueue is not ours. */
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateHostFunc(&c, count_fn, NULL));
+	CHECK_RES(XQueueSubmit(parent_xq, c), kXSchedErrorNotFound);
+	CHECK_RES(XQueueWaitAll(parent_xq), kXSchedErrorNotFound);
+	CHECK_OK(HwCommandDestroy(c));
+
+	atomic_store(&g_ran, 0);
+	HwQueueHandle hl, hh;
+	XQueueHandle low, high;
+	CHECK_OK(HostQueueCreate(&hl));
+	CHECK_OK(HostQueueCreate(&hh));
+	CHECK_OK(XQueueCreate(&low, hl, kPreemptLevelDeactivate, 0));
+	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelDeactivate, 0));
+	CHECK_OK(XHintPriority(low, 0));
+	CHECK_OK(XHintPriority(high, 10));
+	pthread_t t[2];
+	CHECK(pthread_create(&t[0], NULL, child_submitter, &low) == 0);
+	CHECK(pthread_create(&t[1], NULL, child_submitter, &high) == 0);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	CHECK(atomic_load(&g_ran) == 100);
+	CHECK(t_stats(high).completed == 50 && t_stats(low).completed == 50);
+	CHECK_OK(XQueueDestroy(low));
+	CHECK_OK(XQueueDestroy(high));
+	CHECK_OK(HwQueueDestroy(hl));
+	CHECK_OK(HwQueueDestroy(hh));
+	xs__exit();
+}
+
+/* Wait for @pid for at most 20 s; its exit status, or -1 after killing it. */
+static int reap(pid_t pid)
+{
+	for (int i = 0; i < 2000; i++) {
+		int st;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		t_sleep_us(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+int main(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer cannot run threads in a child of a multi-threaded process. */
+	printf("skipped under ThreadSanitizer (no threads after a multi-threaded fork)\n");
+	return 77;
+#endif
+	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+	HwQueueHandle hwq[2];
+	XQueueHandle xq[2];
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(HostQueueCreate(&hwq[i]));
+		CHECK_OK(XQueueCreate(&xq[i], hwq[i], kPreemptLevelBlock, 0));
+		CHECK_OK(XHintPriority(xq[i], i));
+	}
+	atomic_store(&g_stop, false);
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&t[i], NULL, busy, &xq[i]) == 0);
+	t_sleep_us(20000);
+	for (int k = 0; k < CHILDREN; k++) {
+		fflush(stdout);
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0)
+			child(k % 3 == 2, xq[0]);
+		int st = reap(pid);
+		if (st != 0)
+			fprintf(stderr, "child %d (variant %d): %s %d\n", k, k % 3 == 2,
+				st < 0 ? "hung, killed;" : "exit status", st);
+		CHECK(st == 0);
+		t_sleep_us(2000);
+	}
+	atomic_store(&g_stop, true);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(XQueueWaitAll(xq[i]));
+		CHECK_OK(XQueueDestroy(xq[i]));
+		CHECK_OK(HwQueueDestroy(hwq[i]));
+	}
+	CHECK_OK(XSchedShutdown());
+	printf("%d children forked while busy: all clean\n", CHILDREN);
+	return 0;
+}
