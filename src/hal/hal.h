@@ -61,6 +61,10 @@ typedef struct xs_hal_ops {
 	void (*reset)(xs_hwq *q);
 	/* Lv2: store @seq into the counter. NULL below Lv2. */
 	void (*commit)(xs_hwq *q, uint64_t seq);
+	/* The number of the last command that passed its counter wait, read after a commit
+	 * returned (so it includes every command that passed before that store). NULL where
+	 * the backend cannot tell (GPU backends): the engine then assumes none did. */
+	uint64_t (*started)(xs_hwq *q);
 	/* The last published done number (0 before the first), or UINT64_MAX when broken. */
 	uint64_t (*done)(xs_hwq *q);
 	/* Block until done(q) >= seq; kXSchedErrorHardware if the queue fails meanwhile. */

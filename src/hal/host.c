@@ -38,6 +38,9 @@ typedef struct xs__host_q {
 	/* The last number done; written by the executor (release) after the entry's work,
 	 * read by done() (acquire), so what the entry did is visible to whoever sees it. */
 	_Atomic uint64_t done_seq;
+	/* The last number taken by the executor (it passed its counter check), written under
+	 * lock: commit takes the lock after its store, so a read after commit is exact. */
+	_Atomic uint64_t started_seq;
 	pthread_t thread;
 	xs_mutex lock; /* guards everything below */
 	xs_cond cv;    /* the executor waits for work, the counter or release; waiters for done */
@@ -115,6 +118,7 @@ static void *xs__executor(void *arg)
 		h->head = e->next;
 		if (!h->head)
 			h->tail = NULL;
+		atomic_store_explicit(&h->started_seq, e->seq, memory_order_relaxed);
 		xs_mutex_unlock(&h->lock);
 
 		xs_cmd *cmd = e->cmd;
@@ -207,6 +211,16 @@ static void xs__reset(xs_hwq *q)
 	xs__host_q *h = xs__hq(q);
 	atomic_store_explicit(&h->counter, 0, memory_order_release);
 	atomic_store_explicit(&h->done_seq, 0, memory_order_release);
+	atomic_store_explicit(&h->started_seq, 0, memory_order_relaxed);
+}
+
+static uint64_t xs__started(xs_hwq *q)
+{
+	xs__host_q *h = xs__hq(q);
+	xs_mutex_lock(&h->lock);
+	uint64_t s = atomic_load_explicit(&h->started_seq, memory_order_relaxed);
+	xs_mutex_unlock(&h->lock);
+	return s;
 }
 
 static uint64_t xs__done(xs_hwq *q)
@@ -272,6 +286,7 @@ static const xs_hal_ops xs__host_ops = {
     .enqueue = xs__enqueue,
     .reset = xs__reset,
     .commit = xs__commit,
+    .started = xs__started,
     .done = xs__done,
     .wait_done = xs__wait_done,
     .check = xs__check,
@@ -292,6 +307,7 @@ XResult xs_host_queue_create(xs_hwq **out)
 	xs_hwq_init(&h->base, &xs__host_ops, kPreemptLevelDeactivate, NULL, xs__free);
 	atomic_init(&h->counter, 0);
 	atomic_init(&h->done_seq, 0);
+	atomic_init(&h->started_seq, 0);
 	atomic_init(&h->abort_waits, false);
 	xs_mutex_init(&h->lock);
 	xs_cond_init(&h->cv);

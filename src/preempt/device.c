@@ -32,13 +32,33 @@ enum {
 /* Guards xs__devices, each device's nqueues, and xs__budget_ns. */
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
-static xs_link *xs__parent_devices;       /* a child's: the parent's, reachable for leak checkers */
-static int64_t xs__budget_ns = -1; /* -1: from the configuration at first use */
-static atomic_bool xs__hold;       /* xs_engine_set_hold */
+static xs_link *xs__parent_devices; /* a child's: the parent's, reachable for leak checkers */
+static int64_t xs__budget_ns = -1;  /* -1: from the configuration at first use */
+static atomic_bool xs__hold;        /* xs_engine_set_hold */
+
+/* Ask every device's progress thread to hand budget on (the budget or the hold changed,
+ * so waiters may fit now). */
+static void xs__grant_all(void)
+{
+	xs_mutex_lock(&xs__devs_lock);
+	xs_list_for_each(l, &xs__devices)
+	{
+		xs_device *d = xs_container_of(l, xs_device, link);
+		xs_mutex_lock(&d->lock);
+		if (!xs_list_empty(&d->waiters)) {
+			d->grant = true;
+			xs_cond_signal(&d->progress_cv);
+		}
+		xs_mutex_unlock(&d->lock);
+	}
+	xs_mutex_unlock(&xs__devs_lock);
+}
 
 void xs_engine_set_hold(bool hold)
 {
-	atomic_store_explicit(&xs__hold, hold, memory_order_relaxed);
+	bool was = atomic_exchange_explicit(&xs__hold, hold, memory_order_relaxed);
+	if (was && !hold)
+		xs__grant_all(); /* queues held back may commit now */
 }
 
 void xs_dev_top_update(xs_xqueue *xq)
@@ -83,17 +103,7 @@ void xs_engine_set_budget(int64_t budget_ns)
 	xs_mutex_lock(&xs__devs_lock);
 	xs__budget_ns = budget_ns;
 	xs_mutex_unlock(&xs__devs_lock);
-	/* Waiters may fit now. */
-	xs_mutex_lock(&xs__devs_lock);
-	xs_list_for_each(l, &xs__devices)
-	{
-		xs_device *d = xs_container_of(l, xs_device, link);
-		xs_mutex_lock(&d->lock);
-		xs_cond_signal(&d->progress_cv);
-		d->poke = true;
-		xs_mutex_unlock(&d->lock);
-	}
-	xs_mutex_unlock(&xs__devs_lock);
+	xs__grant_all(); /* waiters may fit now */
 }
 
 int64_t xs_engine_budget(void)

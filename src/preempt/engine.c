@@ -163,6 +163,15 @@ static bool xs__gated_in_flight(const xs_xqueue *xq)
 	return false;
 }
 
+/* The one place the counter is written: `committed` is always the value the device sees
+ * (never set apart from a store, so the two cannot disagree). Caller holds xq->lock. */
+static void xs__store_commit(xs_xqueue *xq, uint64_t c)
+{
+	xq->committed = c;
+	if (xq->hwq->ops->commit)
+		xq->hwq->ops->commit(xq->hwq, c);
+}
+
 /* Commit enqueued commands while the XQueue runs (Lv2+: one counter store at the end).
  * The command inside its enqueue call (issuing) counts as enqueued here: committing it
  * before the backend call means the stream does not stall on its own wait while the
@@ -171,10 +180,13 @@ static bool xs__gated_in_flight(const xs_xqueue *xq)
 static void xs__commit(xs_xqueue *xq)
 {
 	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
-	if (!xq->running || xq->committed >= top)
+	/* At Lv1 enqueued means committed, suspended or not: a command enqueued behind the
+	 * counter before the level went down runs as Lv1 work does. */
+	bool lv1 = xq->level < kPreemptLevelDeactivate;
+	if ((!xq->running && !lv1) || xq->committed >= top)
 		return;
 	uint64_t c = top;
-	if (xq->limited && xq->level >= kPreemptLevelDeactivate) {
+	if (xq->limited && !lv1) {
 		c = xq->committed;
 		xs_list_for_each(l, &xq->inflight)
 		{
@@ -190,28 +202,32 @@ static void xs__commit(xs_xqueue *xq)
 	}
 	if (!xq->busy_since_ns)
 		xq->busy_since_ns = xs_now_ns();
-	xq->committed = c;
-	if (xq->hwq->ops->commit)
-		xq->hwq->ops->commit(xq->hwq, c);
+	xs__store_commit(xq, c);
 }
 
-/* Suspension at Lv2+: stop the queue at its next command boundary. The command running
- * now (at most one: completed + 1) keeps its charge; later ones cannot have started. When
- * `completed` lags the device (a done number not read yet), the running command is a later
- * one and the budget counts one command too few until the next completion is read.
- * Caller holds xq->lock. */
+/* Suspension at Lv2+: stop the queue at its next command boundary. The counter goes back
+ * to what completed; then the charges of the commands that have not started are
+ * returned. Where the backend says which command passed its wait last (host), that is
+ * exact; where it cannot (GPU), every charge beyond what completed is returned: a command
+ * that had passed its wait then runs uncharged, and the budget counts one command too few
+ * until it completes. Keeping that charge instead could deadlock: a command that had not
+ * started would hold budget that a queue of higher priority waits for, while that queue
+ * keeps this one suspended (seen in test_chaos). Caller holds xq->lock. */
 static void xs__decommit(xs_xqueue *xq)
 {
-	if (!xq->hwq->ops->commit || xq->committed <= xq->completed)
+	xs_hwq *q = xq->hwq;
+	if (!q->ops->commit || xq->committed <= xq->completed)
 		return;
-	xq->hwq->ops->commit(xq->hwq, xq->completed);
+	xs__store_commit(xq, xq->completed);
+	uint64_t started = q->ops->started ? q->ops->started(q) : xq->completed;
+	if (started < xq->completed)
+		started = xq->completed;
 	xs_list_for_each(l, &xq->inflight)
 	{
 		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
-		if (cmd->seq > xq->completed + 1 && cmd->gated)
+		if (cmd->seq > started && cmd->gated)
 			xs_dev_uncharge(xq, cmd);
 	}
-	xq->committed = xq->completed;
 }
 
 /* ---- enqueue ---- */
@@ -291,11 +307,8 @@ static void xs__drain(xs_xqueue *xq)
 			cmd->result = res;
 		xq->enqueued = seq;
 		xq->issuing = 0;
-		if (!gated) {
-			if (!xq->busy_since_ns)
-				xq->busy_since_ns = xs_now_ns();
-			xq->committed = seq;
-		}
+		if (!gated && !xq->busy_since_ns)
+			xq->busy_since_ns = xs_now_ns();
 		if (record)
 			xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res);
 		xs_obj_unref(&cmd->obj);
@@ -357,9 +370,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 	xq->completed = done;
-	if (xq->committed < done)
-		xq->committed = done;
-	xq->busy_since_ns = xq->committed > done ? now : 0;
+	xq->busy_since_ns = xq->committed > done || xq->enqueued > done ? now : 0;
 	xs_cond_broadcast(&xq->cv);
 	xs_engine_progress(xq, false);
 	xs_dev_top_update(xq);
@@ -616,11 +627,12 @@ void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 	xs_mutex_lock(&xq->lock);
 	xq->app_suspended = suspend;
 	xs__apply(xq);
+	xs__commit(xq); /* Lv1: what is enqueued runs, also what waits behind the counter */
 	if (suspend && sync) {
 		/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing
 		 * enqueued later is waited for, so a level raised meanwhile cannot hold this
 		 * call. */
-		uint64_t target = xq->enqueued + (xq->launching ? 1 : 0);
+		uint64_t target = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
 		while (xq->completed < target && !xq->closing) {
 			if (xq->enqueued > xq->completed)
 				xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target);
@@ -664,13 +676,9 @@ void xs_engine_set_level(xs_xqueue *xq, int level)
 	xs_mutex_lock(&xq->lock);
 	int old = xq->level;
 	xq->level = level;
-	if (old >= kPreemptLevelDeactivate && level < kPreemptLevelDeactivate &&
-	    xq->hwq->ops->commit) {
-		/* At Lv1 enqueued means committed: open the counter for what waits behind it. */
-		xq->hwq->ops->commit(xq->hwq, xq->enqueued);
-		if (xq->committed < xq->enqueued)
-			xq->committed = xq->enqueued;
-	}
+	/* At Lv1 enqueued means committed: open the counter for what waits behind it. */
+	if (old >= kPreemptLevelDeactivate && level < kPreemptLevelDeactivate)
+		xs__commit(xq);
 	if (!xq->running && level > old)
 		xs__suspend_levels(xq, old, level);
 	else if (!xq->running && level < old)

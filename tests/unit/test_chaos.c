@@ -1,0 +1,309 @@
+/* Randomized lifecycle stress on the host backend, seeded and bounded in time.
+ *
+ * Submitter threads submit host functions (each returning a result of its own) and
+ * cross-queue event record/wait pairs to a few queue slots, and wait for some of their
+ * commands; a chaos thread suspends (also with SyncHwQueue) and resumes queues, changes
+ * priorities, launch configs, levels and policies, and shuts the scheduler down and
+ * starts it again; a lifecycle thread destroys a slot's queue and makes a new one while
+ * the others submit.
+ * Checked: every command whose XQueueSubmit succeeded ran exactly once and no other ran;
+ * each queue ran its commands in submission order; every XQueueWait returned its own
+ * command's result; nothing hung (a watchdog aborts after 60 s, printing the seed).
+ * XSCHED_TEST_SEED=n repeats a run; the seed is printed first. */
+#include <pthread.h>
+#include <string.h>
+
+#include "check.h"
+
+#define SLOTS     4
+#define THREADS   6
+#define RUN_MS    1500
+#define MAX_ITEMS 200000
+
+struct slot {
+	pthread_mutex_t lock; /* submit order = index order; guards xq/hwq/gen/next */
+	XQueueHandle xq;
+	HwQueueHandle hwq;
+	int gen, next;
+	/* Written by the slot's executor only (one queue at a time: a destroyed queue has
+	 * drained before the next one exists). */
+	int last_gen, last_index;
+};
+
+struct item {
+	int slot, gen, index;
+	XResult want;
+	atomic_int runs;
+	bool accepted;
+};
+
+static struct slot g_slots[SLOTS];
+static struct item *g_items;
+static atomic_int g_nitems, g_order_errors, g_result_errors, g_checked_waits;
+static atomic_bool g_stop, g_wd_done;
+static unsigned g_seed;
+
+static XResult item_fn(void *data)
+{
+	struct item *it = data;
+	struct slot *s = &g_slots[it->slot];
+	if (it->gen == s->last_gen ? it->index != s->last_index + 1 : it->index != 0)
+		atomic_fetch_add(&g_order_errors, 1);
+	s->last_gen = it->gen;
+	s->last_index = it->index;
+	atomic_fetch_add(&it->runs, 1);
+	return it->want;
+}
+
+static void slot_open(struct slot *s, unsigned *seed)
+{
+	CHECK_OK(HostQueueCreate(&s->hwq));
+	CHECK_OK(XQueueCreate(&s->xq, s->hwq, 1 + (int)(rand_r(seed) % 2), 0));
+	s->gen++;
+	s->next = 0;
+}
+
+static void slot_close(struct slot *s)
+{
+	CHECK_OK(XQueueDestroy(s->xq)); /* drains */
+	CHECK_OK(HwQueueDestroy(s->hwq));
+}
+
+/* Submit one host function to slot @k; returns its handle (0 when the item table is
+ * full) and the item in *out. */
+static HwCommandHandle submit_item(int k, unsigned *seed, struct item **out)
+{
+	int n = atomic_fetch_add(&g_nitems, 1);
+	if (n >= MAX_ITEMS)
+		return 0;
+	struct item *it = &g_items[n];
+	static const XResult results[] = {kXSchedSuccess, kXSchedSuccess, kXSchedErrorNotAllowed,
+					  kXSchedErrorInvalidValue};
+	it->want = results[rand_r(seed) % 4];
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateHostFunc(&c, item_fn, it));
+	struct slot *s = &g_slots[k];
+	pthread_mutex_lock(&s->lock);
+	it->slot = k;
+	it->gen = s->gen;
+	it->index = s->next++;
+	it->accepted = true;
+	CHECK_OK(XQueueSubmit(s->xq, c)); /* the current queue: the lock holds it */
+	pthread_mutex_unlock(&s->lock);
+	*out = it;
+	return c;
+}
+
+static void *submitter(void *arg)
+{
+	unsigned seed = g_seed + (unsigned)(uintptr_t)arg;
+	while (!atomic_load(&g_stop)) {
+		int k = (int)(rand_r(&seed) % SLOTS);
+		if (rand_r(&seed) % 8 == 0 && k < SLOTS - 1) {
+			/* An event pair: a record on slot k, its wait on a later slot (waits only
+			 * from lower to higher slots: crossed pairs could wait for each other for
+			 * ever, as they would on streams). */
+			int j = k + 1 + (int)(rand_r(&seed) % (unsigned)(SLOTS - 1 - k));
+			HwCommandHandle rec, w;
+			CHECK_OK(HwCommandCreateEventRecord(&rec));
+			CHECK_OK(HwCommandCreateEventWait(&w, rec));
+			pthread_mutex_lock(&g_slots[k].lock);
+			CHECK_OK(XQueueSubmit(g_slots[k].xq, rec));
+			pthread_mutex_unlock(&g_slots[k].lock);
+			pthread_mutex_lock(&g_slots[j].lock);
+			CHECK_OK(XQueueSubmit(g_slots[j].xq, w));
+			pthread_mutex_unlock(&g_slots[j].lock);
+			CHECK_OK(HwCommandDestroy(rec));
+			CHECK_OK(HwCommandDestroy(w));
+			continue;
+		}
+		struct item *it;
+		HwCommandHandle c = submit_item(k, &seed, &it);
+		if (!c)
+			break;
+		if (rand_r(&seed) % 4 == 0) {
+			pthread_mutex_lock(&g_slots[k].lock);
+			XQueueHandle xq = g_slots[k].xq;
+			pthread_mutex_unlock(&g_slots[k].lock);
+			/* NotFound (or InvalidValue: a newer queue of the slot) when the queue
+			 * went, drained, before the wait looked it up. */
+			XResult r = XQueueWait(xq, c);
+			if (r != it->want && r != kXSchedErrorNotFound &&
+			    r != kXSchedErrorInvalidValue)
+				atomic_fetch_add(&g_result_errors, 1);
+		}
+		CHECK_OK(HwCommandDestroy(c));
+		if (rand_r(&seed) % 64 == 0)
+			t_sleep_us(rand_r(&seed) % 300);
+	}
+	return NULL;
+}
+
+/* Waits that check their own result: submit and wait on one slot under its lock. */
+static void *waiter(void *arg)
+{
+	unsigned seed = g_seed + 1000u + (unsigned)(uintptr_t)arg;
+	while (!atomic_load(&g_stop)) {
+		int k = (int)(rand_r(&seed) % SLOTS);
+		int n = atomic_fetch_add(&g_nitems, 1);
+		if (n >= MAX_ITEMS)
+			break;
+		struct item *it = &g_items[n];
+		static const XResult results[] = {kXSchedSuccess, kXSchedErrorNotAllowed,
+						  kXSchedErrorInvalidValue};
+		it->want = results[rand_r(&seed) % 3];
+		HwCommandHandle c;
+		CHECK_OK(HwCommandCreateHostFunc(&c, item_fn, it));
+		struct slot *s = &g_slots[k];
+		pthread_mutex_lock(&s->lock);
+		it->slot = k;
+		it->gen = s->gen;
+		it->index = s->next++;
+		it->accepted = true;
+		CHECK_OK(XQueueSubmit(s->xq, c));
+		XQueueHandle xq = s->xq;
+		pthread_mutex_unlock(&s->lock);
+		XResult r = XQueueWait(xq, c);
+		/* NotFound: the queue went (drained) before the wait looked it up. */
+		if (r != it->want && r != kXSchedErrorNotFound)
+			atomic_fetch_add(&g_result_errors, 1);
+		if (r == it->want)
+			atomic_fetch_add(&g_checked_waits, 1);
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	return NULL;
+}
+
+static void *chaos(void *arg)
+{
+	(void)arg;
+	unsigned seed = g_seed + 7u;
+	static const XPolicyType policies[] = {kPolicyHighestPriorityFirst, kPolicyFirstInFirstOut,
+					       kPolicyCompletelyFairScheduler,
+					       kPolicyUtilizationPartition};
+	while (!atomic_load(&g_stop)) {
+		int k = (int)(rand_r(&seed) % SLOTS);
+		struct slot *s = &g_slots[k];
+		pthread_mutex_lock(&s->lock);
+		XQueueHandle xq = s->xq;
+		switch (rand_r(&seed) % 7) {
+		case 0: {
+			XResult r =
+			    XQueueSuspend(xq, rand_r(&seed) % 2 ? kQueueSuspendFlagSyncHwQueue : 0);
+			CHECK(r == kXSchedSuccess || r == kXSchedErrorNotSupported);
+			pthread_mutex_unlock(&s->lock);
+			t_sleep_us(rand_r(&seed) % 2000);
+			pthread_mutex_lock(&s->lock);
+			CHECK_OK(XQueueResume(s->xq, 0)); /* or its successor: harmless */
+			break;
+		}
+		case 1:
+			CHECK_OK(XHintPriority(xq, (int)(rand_r(&seed) % 4)));
+			break;
+		case 2:
+			CHECK_OK(XQueueSetLaunchConfig(xq, 1 + rand_r(&seed) % 16, 1));
+			break;
+		case 3:
+			CHECK_OK(XQueueSetPreemptLevel(xq, 1 + (int)(rand_r(&seed) % 2)));
+			break;
+		case 4:
+			CHECK_OK(XHintSetScheduler(kSchedulerLocal, policies[rand_r(&seed) % 4]));
+			break;
+		case 5:
+			CHECK_OK(XSchedShutdown());
+			CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+			break;
+		default:
+			CHECK_OK(XHintCommitBudget(rand_r(&seed) % 3000));
+			break;
+		}
+		pthread_mutex_unlock(&s->lock);
+		t_sleep_us(rand_r(&seed) % 500);
+	}
+	return NULL;
+}
+
+static void *lifecycle(void *arg)
+{
+	(void)arg;
+	unsigned seed = g_seed + 13u;
+	while (!atomic_load(&g_stop)) {
+		t_sleep_us(20000 + rand_r(&seed) % 30000);
+		struct slot *s = &g_slots[rand_r(&seed) % SLOTS];
+		pthread_mutex_lock(&s->lock);
+		slot_close(s);
+		slot_open(s, &seed);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return NULL;
+}
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 6000 && !atomic_load(&g_wd_done); i++)
+		t_sleep_us(10000);
+	if (atomic_load(&g_wd_done))
+		return NULL;
+	fprintf(stderr, "test_chaos: no end within 60 s: a hang (seed %u)\n", g_seed);
+	abort();
+}
+
+int main(void)
+{
+	const char *env = getenv("XSCHED_TEST_SEED");
+	g_seed = env ? (unsigned)strtoul(env, NULL, 10) : (unsigned)t_now_us();
+	printf("seed %u (XSCHED_TEST_SEED=%u repeats this run)\n", g_seed, g_seed);
+	fflush(stdout);
+	g_items = calloc(MAX_ITEMS, sizeof(*g_items));
+	CHECK(g_items);
+	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+	unsigned seed = g_seed;
+	for (int k = 0; k < SLOTS; k++) {
+		pthread_mutex_init(&g_slots[k].lock, NULL);
+		g_slots[k].last_gen = -1;
+		slot_open(&g_slots[k], &seed);
+	}
+	pthread_t wd, th[THREADS + 2], ch, lc;
+	CHECK(pthread_create(&wd, NULL, watchdog, NULL) == 0);
+	for (int t = 0; t < THREADS; t++)
+		CHECK(pthread_create(&th[t], NULL, submitter, (void *)(uintptr_t)t) == 0);
+	for (int t = 0; t < 2; t++)
+		CHECK(pthread_create(&th[THREADS + t], NULL, waiter, (void *)(uintptr_t)t) == 0);
+	CHECK(pthread_create(&ch, NULL, chaos, NULL) == 0);
+	CHECK(pthread_create(&lc, NULL, lifecycle, NULL) == 0);
+	t_sleep_us(RUN_MS * 1000);
+	atomic_store(&g_stop, true);
+	for (int t = 0; t < THREADS + 2; t++)
+		CHECK(pthread_join(th[t], NULL) == 0);
+	CHECK(pthread_join(ch, NULL) == 0);
+	CHECK(pthread_join(lc, NULL) == 0);
+	for (int k = 0; k < SLOTS; k++)
+		slot_close(&g_slots[k]); /* drains: every accepted command has run */
+	CHECK_OK(XSchedShutdown());
+	atomic_store(&g_wd_done, true);
+	CHECK(pthread_join(wd, NULL) == 0);
+
+	int n = atomic_load(&g_nitems);
+	if (n > MAX_ITEMS)
+		n = MAX_ITEMS;
+	int accepted = 0, bad = 0;
+	for (int i = 0; i < n; i++) { /* items never given a command stay unaccepted */
+		int runs = atomic_load(&g_items[i].runs);
+		accepted += g_items[i].accepted;
+		if (runs != (g_items[i].accepted ? 1 : 0))
+			bad++;
+	}
+	printf("%d commands accepted; %d ran other than once; %d out of order; %d waits checked, "
+	       "%d wrong\n",
+	       accepted, bad, atomic_load(&g_order_errors), atomic_load(&g_checked_waits),
+	       atomic_load(&g_result_errors));
+	if (bad || atomic_load(&g_order_errors) || atomic_load(&g_result_errors))
+		fprintf(stderr, "test_chaos failed with seed %u\n", g_seed);
+	CHECK(accepted > 100 && atomic_load(&g_checked_waits) > 10);
+	CHECK(bad == 0);
+	CHECK(atomic_load(&g_order_errors) == 0);
+	CHECK(atomic_load(&g_result_errors) == 0);
+	free(g_items);
+	return 0;
+}
