@@ -12,7 +12,7 @@ static void *xs__root; /* tsearch(3) tree of xs_obj *, ordered by handle */
 static uint64_t xs__next = 1;
 static size_t xs__count;
 static uint64_t xs__fork_next; /* xs__next at the last fork in a child, 0 = not forked */
-static void *xs__parent_root;         /* a child's: the parent's tree, reachable for leak checkers */
+static void *xs__parent_root;  /* a child's: the parent's tree, reachable for leak checkers */
 
 void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj))
 {
