@@ -126,11 +126,4 @@ static inline xs_cmd *xs_cmd_of(xs_obj *obj)
 	return (xs_cmd *)obj;
 }
 
-/* Whether @kind needs a GPU backend (the host backend refuses it). */
-static inline bool xs_cmd_kind_is_gpu(enum xs_cmd_kind kind)
-{
-	return kind == XS_CMD_KERNEL || kind == XS_CMD_MODULE_KERNEL || kind == XS_CMD_MEMCPY ||
-	       kind == XS_CMD_MEMSET;
-}
-
 #endif

@@ -54,10 +54,8 @@ typedef struct xs_gpu_binding {
 #define xs_gpu_err_string                    cudaGetErrorString
 #define xs_gpu_clear_error                   cudaGetLastError
 #define XS_GPU_EVENT_DISABLE_TIMING          cudaEventDisableTiming
-#define XS_GPU_EVENT_BLOCKING_SYNC           cudaEventBlockingSync
 #define xs_gpu_event_create                  cudaEventCreateWithFlags
 #define xs_gpu_event_record                  cudaEventRecord
-#define xs_gpu_event_sync                    cudaEventSynchronize
 #define xs_gpu_event_destroy                 cudaEventDestroy
 #define xs_gpu_stream_wait_event(s, e)       cudaStreamWaitEvent(s, e, 0)
 #define xs_gpu_stream_sync                   cudaStreamSynchronize

@@ -48,10 +48,8 @@ typedef struct xs_gpu_binding {
 #define xs_gpu_err_string                hipGetErrorString
 #define xs_gpu_clear_error               hipGetLastError
 #define XS_GPU_EVENT_DISABLE_TIMING      hipEventDisableTiming
-#define XS_GPU_EVENT_BLOCKING_SYNC       hipEventBlockingSync
 #define xs_gpu_event_create              hipEventCreateWithFlags
 #define xs_gpu_event_record              hipEventRecord
-#define xs_gpu_event_sync                hipEventSynchronize
 #define xs_gpu_event_destroy             hipEventDestroy
 #define xs_gpu_stream_wait_event(s, e)   hipStreamWaitEvent(s, e, 0)
 #define xs_gpu_stream_sync               hipStreamSynchronize

@@ -106,11 +106,6 @@ void xs_engine_set_budget(int64_t budget_ns)
 	xs__grant_all(); /* waiters may fit now */
 }
 
-int64_t xs_engine_budget(void)
-{
-	return xs_dev_budget_ns();
-}
-
 /* ---- budget ---- */
 
 bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd)

@@ -163,7 +163,6 @@ void xs_engine_set_hold(bool hold);
 
 /* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
 void xs_engine_set_budget(int64_t budget_ns);
-int64_t xs_engine_budget(void);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
  * queues now (ns, commands) and the most commands charged at once since the last call. */
