@@ -47,15 +47,18 @@ void xs_engine_notify(xs_xqueue *xq)
 /* Guards xs_hwq.xq, xs_hwq.dead and xs_xqueue.published. A leaf. */
 static xs_mutex xs__bind_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Whether @q may be bound or destroyed: kXSchedErrorNotFound once it is being destroyed,
+ * kXSchedErrorNotAllowed while an XQueue is bound. Caller holds xs__bind_lock. */
+static XResult xs__hwq_unused(const xs_hwq *q)
+{
+	return q->dead ? kXSchedErrorNotFound : q->xq ? kXSchedErrorNotAllowed : kXSchedSuccess;
+}
+
 XResult xs_hwq_bind(xs_hwq *q, xs_xqueue *xq)
 {
-	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__bind_lock);
-	if (q->dead)
-		res = kXSchedErrorNotFound;
-	else if (q->xq)
-		res = kXSchedErrorNotAllowed;
-	else
+	XResult res = xs__hwq_unused(q);
+	if (res == kXSchedSuccess)
 		q->xq = xq;
 	xs_mutex_unlock(&xs__bind_lock);
 	return res;
@@ -84,13 +87,9 @@ void xs_hwq_unbind(xs_hwq *q)
 
 XResult xs_hwq_kill(xs_hwq *q)
 {
-	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__bind_lock);
-	if (q->dead)
-		res = kXSchedErrorNotFound;
-	else if (q->xq)
-		res = kXSchedErrorNotAllowed;
-	else
+	XResult res = xs__hwq_unused(q);
+	if (res == kXSchedSuccess)
 		q->dead = true;
 	xs_mutex_unlock(&xs__bind_lock);
 	return res;
@@ -627,7 +626,6 @@ void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 	xs_mutex_lock(&xq->lock);
 	xq->app_suspended = suspend;
 	xs__apply(xq);
-	xs__commit(xq); /* Lv1: what is enqueued runs, also what waits behind the counter */
 	if (suspend && sync) {
 		/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing
 		 * enqueued later is waited for, so a level raised meanwhile cannot hold this

@@ -69,17 +69,16 @@ static void slot_close(struct slot *s)
 	CHECK_OK(HwQueueDestroy(s->hwq));
 }
 
-/* Submit one host function to slot @k; returns its handle (0 when the item table is
- * full) and the item in *out. */
-static HwCommandHandle submit_item(int k, unsigned *seed, struct item **out)
+/* Submit one host function returning one of @results (@n of them) to slot @k. Returns its
+ * handle (0 when the item table is full), the item in *out and the queue in *xq. */
+static HwCommandHandle submit_item(int k, unsigned *seed, const XResult *results, unsigned n,
+				   struct item **out, XQueueHandle *xq)
 {
-	int n = atomic_fetch_add(&g_nitems, 1);
-	if (n >= MAX_ITEMS)
+	int i = atomic_fetch_add(&g_nitems, 1);
+	if (i >= MAX_ITEMS)
 		return 0;
-	struct item *it = &g_items[n];
-	static const XResult results[] = {kXSchedSuccess, kXSchedSuccess, kXSchedErrorNotAllowed,
-					  kXSchedErrorInvalidValue};
-	it->want = results[rand_r(seed) % 4];
+	struct item *it = &g_items[i];
+	it->want = results[rand_r(seed) % n];
 	HwCommandHandle c;
 	CHECK_OK(HwCommandCreateHostFunc(&c, item_fn, it));
 	struct slot *s = &g_slots[k];
@@ -89,6 +88,7 @@ static HwCommandHandle submit_item(int k, unsigned *seed, struct item **out)
 	it->index = s->next++;
 	it->accepted = true;
 	CHECK_OK(XQueueSubmit(s->xq, c)); /* the current queue: the lock holds it */
+	*xq = s->xq;
 	pthread_mutex_unlock(&s->lock);
 	*out = it;
 	return c;
@@ -117,14 +117,14 @@ static void *submitter(void *arg)
 			CHECK_OK(HwCommandDestroy(w));
 			continue;
 		}
+		static const XResult results[] = {kXSchedSuccess, kXSchedSuccess,
+						  kXSchedErrorNotAllowed, kXSchedErrorInvalidValue};
 		struct item *it;
-		HwCommandHandle c = submit_item(k, &seed, &it);
+		XQueueHandle xq;
+		HwCommandHandle c = submit_item(k, &seed, results, 4, &it, &xq);
 		if (!c)
 			break;
 		if (rand_r(&seed) % 4 == 0) {
-			pthread_mutex_lock(&g_slots[k].lock);
-			XQueueHandle xq = g_slots[k].xq;
-			pthread_mutex_unlock(&g_slots[k].lock);
 			/* NotFound (or InvalidValue: a newer queue of the slot) when the queue
 			 * went, drained, before the wait looked it up. */
 			XResult r = XQueueWait(xq, c);
@@ -145,24 +145,13 @@ static void *waiter(void *arg)
 	unsigned seed = g_seed + 1000u + (unsigned)(uintptr_t)arg;
 	while (!atomic_load(&g_stop)) {
 		int k = (int)(rand_r(&seed) % SLOTS);
-		int n = atomic_fetch_add(&g_nitems, 1);
-		if (n >= MAX_ITEMS)
-			break;
-		struct item *it = &g_items[n];
 		static const XResult results[] = {kXSchedSuccess, kXSchedErrorNotAllowed,
 						  kXSchedErrorInvalidValue};
-		it->want = results[rand_r(&seed) % 3];
-		HwCommandHandle c;
-		CHECK_OK(HwCommandCreateHostFunc(&c, item_fn, it));
-		struct slot *s = &g_slots[k];
-		pthread_mutex_lock(&s->lock);
-		it->slot = k;
-		it->gen = s->gen;
-		it->index = s->next++;
-		it->accepted = true;
-		CHECK_OK(XQueueSubmit(s->xq, c));
-		XQueueHandle xq = s->xq;
-		pthread_mutex_unlock(&s->lock);
+		struct item *it;
+		XQueueHandle xq;
+		HwCommandHandle c = submit_item(k, &seed, results, 3, &it, &xq);
+		if (!c)
+			break;
 		XResult r = XQueueWait(xq, c);
 		/* NotFound: the queue went (drained) before the wait looked it up. */
 		if (r != it->want && r != kXSchedErrorNotFound)
