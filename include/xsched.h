@@ -407,6 +407,79 @@ XSCHED_API XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd);
 XSCHED_API XResult XQueueWaitAll(XQueueHandle xq);
 
 /**
+ * @brief Launch work on the calling thread as one command of an XQueue.
+ *
+ * For code that must run on its own thread, such as eager PyTorch operators (thread-local
+ * state, the GIL): the command is submitted as XQueueSubmit() would, and when it is its
+ * turn and the XQueue may launch it, @p launch is called here, on the calling thread,
+ * with the HwQueue's native stream; what it enqueues on that stream is the command. At
+ * Lv2 and up it sits behind the command's counter wait, so a suspension stops the stream
+ * in front of it; its done mark follows it. Until then the call blocks: while the XQueue
+ * is suspended (Lv1, or XQueueSuspend()), while its window (threshold) is full, while the
+ * commitment budget has no room (Lv1). Host queues have no stream: @p launch runs at the
+ * command's launch and the command is its done mark.
+ *
+ * @param xq     [in] The XQueue.
+ * @param launch [in] Called once, before the call returns, with no library lock held.
+ * @param data   [in] Passed to @p launch; not copied or freed.
+ * @return What @p launch returned; kXSchedErrorInvalidValue if @p launch is null;
+ *         kXSchedErrorNotFound if @p xq is not live or is being destroyed;
+ *         kXSchedErrorNotAllowed from a command of @p xq itself (it would wait for
+ *         itself); kXSchedErrorUnknown if out of memory. The command completes later, as
+ *         any other: XQueueWaitAll() waits for it.
+ * Thread-safety: any thread; commands of one XQueue keep their submission order across
+ *         threads. Blocks (never spins) while it waits.
+ */
+XSCHED_API XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data);
+
+/**
+ * @brief Open a scope on an XQueue: until it is closed, the XQueue counts as having work.
+ *
+ * A request of a high-priority model is a chain of commands launched by the host (eager
+ * PyTorch): between two of them the XQueue is idle for a moment, and lower-priority
+ * XQueues would commit work that the next command then waits behind. While a scope is
+ * open, the scheduler treats the XQueue as ready (HPF keeps lower XQueues suspended, the
+ * budget's hold keeps them from committing) even when it has nothing in flight. Keep the
+ * scope around the work of one request, not around idle waits. Scopes nest (counted).
+ *
+ * @param xq [in] The XQueue.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live.
+ * Thread-safety: any thread; each XQueueBeginScope() needs one XQueueEndScope().
+ */
+XSCHED_API XResult XQueueBeginScope(XQueueHandle xq);
+
+/**
+ * @brief Close a scope opened by XQueueBeginScope().
+ *
+ * @param xq [in] The XQueue.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live;
+ *         kXSchedErrorNotAllowed if no scope is open.
+ * Thread-safety: any thread.
+ */
+XSCHED_API XResult XQueueEndScope(XQueueHandle xq);
+
+/**
+ * @brief Enqueue a check of the XQueue's run gate on its stream, for graph capture.
+ *
+ * The run gate is a word of the HwQueue that is open while the XQueue runs and closed
+ * while it is suspended (by the scheduler or XQueueSuspend()). This call puts a wait for
+ * it at the current end of the native stream, outside the XQueue's commands, from the
+ * calling thread. Call it while the stream is being captured (CUDA graphs, HIP graphs),
+ * once before each kernel: a replay of the graph (one command of the XQueue) then stops
+ * at the next check while the XQueue is suspended, instead of running to its end. The
+ * captured checks refer to this HwQueue's gate: do not replay the graph after
+ * HwQueueDestroy(). Host queues append a check entry (it holds the queue while closed).
+ *
+ * @param xq [in] The XQueue; nothing else may enqueue on its stream during the call.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live;
+ *         kXSchedErrorNotSupported if the HwQueue cannot wait on memory (its maximum
+ *         level is Lv1); kXSchedErrorHardware if the runtime refused the wait (logged
+ *         with its error string).
+ * Thread-safety: any thread, with the stream's context current (GPU).
+ */
+XSCHED_API XResult XQueueEnqueueGateCheck(XQueueHandle xq);
+
+/**
  * @brief Report whether the XQueue has work.
  * @param xq    [in]  The XQueue.
  * @param state [out] kQueueStateIdle or kQueueStateReady.

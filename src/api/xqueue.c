@@ -197,6 +197,60 @@ XResult XQueueWaitAll(XQueueHandle xq)
 	return res;
 }
 
+XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data)
+{
+	XS_CHECK(launch, kXSchedErrorInvalidValue, "api", "XQueueLaunchInline: launch is null");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueLaunchInline");
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = kXSchedErrorUnknown;
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_INLINE);
+	if (cmd) {
+		cmd->u.callback.fn = launch;
+		cmd->u.callback.data = data;
+		cmd->owner = pthread_self();
+		xs_obj_ref(&cmd->obj); /* to look at it after the call */
+		res = xs_engine_launch_inline(x, cmd);
+		bool accepted = atomic_load_explicit(&cmd->xq, memory_order_acquire) != NULL;
+		xs_obj_unref(&cmd->obj);
+		if (!accepted)
+			xs_obj_unref(
+			    &cmd->obj); /* refused: the creation's reference is still ours */
+	}
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+static XResult xs__scope(XQueueHandle xq, bool open, const char *fn)
+{
+	xs_xqueue *x = xs_api_xqueue(xq, fn);
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = xs_engine_scope(x, open);
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueBeginScope(XQueueHandle xq)
+{
+	return xs__scope(xq, true, "XQueueBeginScope");
+}
+
+XResult XQueueEndScope(XQueueHandle xq)
+{
+	return xs__scope(xq, false, "XQueueEndScope");
+}
+
+XResult XQueueEnqueueGateCheck(XQueueHandle xq)
+{
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueEnqueueGateCheck");
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = xs_engine_gate_check(x);
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
 XResult XQueueQuery(XQueueHandle xq, XQueueState *state)
 {
 	XS_CHECK(state, kXSchedErrorInvalidValue, "api", "XQueueQuery: state is null");

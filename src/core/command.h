@@ -7,6 +7,7 @@
  * Ownership of the mutable fields:
  * - kind and payload: written at creation, read-only after;
  * - xq: set once by XQueueSubmit (compare-and-swap from NULL), never cleared;
+ * - owner: written before submission, read-only after;
  * - link, seq, state, charge_ns, gated: written under the owning XQueue's lock (engine);
  * - result: written by whoever finishes the command (the thread that enqueued it, on a
  *   failed launch; a host function trampoline; the engine at completion), each step
@@ -21,6 +22,7 @@
 #ifndef XS_CORE_COMMAND_H
 #define XS_CORE_COMMAND_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +43,8 @@ enum xs_cmd_kind {
 	XS_CMD_MEMSET,        /* GPU: asynchronous byte fill */
 	XS_CMD_EVENT_RECORD,  /* a marker that waits of other XQueues depend on */
 	XS_CMD_EVENT_WAIT,    /* nothing after it runs before its record has run */
+	XS_CMD_INLINE,        /* LaunchCallback (u.callback) run inside its enqueue by the one
+			       * thread that may enqueue it, its submitter (XQueueLaunchInline) */
 	XS_CMD_KIND_COUNT,
 };
 
@@ -115,6 +119,7 @@ typedef struct xs_cmd {
 	enum xs_cmd_state state;
 	bool gated;        /* enqueued behind a counter wait (Lv2 and up) */
 	int64_t charge_ns; /* budget charged for it while committed (0 = not charged) */
+	pthread_t owner;   /* XS_CMD_INLINE: its submitter; written before it is submitted */
 	XResult result;
 } xs_cmd;
 

@@ -77,7 +77,8 @@
 #endif
 
 enum {
-	XS__SLOT = 128,    /* bytes per queue: the counter, then the done word */
+	XS__SLOT = 128,    /* bytes per queue: the counter and run gate, then the done word */
+	XS__GATE_OFF = 8,  /* the run gate's offset in its slot (host-written, as the counter) */
 	XS__DONE_OFF = 64, /* the done word's offset in its slot */
 	XS__PAGE = 4096,   /* bytes per page of slots */
 	XS__SLOTS_PER_PAGE = XS__PAGE / XS__SLOT,
@@ -106,10 +107,11 @@ typedef struct xs__gpu_q {
 	bool memops;    /* stream wait/write-value work: counter and done word on the device */
 	int own_prio;   /* the stream's priority at creation, restored at destroy */
 	xs__page *page; /* the slot's page */
-	_Atomic uint64_t *counter;    /* host address of the counter */
-	_Atomic uint64_t *done;       /* host address of the done word */
-	void *counter_dev, *done_dev; /* their device addresses */
-	_Atomic uint64_t done64;      /* the widest done number seen (XS_GPU_COUNTER_BITS 32) */
+	_Atomic uint64_t *counter; /* host address of the counter */
+	_Atomic uint64_t *done;    /* host address of the done word */
+	_Atomic uint64_t *gate;    /* host address of the run gate: 1 open, 0 closed */
+	void *counter_dev, *done_dev, *gate_dev; /* their device addresses */
+	_Atomic uint64_t done64; /* the widest done number seen (XS_GPU_COUNTER_BITS 32) */
 } xs__gpu_q;
 
 /* An event record's native event, with what is needed to destroy it from any thread. */
@@ -190,11 +192,15 @@ static XResult xs__slot_take(xs__gpu_q *g)
 	char *base = p->host + slot * XS__SLOT;
 	g->counter = (_Atomic uint64_t *)(void *)base;
 	g->done = (_Atomic uint64_t *)(void *)(base + XS__DONE_OFF);
+	g->gate = (_Atomic uint64_t *)(void *)(base + XS__GATE_OFF);
 	atomic_init(g->counter, 0);
 	atomic_init(g->done, 0);
+	atomic_init(g->gate, 1);
 	xs_gpu_err err = xs_gpu_host_get_device_pointer(&g->counter_dev, (void *)g->counter);
 	if (err == XS_GPU_OK)
 		err = xs_gpu_host_get_device_pointer(&g->done_dev, (void *)g->done);
+	if (err == XS_GPU_OK)
+		err = xs_gpu_host_get_device_pointer(&g->gate_dev, (void *)g->gate);
 	if (err != XS_GPU_OK)
 		return xs__fail("device address of the counter", g->stream, err);
 	return kXSchedSuccess;
@@ -311,6 +317,7 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 	const char *what = NULL;
 	switch (cmd->kind) {
 	case XS_CMD_CALLBACK:
+	case XS_CMD_INLINE:
 		return cmd->u.callback.fn((HwQueueHandle)(uintptr_t)g->stream,
 					  cmd->u.callback.data);
 	case XS_CMD_HOST_FUNC: {
@@ -416,6 +423,24 @@ static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
 	return res;
 }
 
+static void xs__set_run_gate(xs_hwq *q, bool open)
+{
+	xs__store(xs__gq(q)->gate, open ? 1 : 0);
+}
+
+/* A wait for the run gate (>= 1) where the stream is now: captured into a graph when the
+ * stream captures. On the application's thread, with its context current. */
+static XResult xs__gate_check(xs_hwq *q)
+{
+	xs__gpu_q *g = xs__gq(q);
+	xs_gpu_err err = xs_gpu_wait_counter(g->stream, g->gate_dev, 1);
+	if (err != XS_GPU_OK) {
+		xs_gpu_clear_error();
+		return xs__fail("run gate check (stream wait-value)", g->stream, err);
+	}
+	return kXSchedSuccess;
+}
+
 static void xs__commit(xs_hwq *q, uint64_t seq)
 {
 	xs__store(xs__gq(q)->counter, seq);
@@ -519,8 +544,10 @@ static void xs__destroy(xs_hwq *q)
 #endif
 		xs__restore(&saved);
 	}
-	if (g->page)
+	if (g->page) {
 		xs__store(g->counter, UINT64_MAX >> 1);
+		xs__store(g->gate, 1);
+	}
 	xs__slot_give(g);
 }
 
@@ -555,6 +582,8 @@ static const xs_hal_ops xs__gpu_ops = {
     .done = xs__done,
     .wait_done = xs__wait_done,
     .check = xs__check,
+    .set_run_gate = xs__set_run_gate,
+    .gate_check = xs__gate_check,
 #if XS_GPU_HAS_SET_PRIORITY
     .set_priority = xs__set_priority,
 #endif

@@ -16,6 +16,14 @@
  *   value (decommit) stops the queue before the next gated command above it; a command
  *   that already passed its wait runs to its end. At most one command per queue is past
  *   its wait and not done at any time, since a queue runs its commands in order.
+ * - Inline commands (XS_CMD_INLINE): the callback is called inside enqueue, on the calling
+ *   thread (its submitter). GPU: after the counter wait, like a launch callback, so the
+ *   work it puts on the stream is the command. Host: before the (empty) entry is
+ *   appended: a host queue has no stream to put work on, so the work runs at enqueue.
+ * - Run gate (optional, gate_check and set_run_gate): a word of the queue that is open
+ *   while its XQueue runs and closed while it is suspended. gate_check puts a wait for
+ *   it on the native queue outside the numbering, meant for stream capture (a graph
+ *   then holds one check per kernel and stops at the next one while the gate is closed).
  * - Failure. enqueue returns the command's own launch result; the done mark is enqueued
  *   even when the launch failed (so numbers never stall). If the mark itself cannot be
  *   enqueued, the backend sets q->broken and done() then returns UINT64_MAX: the engine
@@ -72,6 +80,11 @@ typedef struct xs_hal_ops {
 	/* kXSchedSuccess while the queue works; kXSchedErrorHardware once the device reported
 	 * a failure on it (the progress thread asks when a queue makes no progress). */
 	XResult (*check)(xs_hwq *q);
+	/* Run gate (see the contract). Both NULL where the queue cannot wait on memory.
+	 * set_run_gate is called with the XQueue's lock held and is a single store;
+	 * gate_check is called by the application's thread, outside the engine's numbering. */
+	void (*set_run_gate)(xs_hwq *q, bool open);
+	XResult (*gate_check)(xs_hwq *q);
 	/* Give the native queue the device's greatest (@top) or least hardware priority.
 	 * NULL where the runtime cannot change it on an existing queue. */
 	void (*set_priority)(xs_hwq *q, bool top);

@@ -24,8 +24,8 @@
 #include "hal/hal.h"
 
 struct xs__entry {
-	xs_cmd *cmd; /* holds a reference; NULL for a done mark alone */
-	uint64_t seq;
+	xs_cmd *cmd;  /* holds a reference; NULL for a done mark alone */
+	uint64_t seq; /* 0: a run gate check (no number, nothing published) */
 	bool gated;
 	struct xs__entry *next;
 };
@@ -41,6 +41,9 @@ typedef struct xs__host_q {
 	/* The last number taken by the executor (it passed its counter check), written under
 	 * lock: commit takes the lock after its store, so a read after commit is exact. */
 	_Atomic uint64_t started_seq;
+	/* The run gate (hal.h): stored by set_run_gate (release) and broadcast under the
+	 * lock after the store, like the counter; read by the executor at a gate check. */
+	atomic_bool gate_open;
 	pthread_t thread;
 	xs_mutex lock; /* guards everything below */
 	xs_cond cv;    /* the executor waits for work, the counter or release; waiters for done */
@@ -78,8 +81,11 @@ static xs__host_q *xs__hq(xs_hwq *q)
 static bool xs__may_start(xs__host_q *h)
 {
 	const struct xs__entry *e = h->head;
-	return e && !h->held &&
-	       (!e->gated || atomic_load_explicit(&h->counter, memory_order_acquire) >= e->seq);
+	if (!e || h->held)
+		return false;
+	if (e->seq == 0) /* a gate check */
+		return atomic_load_explicit(&h->gate_open, memory_order_acquire);
+	return !e->gated || atomic_load_explicit(&h->counter, memory_order_acquire) >= e->seq;
 }
 
 static void xs__pass_record(xs_cmd *rec)
@@ -118,6 +124,10 @@ static void *xs__executor(void *arg)
 		h->head = e->next;
 		if (!h->head)
 			h->tail = NULL;
+		if (e->seq == 0) { /* a gate check that passed */
+			free(e);
+			continue;
+		}
 		atomic_store_explicit(&h->started_seq, e->seq, memory_order_relaxed);
 		xs_mutex_unlock(&h->lock);
 
@@ -170,9 +180,28 @@ static uint64_t xs__device_key(xs_hwq *q)
 	return 0;
 }
 
+static void xs__append(xs__host_q *h, struct xs__entry *e)
+{
+	e->next = NULL;
+	xs_mutex_lock(&h->lock);
+	if (h->tail)
+		h->tail->next = e;
+	else
+		h->head = e;
+	h->tail = e;
+	xs_cond_broadcast(&h->cv);
+	xs_mutex_unlock(&h->lock);
+}
+
 static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
 {
 	xs__host_q *h = xs__hq(q);
+	XResult res = kXSchedSuccess;
+	if (cmd && cmd->kind == XS_CMD_INLINE) {
+		/* No stream to put work on: the work runs here, the entry is its done mark. */
+		res = cmd->u.callback.fn(q->obj.handle, cmd->u.callback.data);
+		cmd = NULL;
+	}
 	struct xs__entry *e = malloc(sizeof(*e));
 	if (!e) {
 		atomic_store_explicit(&q->broken, true, memory_order_relaxed);
@@ -183,15 +212,25 @@ static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
 	e->cmd = cmd;
 	e->seq = seq;
 	e->gated = gated;
-	e->next = NULL;
+	xs__append(h, e);
+	return res;
+}
+
+static void xs__set_run_gate(xs_hwq *q, bool open)
+{
+	xs__host_q *h = xs__hq(q);
+	atomic_store_explicit(&h->gate_open, open, memory_order_release);
 	xs_mutex_lock(&h->lock);
-	if (h->tail)
-		h->tail->next = e;
-	else
-		h->head = e;
-	h->tail = e;
 	xs_cond_broadcast(&h->cv);
 	xs_mutex_unlock(&h->lock);
+}
+
+static XResult xs__gate_check(xs_hwq *q)
+{
+	struct xs__entry *e = calloc(1, sizeof(*e)); /* seq 0: a gate check */
+	if (!e)
+		return kXSchedErrorUnknown;
+	xs__append(xs__hq(q), e);
 	return kXSchedSuccess;
 }
 
@@ -259,6 +298,7 @@ static void xs__destroy(xs_hwq *q)
 {
 	xs__host_q *h = xs__hq(q);
 	xs__hold(q, false);
+	xs__set_run_gate(q, true);
 	xs__commit(q, UINT64_MAX); /* nothing may stay parked behind the counter */
 	atomic_store_explicit(&h->abort_waits, true, memory_order_relaxed);
 	xs__ev_broadcast();
@@ -290,6 +330,8 @@ static const xs_hal_ops xs__host_ops = {
     .done = xs__done,
     .wait_done = xs__wait_done,
     .check = xs__check,
+    .set_run_gate = xs__set_run_gate,
+    .gate_check = xs__gate_check,
     .hold = xs__hold,
     .destroy = xs__destroy,
 };
@@ -309,6 +351,7 @@ XResult xs_host_queue_create(xs_hwq **out)
 	atomic_init(&h->done_seq, 0);
 	atomic_init(&h->started_seq, 0);
 	atomic_init(&h->abort_waits, false);
+	atomic_init(&h->gate_open, true);
 	xs_mutex_init(&h->lock);
 	xs_cond_init(&h->cv);
 	int err = xs_thread_start(&h->thread, "xs-host", xs__executor, h);

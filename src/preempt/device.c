@@ -65,7 +65,7 @@ void xs_dev_top_update(xs_xqueue *xq)
 {
 	/* A queue blocked on another's event does not hold them: that one may be the
 	 * producer. */
-	bool busy = !xq->limited && xq->completed != xq->submitted && !xq->blocked && !xq->waiting;
+	bool busy = !xq->limited && xs_engine_ready(xq);
 	if (busy == xq->top_busy)
 		return;
 	xq->top_busy = busy;

@@ -268,6 +268,10 @@ static void xs__drain(xs_xqueue *xq)
 		if (!l)
 			break;
 		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+		if (cmd->kind == XS_CMD_INLINE && !pthread_equal(cmd->owner, pthread_self())) {
+			xs_cond_broadcast(&xq->cv); /* its owner enqueues it */
+			break;
+		}
 		XResult skip = kXSchedSuccess;
 		bool broken = atomic_load_explicit(&q->broken, memory_order_relaxed);
 		if (!broken && !xs__may_enqueue(xq, cmd, &skip))
@@ -291,9 +295,10 @@ static void xs__drain(xs_xqueue *xq)
 
 		XResult res = kXSchedErrorHardware;
 		if (!broken) {
+			const xs_xqueue *outer = xs__in_enqueue; /* an inline callback's, or NULL */
 			xs__in_enqueue = xq;
 			res = q->ops->enqueue(q, skip == kXSchedSuccess ? cmd : NULL, seq, gated);
-			xs__in_enqueue = NULL;
+			xs__in_enqueue = outer;
 		}
 		if (skip != kXSchedSuccess)
 			res = skip;
@@ -317,11 +322,22 @@ static void xs__drain(xs_xqueue *xq)
 	xs_cond_broadcast(&xq->cv);
 }
 
+/* Whether the head pending command is an inline one (only its owner enqueues it). */
+static bool xs__inline_head(const xs_xqueue *xq)
+{
+	xs_link *l = xs_list_first(&xq->pending);
+	return l && xs_container_of(l, xs_cmd, link)->kind == XS_CMD_INLINE;
+}
+
 void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 {
 	xs__commit(xq);
 	if (xs_list_empty(&xq->pending) || xq->launching)
 		return;
+	if (xs__inline_head(xq) && !may_launch) {
+		xs_cond_broadcast(&xq->cv); /* its owner waits there and checks */
+		return;
+	}
 	if (may_launch) {
 		xs__drain(xq);
 		return;
@@ -373,7 +389,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 	xs_cond_broadcast(&xq->cv);
 	xs_engine_progress(xq, false);
 	xs_dev_top_update(xq);
-	if (xq->completed == xq->submitted)
+	if (!xs_engine_has_work(xq))
 		xs_engine_notify(xq); /* idle now */
 }
 
@@ -536,30 +552,28 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 
 /* ---- submit ---- */
 
-XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd)
+/* Check @cmd and append it to the pending list (taking over the caller's reference).
+ * Caller holds xq->lock. */
+static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 {
-	XResult res = kXSchedSuccess;
 	struct xs_xqueue *none = NULL;
-	xs_mutex_lock(&xq->lock);
 	if (xq->closing) {
 		XS_WARN("engine", "XQueueSubmit: XQueue 0x%llx is being destroyed",
 			(unsigned long long)xq->obj.handle);
-		res = kXSchedErrorNotFound;
-	} else if (!xq->hwq->ops->supports(xq->hwq, cmd->kind)) {
+		return kXSchedErrorNotFound;
+	}
+	if (cmd->kind != XS_CMD_INLINE && !xq->hwq->ops->supports(xq->hwq, cmd->kind)) {
 		XS_WARN("engine", "XQueueSubmit: the %s HwQueue cannot run this kind of command",
 			xq->hwq->ops->name);
-		res = kXSchedErrorNotSupported;
-	} else if (!atomic_compare_exchange_strong_explicit(
-		       &cmd->xq, &none, xq, memory_order_acq_rel, memory_order_acquire)) {
+		return kXSchedErrorNotSupported;
+	}
+	if (!atomic_compare_exchange_strong_explicit(&cmd->xq, &none, xq, memory_order_acq_rel,
+						     memory_order_acquire)) {
 		XS_WARN("engine", "XQueueSubmit: command 0x%llx was already submitted",
 			(unsigned long long)cmd->obj.handle);
-		res = kXSchedErrorNotAllowed;
+		return kXSchedErrorNotAllowed;
 	}
-	if (res != kXSchedSuccess) {
-		xs_mutex_unlock(&xq->lock);
-		return res;
-	}
-	bool was_idle = xq->completed == xq->submitted;
+	bool was_idle = !xs_engine_has_work(xq);
 	cmd->seq = ++xq->submitted;
 	xs_dev_top_update(xq); /* a top queue's arrival holds the others at once */
 	cmd->state = XS_CMD_PENDING;
@@ -570,9 +584,85 @@ XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd)
 		xq->ready_since_ns = xs_now_ns();
 		xs_engine_notify(xq);
 	}
-	xs_engine_progress(xq, true);
-	xs_mutex_unlock(&xq->lock);
 	return kXSchedSuccess;
+}
+
+XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd)
+{
+	xs_mutex_lock(&xq->lock);
+	XResult res = xs__accept(xq, cmd);
+	if (res == kXSchedSuccess)
+		xs_engine_progress(xq, true);
+	xs_mutex_unlock(&xq->lock);
+	return res;
+}
+
+XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
+{
+	if (xs_engine_in_callback(xq)) {
+		XS_WARN("engine",
+			"XQueueLaunchInline on XQueue 0x%llx from its own command would wait for "
+			"itself; refused",
+			(unsigned long long)xq->obj.handle);
+		return kXSchedErrorNotAllowed;
+	}
+	xs_mutex_lock(&xq->lock);
+	XResult res = xs__accept(xq, cmd);
+	if (res != kXSchedSuccess) {
+		xs_mutex_unlock(&xq->lock);
+		return res;
+	}
+	xs_obj_ref(&cmd->obj); /* ours, to read its result */
+	/* Only this thread enqueues it (xs__drain stops in front of it on other threads and
+	 * wakes us; xs_engine_progress wakes us wherever it would kick the launch thread). */
+	while (cmd->state == XS_CMD_PENDING) {
+		if (!xq->launching && xs_list_first(&xq->pending) == &cmd->link) {
+			xs__drain(xq);
+			if (cmd->state != XS_CMD_PENDING)
+				break;
+		}
+		xs_cond_wait(&xq->cv, &xq->lock);
+	}
+	res = cmd->result;
+	xs_mutex_unlock(&xq->lock);
+	xs_obj_unref(&cmd->obj);
+	return res;
+}
+
+XResult xs_engine_scope(xs_xqueue *xq, bool open)
+{
+	XResult res = kXSchedSuccess;
+	xs_mutex_lock(&xq->lock);
+	bool had = xs_engine_has_work(xq);
+	if (open) {
+		xq->scopes++;
+	} else if (xq->scopes == 0) {
+		XS_WARN("engine", "XQueueEndScope: XQueue 0x%llx has no open scope",
+			(unsigned long long)xq->obj.handle);
+		res = kXSchedErrorNotAllowed;
+	} else {
+		xq->scopes--;
+	}
+	bool has = xs_engine_has_work(xq);
+	if (has != had) {
+		if (has)
+			xq->ready_since_ns = xs_now_ns();
+		xs_dev_top_update(xq);
+		xs_engine_notify(xq);
+	}
+	xs_mutex_unlock(&xq->lock);
+	return res;
+}
+
+XResult xs_engine_gate_check(xs_xqueue *xq)
+{
+	xs_hwq *q = xq->hwq;
+	if (!q->ops->gate_check || q->max_level < kPreemptLevelDeactivate) {
+		XS_WARN("engine", "XQueueEnqueueGateCheck: the %s HwQueue has no run gate",
+			q->ops->name);
+		return kXSchedErrorNotSupported;
+	}
+	return q->ops->gate_check(q);
 }
 
 /* ---- suspension and levels ---- */
@@ -609,6 +699,9 @@ static void xs__apply(xs_xqueue *xq)
 	if (run == xq->running)
 		return;
 	xq->running = run;
+	xs_hwq *q = xq->hwq;
+	if (q->ops->set_run_gate && q->max_level >= kPreemptLevelDeactivate)
+		q->ops->set_run_gate(q, run);
 	int64_t now = xs_now_ns();
 	if (!run) {
 		xq->suspensions++;

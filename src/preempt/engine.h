@@ -75,6 +75,7 @@ typedef struct xs_xqueue {
 			       * for another XQueue: it counts as blocked meanwhile */
 	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
 	bool top_busy;        /* counted in the device's top_busy: not limited, has work */
+	unsigned scopes;      /* open scopes (XQueueBeginScope): it counts as having work */
 
 	uint64_t suspensions;
 	int64_t suspended_ns;       /* finished spells */
@@ -119,6 +120,20 @@ void xs_engine_destroy(xs_xqueue *xq);
  * kXSchedErrorNotSupported for a kind the HwQueue cannot run. Takes over one reference of
  * @cmd on success. */
 XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd);
+/* Submit the XS_CMD_INLINE command @cmd (its owner the calling thread) and enqueue it on
+ * this thread, in order, once the XQueue may enqueue it: its callback runs here. Blocks
+ * meanwhile (suspended, window full, budget). Returns the launch result, or what
+ * xs_engine_submit returns; kXSchedErrorNotAllowed from a command of @xq itself. Takes
+ * over one reference of @cmd on success as xs_engine_submit does. */
+XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd);
+/* Open (@open) or close a scope: while one is open the XQueue counts as having work for
+ * the scheduler and the budget's hold, also between its commands. kXSchedErrorNotAllowed
+ * when closing a scope that is not open. */
+XResult xs_engine_scope(xs_xqueue *xq, bool open);
+/* Enqueue on the HwQueue's native queue, at its current end and outside the numbering, a
+ * wait for the XQueue's run gate (open while it runs, closed while suspended). For stream
+ * capture. kXSchedErrorNotSupported where the backend has no run gate. */
+XResult xs_engine_gate_check(xs_xqueue *xq);
 /* Whether the calling thread runs a command of @xq (a launch callback inside its enqueue,
  * a host function, a host queue's launch callback): then destroying @xq, or waiting for
  * its own or a later command, would never return. */
@@ -145,11 +160,17 @@ void xs_engine_set_level(xs_xqueue *xq, int level);
  * keep the current one. */
 XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t batch_size);
 
-/* Whether @xq has submitted, incomplete commands and is not blocked. Caller holds
+/* Whether @xq has work: submitted, incomplete commands, or an open scope. Caller holds
  * xq->lock. */
+static inline bool xs_engine_has_work(const xs_xqueue *xq)
+{
+	return xq->completed != xq->submitted || xq->scopes;
+}
+
+/* Whether @xq has work and is not blocked. Caller holds xq->lock. */
 static inline bool xs_engine_ready(const xs_xqueue *xq)
 {
-	return xq->completed != xq->submitted && !xq->blocked && !xq->waiting;
+	return xs_engine_has_work(xq) && !xq->blocked && !xq->waiting;
 }
 
 /* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
