@@ -9,5 +9,5 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
 	meson ninja-build pkg-config gcc g++ clang clang-format binutils \
-	python3 python3-pytest \
+	python3 python3-pytest python3-torch \
 	libamdhip64-dev libhsakmt-dev hipcc

@@ -60,7 +60,7 @@ __all__ = [
     "QueueSuspendFlag", "QueueResumeFlag",
     "XSchedError", "HardwareError", "InvalidValueError", "NotFoundError", "NotAllowedError",
     "NotSupportedError", "BadResponseError", "UnknownError", "LibraryNotFoundError",
-    "QueueStats", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command",
+    "QueueStats", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command", "Scope",
     "host_func", "launch_callback", "set_scheduler", "shutdown", "set_timeslice",
     "set_k_deadline", "stream_pointer", "hw_queue_for", "error_for", "check", "has_function",
     "library_path", "lib",
@@ -370,6 +370,10 @@ _PROTOTYPES = {
     "XQueueSubmit": [XQueueHandle, HwCommandHandle],
     "XQueueWait": [XQueueHandle, HwCommandHandle],
     "XQueueWaitAll": [XQueueHandle],
+    "XQueueLaunchInline": [XQueueHandle, LaunchCallbackType, c_void_p],
+    "XQueueBeginScope": [XQueueHandle],
+    "XQueueEndScope": [XQueueHandle],
+    "XQueueEnqueueGateCheck": [XQueueHandle],
     "XQueueQuery": [XQueueHandle, _P(c_int)],
     "XQueueSuspend": [XQueueHandle, c_int64],
     "XQueueResume": [XQueueHandle, c_int64],
@@ -597,6 +601,30 @@ def _launch_trampoline(hwq, data):
 # Module-level, never freed: the library may call them from any thread until it is done.
 _HOST_TRAMPOLINE = HostFunctionType(_host_trampoline)
 _LAUNCH_TRAMPOLINE = LaunchCallbackType(_launch_trampoline)
+
+
+class _InlineOp:
+    """One call run by XQueueLaunchInline on the calling thread."""
+    __slots__ = ("fn", "args", "kwargs", "value", "exc", "ran")
+
+    def __init__(self, fn, args, kwargs):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.value = self.exc = None
+        self.ran = False
+
+
+def _inline_trampoline(hwq, data):
+    # Called by XQueueLaunchInline on the thread that called it, which pushed the op.
+    op = _tls.inline[-1]
+    op.ran = True
+    try:
+        op.value = op.fn(*op.args, **op.kwargs)
+    except BaseException as e:  # noqa: B902 - re-raised by launch_inline on this thread
+        op.exc = e
+    return 0
+
+
+_INLINE_TRAMPOLINE = LaunchCallbackType(_inline_trampoline)
 
 
 def _in_callback_of(xq_handle):
@@ -1193,6 +1221,62 @@ class XQueue(_Handle):
         """Make and submit a host-function command running ``fn(*args, **kwargs)``."""
         return self.submit(Command.host_func(fn, *args, **kwargs))
 
+    def launch_inline(self, fn: Callable, *args, **kwargs):
+        """Run ``fn(*args, **kwargs)`` on this thread as one command of this XQueue
+        (XQueueLaunchInline) and return its value.
+
+        The call waits, with the GIL released, until the XQueue may launch its next
+        command (not while it is suspended at Lv1 or by :meth:`suspend`, nor while its
+        window is full), then runs ``fn`` here: GPU work ``fn`` puts on the XQueue's
+        stream (the current stream must be it: see :meth:`running`) sits behind the
+        command's gate at Lv2 and is followed by its done mark. Returns without waiting
+        for the GPU. An exception of ``fn`` is re-raised here, and the command counts as
+        successful (it enqueued what it enqueued). :class:`NotAllowedError` from a
+        callback of this XQueue itself."""
+        self._check_open()
+        op = _InlineOp(fn, args, kwargs)
+        stack = getattr(_tls, "inline", None)
+        if stack is None:
+            stack = _tls.inline = []
+        stack.append(op)
+        try:
+            res = _C.XQueueLaunchInline(self._handle, _INLINE_TRAMPOLINE, None)
+        finally:
+            stack.pop()
+        if op.exc is not None:
+            raise op.exc
+        if res != 0:
+            raise error_for(res, "XQueueLaunchInline")
+        return op.value
+
+    def running(self, per_operator: bool = True) -> "Scope":
+        """A scope that runs eager PyTorch code on this thread under this XQueue::
+
+            with xq.running():
+                loss = model(x)
+                loss.backward()
+
+        Inside it this XQueue counts as having work (XQueueBeginScope: HPF keeps
+        lower-priority XQueues suspended between its operators), the XQueue's stream is
+        the current torch stream (it first waits for the stream that was current, which
+        waits for it on exit), and with ``per_operator`` every operator that launches GPU
+        work is one command of this XQueue (:meth:`launch_inline`), so a suspension
+        stops the stream at the next operator and the thread blocks in C, GIL released,
+        while the XQueue may not launch. Operators of the autograd engine's threads
+        (``backward()``) go the same way. Without ``per_operator`` the scope's work is
+        one command, closed on exit: cheaper, for an XQueue nothing preempts (the top
+        priority). See doc/python.md ("Operator scopes")."""
+        return Scope(self, per_operator)
+
+    def gate_checks(self) -> "Scope":
+        """A scope for capturing a CUDA graph on this XQueue's stream that stays
+        preemptible per operator when replayed: before each operator it enqueues a check
+        of the XQueue's run gate (XQueueEnqueueGateCheck), so a replay (one command, e.g.
+        ``xq.submit_callable(g.replay)``) stops at the next check while the XQueue is
+        suspended. Use inside ``torch.cuda.graph(g, stream=s)`` with ``s`` the XQueue's
+        stream. Needs Lv2 (:class:`NotSupportedError` otherwise)."""
+        return Scope(self, "gate")
+
     # -- waiting -----------------------------------------------------------------------
     def _no_self_wait(self, what):
         if _in_callback_of(self._handle):
@@ -1318,6 +1402,136 @@ class XQueue(_Handle):
 # ----------------------------------------------------------------------------------------
 # Scheduler
 # ----------------------------------------------------------------------------------------
+
+# ----------------------------------------------------------------------------------------
+# Operator scopes (eager PyTorch): XQueue.running(), XQueue.gate_checks()
+# ----------------------------------------------------------------------------------------
+
+def _op_is_free(func, cache={}):
+    """Whether an ATen operator launches no device work (views, allocation, metadata), so
+    that it needs no command. Decided once per operator from its schema."""
+    v = cache.get(func)
+    if v is None:
+        name = getattr(func, "__name__", "")
+        base = name.split(".")[0]
+        v = base in _FREE_OPS
+        schema = getattr(func, "_schema", None)
+        if not v and schema is not None:
+            # A view returns an alias of an input that it does not write.
+            v = any(r.alias_info is not None and not r.alias_info.is_write
+                    for r in schema.returns)
+        cache[func] = v
+    return v
+
+
+_FREE_OPS = frozenset([
+    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "detach",
+    "detach_", "alias", "lift_fresh", "lift_fresh_copy", "set_", "resize_", "sym_size",
+    "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "_has_same_storage_numel",
+])
+
+
+def _make_mode_class():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _XQueueMode(TorchDispatchMode):
+        """Routes each operator dispatched on this thread (and on the autograd threads
+        that run its backward) to the innermost scope's XQueue."""
+
+        def __init__(self, stack):
+            super().__init__()
+            self.stack = stack  # the owning thread's scopes, innermost last
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if kwargs is None:
+                kwargs = {}
+            scope = self.stack[-1] if self.stack else None
+            if scope is None or _op_is_free(func):
+                return func(*args, **kwargs)
+            if scope.kind == "gate":
+                _call("XQueueEnqueueGateCheck", scope.xq._handle)
+                return func(*args, **kwargs)
+            return scope.xq.launch_inline(func, *args, **kwargs)
+
+    return _XQueueMode
+
+
+_mode_class = None
+
+
+class Scope:
+    """What :meth:`XQueue.running` and :meth:`XQueue.gate_checks` return: a context
+    manager for one thread, re-entrant, nestable with other XQueues' scopes (the innermost
+    wins). Leaving it does not wait for the GPU: the work goes on and completes as
+    commands of the XQueue (:meth:`XQueue.wait_all`)."""
+
+    def __init__(self, xq: "XQueue", kind):
+        self.xq = xq
+        self.kind = "gate" if kind == "gate" else ("op" if kind else "whole")
+        self._saved = []  # per entry: (torch stream context, stream it replaced, mode)
+
+    def __enter__(self):
+        global _mode_class
+        xq = self.xq
+        xq._check_open()
+        state = getattr(_tls, "scopes", None)
+        if state is None:
+            state = _tls.scopes = [[], None]  # [stack, mode]
+        stack, mode = state
+        if self.kind != "gate":
+            _call("XQueueBeginScope", xq._handle)
+        stream_ctx = prev = None
+        try:
+            torch = sys.modules.get("torch")
+            stream = getattr(xq.hwq, "stream", None)
+            if torch is not None and stream is not None and getattr(xq.hwq, "stream_ctx",
+                                                                   None):
+                prev = torch.cuda.current_stream()
+                stream.wait_stream(prev)  # inputs made on the outer stream come first
+                stream_ctx = torch.cuda.stream(stream)
+                stream_ctx.__enter__()
+            new_mode = None
+            if self.kind != "whole" and mode is None and torch is not None:
+                if _mode_class is None:
+                    _mode_class = _make_mode_class()
+                new_mode = _mode_class(stack)
+                new_mode.__enter__()
+                state[1] = new_mode
+            stack.append(self)
+        except BaseException:
+            if stream_ctx is not None:
+                stream_ctx.__exit__(None, None, None)
+            if self.kind != "gate":
+                _C.XQueueEndScope(xq._handle)
+            raise
+        self._saved.append((stream_ctx, prev, new_mode))
+        return self
+
+    def __exit__(self, *exc):
+        stream_ctx, prev, new_mode = self._saved.pop()
+        state = _tls.scopes
+        stack = state[0]
+        stack.pop()
+        try:
+            if new_mode is not None:
+                state[1] = None
+                new_mode.__exit__(*exc)
+            if self.kind == "whole" and self.xq._handle:
+                # One done mark after the scope's work: the XQueue stays busy until the
+                # GPU has finished it.
+                self.xq.launch_inline(_no_op)
+        finally:
+            if stream_ctx is not None:
+                stream_ctx.__exit__(*exc)
+                prev.wait_stream(self.xq.hwq.stream)  # later work sees the results
+            if self.kind != "gate" and self.xq._handle:
+                _C.XQueueEndScope(self.xq._handle)
+        return False
+
+
+def _no_op():
+    return None
+
 
 def set_scheduler(scheduler: int = Scheduler.LOCAL,
                   policy: int = Policy.HIGHEST_PRIORITY_FIRST) -> None:
