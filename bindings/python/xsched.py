@@ -1249,7 +1249,7 @@ class XQueue(_Handle):
             raise error_for(res, "XQueueLaunchInline")
         return op.value
 
-    def running(self, per_operator: bool = True) -> "Scope":
+    def running(self, per_operator: bool = True, ops_per_command: int = 1) -> "Scope":
         """A scope that runs eager PyTorch code on this thread under this XQueue::
 
             with xq.running():
@@ -1257,16 +1257,24 @@ class XQueue(_Handle):
                 loss.backward()
 
         Inside it this XQueue counts as having work (XQueueBeginScope: HPF keeps
-        lower-priority XQueues suspended between its operators), the XQueue's stream is
-        the current torch stream (it first waits for the stream that was current, which
-        waits for it on exit), and with ``per_operator`` every operator that launches GPU
-        work is one command of this XQueue (:meth:`launch_inline`), so a suspension
-        stops the stream at the next operator and the thread blocks in C, GIL released,
-        while the XQueue may not launch. Operators of the autograd engine's threads
-        (``backward()``) go the same way. Without ``per_operator`` the scope's work is
-        one command, closed on exit: cheaper, for an XQueue nothing preempts (the top
-        priority). See doc/python.md ("Operator scopes")."""
-        return Scope(self, per_operator)
+        lower-priority XQueues suspended between its operators) and the XQueue's stream
+        is the current torch stream (it first waits for the stream that was current).
+        With ``per_operator`` the operators that launch GPU work become commands of this
+        XQueue (:meth:`launch_inline`): every ``ops_per_command``-th one is a command,
+        with its gate in front, and the operators after it up to the next command run
+        behind it on the stream, so a suspension stops the stream within
+        ``ops_per_command`` operators, and the thread blocks in C, GIL released, while the
+        XQueue may not launch. Operators of the autograd engine's threads (``backward()``)
+        go the same way. Without ``per_operator`` the scope's work is one command, closed
+        on exit: cheaper, for an XQueue nothing preempts (the top priority).
+
+        Leaving the scope does not wait for the GPU and adds no cross-stream wait: as
+        with ``torch.cuda.stream``, synchronize with the XQueue's stream before using its
+        results on another stream (``torch.cuda.current_stream().wait_stream(s)``). See
+        doc/python.md ("Operator scopes") for the costs."""
+        if int(ops_per_command) < 1:
+            raise ValueError("ops_per_command must be >= 1")
+        return Scope(self, "op" if per_operator else "whole", int(ops_per_command))
 
     def gate_checks(self) -> "Scope":
         """A scope for capturing a CUDA graph on this XQueue's stream that stays
@@ -1451,6 +1459,10 @@ def _make_mode_class():
             if scope.kind == "gate":
                 _call("XQueueEnqueueGateCheck", scope.xq._handle)
                 return func(*args, **kwargs)
+            n = scope.count
+            scope.count = n + 1
+            if n % scope.every:
+                return func(*args, **kwargs)  # behind the last command's operator
             return scope.xq.launch_inline(func, *args, **kwargs)
 
     return _XQueueMode
@@ -1465,10 +1477,12 @@ class Scope:
     wins). Leaving it does not wait for the GPU: the work goes on and completes as
     commands of the XQueue (:meth:`XQueue.wait_all`)."""
 
-    def __init__(self, xq: "XQueue", kind):
+    def __init__(self, xq: "XQueue", kind, ops_per_command=1):
         self.xq = xq
-        self.kind = "gate" if kind == "gate" else ("op" if kind else "whole")
-        self._saved = []  # per entry: (torch stream context, stream it replaced, mode)
+        self.kind = kind  # "op", "whole" or "gate"
+        self.every = ops_per_command
+        self.count = 0  # operators seen (per_operator), by every thread of the scope
+        self._saved = []  # per entry: (torch stream context, mode it entered)
 
     def __enter__(self):
         global _mode_class
@@ -1480,12 +1494,16 @@ class Scope:
         stack, mode = state
         if self.kind != "gate":
             _call("XQueueBeginScope", xq._handle)
-        stream_ctx = prev = None
+        stream_ctx = None
         try:
             torch = sys.modules.get("torch")
             stream = getattr(xq.hwq, "stream", None)
-            if torch is not None and stream is not None and getattr(xq.hwq, "stream_ctx",
-                                                                   None):
+            if self.kind == "gate" and torch is not None and stream is not None and \
+                    torch.cuda.current_stream().cuda_stream != stream_pointer(stream):
+                raise ValueError("gate_checks(): capture on the XQueue's stream "
+                                 "(torch.cuda.graph(g, stream=s))")
+            if self.kind != "gate" and torch is not None and stream is not None and \
+                    getattr(xq.hwq, "stream_ctx", None):
                 prev = torch.cuda.current_stream()
                 stream.wait_stream(prev)  # inputs made on the outer stream come first
                 stream_ctx = torch.cuda.stream(stream)
@@ -1504,11 +1522,11 @@ class Scope:
             if self.kind != "gate":
                 _C.XQueueEndScope(xq._handle)
             raise
-        self._saved.append((stream_ctx, prev, new_mode))
+        self._saved.append((stream_ctx, new_mode))
         return self
 
     def __exit__(self, *exc):
-        stream_ctx, prev, new_mode = self._saved.pop()
+        stream_ctx, new_mode = self._saved.pop()
         state = _tls.scopes
         stack = state[0]
         stack.pop()
@@ -1523,7 +1541,6 @@ class Scope:
         finally:
             if stream_ctx is not None:
                 stream_ctx.__exit__(*exc)
-                prev.wait_stream(self.xq.hwq.stream)  # later work sees the results
             if self.kind != "gate" and self.xq._handle:
                 _C.XQueueEndScope(self.xq._handle)
         return False

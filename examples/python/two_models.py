@@ -1,28 +1,42 @@
 #!/usr/bin/env python3
-"""Two models on one GPU in one process: a latency-critical ResNet-18 and a best-effort
-ResNet-50, each in its own thread on its own torch.cuda.Stream.
+"""Two models on one GPU in one process, eager PyTorch: a latency-critical model serving
+requests at a fixed rate and a best-effort training loop, each in its own thread on its
+own torch.cuda.Stream.
 
-- high: ResNet-18, batch 1, a fixed request rate (default 20 req/s); each request is
-  timed from submission to completion;
-- low: ResNet-50, batch 8, back to back; throughput in images/s.
+Pairs (--pair):
+  resnet       high: ResNet-18 inference, batch 1, --rate req/s (default 20)
+  transformer  high: a BERT-base-sized encoder written in torch.nn (12 layers, d 768,
+               12 heads, FF 3072), batch 1, sequence 128, --rate req/s (default 40)
+  both pairs   low: ResNet-50 training (forward, backward, SGD step), batch --low-batch
+               (default 64), back to back; throughput in steps/s
 
 Modes (each run for --duration seconds after --warmup seconds):
-  alone        the high model only, no scheduler
-  low-alone    the low model only, no scheduler (reference throughput)
-  native       both models, equal streams, no scheduler
-  native-prio  both, the high model on a hardware high-priority stream (priority=-1)
-  xsched       both through XQueues with HPF (high priority 1, low 0); each forward is a
-               launch callback (the low model's is split into --low-chunks commands so
-               that it can be suspended between them)
-  xsched-prio  as xsched, the high model's stream also of high hardware priority
+  alone          the high model only, no library
+  low-alone      the low model only, no library
+  scope-alone    the high model only, inside its XQueue's operator scope (every operator
+                 one command): the scope's overhead
+  low-scope-alone the low model only, inside its operator scope
+  native         both models, equal streams, no library
+  native-prio    both, the high model's stream of high hardware priority
+  xsched         both through XQueues with HPF (high priority 1, low 0)
+  xsched-prio    as xsched, the high stream also created with high hardware priority
 
-Random weights (weights=None): nothing is downloaded. Needs PyTorch, torchvision, a CUDA
-or ROCm GPU and libxsched built with its CUDA or HIP backend (XSCHED_LIBRARY=...).
+How the xsched modes run the models (--form):
+  scope     (default) eager code inside ``with xq.running():`` on the model's own thread;
+            the low loop's operators are commands (suspended at the next operator), the
+            high model's scope holds the low queue for the whole request
+            (--high-per-op makes its operators commands too)
+  callback  each request, and each of forward/backward/step of the low loop, is one
+            launch callback (xq.submit_callable), the form of libxsched 0.2
+--graphs replays the high model as a CUDA graph (captured with xq.gate_checks(), so that a
+replay stops at the next operator while its XQueue is suspended) in every mode.
 
-  python3 examples/python/two_models.py --duration 20 --graphs --json results.json
+Random weights, random data: nothing is downloaded. Needs PyTorch, torchvision, a CUDA or
+ROCm GPU and libxsched built with its CUDA or HIP backend (XSCHED_LIBRARY=...).
+
+  python3 examples/python/two_models.py --pair transformer --duration 20 --json out.json
 """
 import argparse
-import collections
 import datetime
 import json
 import os
@@ -34,34 +48,33 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "bindings", "python"))
 
-MODES = ("alone", "low-alone", "native", "native-prio", "xsched", "xsched-prio")
+MODES = ("alone", "low-alone", "scope-alone", "low-scope-alone", "native", "native-prio",
+         "xsched", "xsched-prio")
+RATES = {"resnet": 20.0, "transformer": 40.0}
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--modes", default="alone,native,native-prio,xsched",
-                   help="comma-separated, from: " + ", ".join(MODES))
+    p.add_argument("--pair", default="transformer", choices=sorted(RATES))
+    p.add_argument("--modes", default="alone,low-alone,scope-alone,low-scope-alone,native,"
+                   "native-prio,xsched", help="comma-separated, from: " + ", ".join(MODES))
+    p.add_argument("--form", default="scope", choices=("scope", "callback"))
+    p.add_argument("--ops-per-command", type=int, default=1,
+                   help="scope form: operators per command (a suspension stops the "
+                        "stream within this many operators)")
+    p.add_argument("--high-per-op", action="store_true",
+                   help="xsched modes: the high model's operators are commands too")
+    p.add_argument("--graphs", action="store_true", help="high model as a CUDA graph")
     p.add_argument("--duration", type=float, default=20.0, help="seconds measured per mode")
-    p.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring")
-    p.add_argument("--rate", type=float, default=20.0, help="high-priority requests/s")
-    p.add_argument("--high-batch", type=int, default=1)
-    p.add_argument("--low-batch", type=int, default=8)
-    p.add_argument("--low-chunks", type=int, default=0,
-                   help="commands per low-priority forward (0: one per residual block)")
-    p.add_argument("--graphs", action="store_true",
-                   help="replay CUDA graphs (one per forward or chunk) in every mode")
+    p.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
+    p.add_argument("--rate", type=float, default=0.0, help="high requests/s (0: pair's)")
+    p.add_argument("--low-batch", type=int, default=64)
     p.add_argument("--level", default="max", help="XQueue preemption level: 1, 2 or max")
-    p.add_argument("--low-threshold", type=int, default=0,
-                   help="low XQueue: commands in flight (0: 2 at Lv1, where a suspension "
-                        "waits for them; the library's default at Lv2, where the gate "
-                        "stops the stream at the next command)")
-    p.add_argument("--low-batch-size", type=int, default=0,
-                   help="low XQueue: commands per completion point (0: 1 at Lv1, the "
-                        "library's default at Lv2)")
+    p.add_argument("--low-threshold", type=int, default=64,
+                   help="low XQueue window: operators enqueued ahead of the GPU")
     p.add_argument("--switch-interval", type=float, default=0.001,
                    help="sys.setswitchinterval (s), the same in every mode")
-    p.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"))
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--json", nargs="?", const="-", metavar="PATH",
                    help="also write the results as JSON (to PATH, or stdout)")
@@ -70,6 +83,7 @@ def parse_args():
     for m in a.modes:
         if m not in MODES:
             p.error("unknown mode %r" % m)
+    a.rate = a.rate or RATES[a.pair]
     return a
 
 
@@ -83,121 +97,139 @@ def percentile(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-class Model:
-    """A model split into sequential stages, each run eagerly or as a CUDA graph replay."""
-
-    def __init__(self, torch, net, batch, stages, dtype, graphs, device):
-        self.torch = torch
-        self.x = torch.randn(batch, 3, 224, 224, device=device, dtype=dtype)
-        self.x = self.x.contiguous(memory_format=torch.channels_last)
-        self.stages = stages
-        self.graphs = None
-        self.outs = None
-        self._warm()
-        if graphs:
-            self._capture()
-
-    def _eager_stage(self, i, x):
-        with self.torch.inference_mode():
-            return self.stages[i](x)
-
-    def _warm(self):
-        torch = self.torch
-        s = torch.cuda.Stream()
-        with torch.cuda.stream(s):
-            for _ in range(5):
-                y = self.x
-                for i in range(len(self.stages)):
-                    y = self._eager_stage(i, y)
-        s.synchronize()
-
-    def _capture(self):
-        torch = self.torch
-        self.graphs, self.outs = [], []
-        y = self.x
-        with torch.inference_mode():
-            for st in self.stages:
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    out = st(y)
-                self.graphs.append(g)
-                self.outs.append(out)
-                y = out
-        torch.cuda.synchronize()
-
-    def nstages(self):
-        return len(self.stages)
-
-    def run_stage(self, i):
-        """Enqueue stage i on the current stream."""
-        if self.graphs is not None:
-            self.graphs[i].replay()
-            return None
-        # Eager: each stage's input is the previous stage's last output.
-        x = self.x if i == 0 else self._last
-        self._last = self._eager_stage(i, x)
-        return None
-
-    def run_all(self):
-        for i in range(len(self.stages)):
-            self.run_stage(i)
-
-
-def split_resnet(torch, net, chunks):
-    """Stages of a torchvision ResNet: stem, residual blocks, head; regrouped into
-    ``chunks`` stages when chunks > 0."""
+def high_model(torch, pair, dev):
+    """The high model and one request's input."""
     nn = torch.nn
-    stem = nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool)
-    blocks = [b for layer in (net.layer1, net.layer2, net.layer3, net.layer4) for b in layer]
-    head = nn.Sequential(net.avgpool, nn.Flatten(1), net.fc)
-    parts = [stem] + blocks + [head]
-    if chunks <= 0 or chunks >= len(parts):
-        return parts
-    per = -(-len(parts) // chunks)
-    return [nn.Sequential(*parts[i:i + per]) for i in range(0, len(parts), per)]
+    if pair == "resnet":
+        import torchvision
+        net = torchvision.models.resnet18(weights=None).to(dev).eval()
+        return net, torch.randn(1, 3, 224, 224, device=dev)
+    layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, batch_first=True)
+    net = nn.TransformerEncoder(layer, 12, enable_nested_tensor=False).to(dev).eval()
+    return net, torch.randn(1, 128, 768, device=dev)
+
+
+class HighRunner:
+    """Runs one request on the current stream: eager, or a graph replay."""
+
+    def __init__(self, torch, net, x, graphs, xq_for_capture=None, stream=None):
+        self.torch, self.net, self.x, self.graph = torch, net, x, None
+        with torch.inference_mode():
+            for _ in range(3):
+                net(x)
+        torch.cuda.synchronize()
+        if graphs:
+            self.graph = torch.cuda.CUDAGraph()
+            s = stream or torch.cuda.Stream()
+            with torch.inference_mode():
+                if xq_for_capture is not None:
+                    with torch.cuda.graph(self.graph, stream=s,
+                                          capture_error_mode="thread_local"), \
+                            xq_for_capture.gate_checks():
+                        self.out = net(x)
+                else:
+                    with torch.cuda.graph(self.graph, stream=s):
+                        self.out = net(x)
+            torch.cuda.synchronize()
+
+    def __call__(self):
+        if self.graph is not None:
+            self.graph.replay()
+            return
+        with self.torch.inference_mode():
+            self.out = self.net(self.x)
+
+
+class LowTrainer:
+    """ResNet-50 training, one step = forward, loss, backward, SGD step."""
+
+    def __init__(self, torch, batch, dev):
+        import torchvision
+        self.torch = torch
+        self.net = torchvision.models.resnet50(weights=None).to(dev).train()
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=1e-3, momentum=0.9)
+        self.x = torch.randn(batch, 3, 224, 224, device=dev)
+        self.y = torch.randint(0, 1000, (batch,), device=dev)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.loss = None
+
+    def forward(self):
+        self.opt.zero_grad(set_to_none=True)
+        self.loss = self.loss_fn(self.net(self.x), self.y)
+
+    def backward(self):
+        self.loss.backward()
+
+    def step(self):
+        self.opt.step()
+
+    def __call__(self):
+        self.forward()
+        self.backward()
+        self.step()
 
 
 class Run:
     """One mode: the two threads and their measurements."""
 
-    def __init__(self, args, torch, high, low, mode):
-        self.args, self.torch, self.high, self.low, self.mode = args, torch, high, low, mode
-        self.lat = []          # ms, high requests submitted in the measured window
-        self.late = 0          # high requests submitted after their arrival time + 1 period
-        self.low_done = []     # completion times of low batches
+    def __init__(self, args, torch, dev, mode):
+        self.args, self.torch, self.dev, self.mode = args, torch, dev, mode
+        self.lat = []
+        self.late = 0
+        self.low_done = []
         self.stop = threading.Event()
         self.errors = []
         self.stats = {}
-
-    # -- streams and queues ----------------------------------------------------------
-    def setup(self):
-        torch, m = self.torch, self.mode
-        prio_high = m in ("native-prio", "xsched-prio")
-        self.s_high = torch.cuda.Stream(priority=-1) if prio_high else torch.cuda.Stream()
-        self.s_low = torch.cuda.Stream()
         self.xq_high = self.xq_low = None
-        if m.startswith("xsched"):
+
+    def setup(self):
+        torch, m, a = self.torch, self.mode, self.args
+        prio = m in ("native-prio", "xsched-prio")
+        self.s_high = torch.cuda.Stream(priority=-1) if prio else torch.cuda.Stream()
+        self.s_low = torch.cuda.Stream()
+        uses_high = m not in ("low-alone", "low-scope-alone")
+        uses_low = m not in ("alone", "scope-alone")
+        if m.startswith("xsched") or m.endswith("scope-alone"):
             import xsched
             xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
-            level = "max" if self.args.level == "max" else int(self.args.level)
-            self.xq_high = xsched.XQueue(self.s_high, level=level, priority=1)
-            self.xq_low = xsched.XQueue(self.s_low, level=level, priority=0)
-            self.level = int(self.xq_low.preempt_level)
-            lv1 = self.level == xsched.PreemptLevel.BLOCK
-            t = self.args.low_threshold or (2 if lv1 else xsched.DEFAULT_THRESHOLD)
-            b = self.args.low_batch_size or (1 if lv1 else xsched.DEFAULT_BATCH_SIZE)
-            self.xq_low.set_launch_config(t, b)
-            self.launch_config = (t, b)
+            level = "max" if a.level == "max" else int(a.level)
+            if uses_high:
+                self.xq_high = xsched.XQueue(self.s_high, level=level, priority=1)
+            if uses_low:
+                self.xq_low = xsched.XQueue(self.s_low, level=level, priority=0,
+                                            threshold=a.low_threshold)
+            self.level = int((self.xq_low or self.xq_high).preempt_level)
+        net, x = high_model(torch, a.pair, self.dev)
+        self.high = HighRunner(torch, net, x, a.graphs, self.xq_high, self.s_high) \
+            if uses_high else None
+        self.low = LowTrainer(torch, a.low_batch, self.dev) if uses_low else None
+        if self.low is not None:
+            with torch.cuda.stream(self.s_low):
+                for _ in range(2):
+                    self.low()
+            torch.cuda.synchronize()
 
     def teardown(self):
-        for xq in (self.xq_high, self.xq_low):
+        for name, xq in (("high", self.xq_high), ("low", self.xq_low)):
             if xq is not None:
-                self.stats[("high" if xq is self.xq_high else "low")] = xq.stats().as_dict()
+                self.stats[name] = xq.stats().as_dict()
                 xq.close()
 
-    # -- threads -----------------------------------------------------------------------
+    # -- the two threads -------------------------------------------------------------
+    def _request(self):
+        torch, xq = self.torch, self.xq_high
+        if xq is None:
+            with torch.cuda.stream(self.s_high):
+                self.high()
+        elif self.args.form == "callback":
+            xq.submit_callable(self.high).wait()
+        else:
+            per_op = self.args.high_per_op or self.mode == "scope-alone"
+            with xq.running(per_operator=per_op, ops_per_command=self.args.ops_per_command):
+                self.high()
+        self.s_high.synchronize()
+
     def high_loop(self, t_measure, t_end):
-        torch = self.torch
         period = 1.0 / self.args.rate
         t_next = time.perf_counter()
         while True:
@@ -209,15 +241,7 @@ class Run:
             t0 = time.perf_counter()
             if t0 > t_next + period:
                 self.late += 1
-            if self.xq_high is not None:
-                cmd = self.xq_high.submit_callable(self.high.run_all)
-                cmd.wait()
-                cmd.close()
-                self.s_high.synchronize()
-            else:
-                with torch.cuda.stream(self.s_high):
-                    self.high.run_all()
-                self.s_high.synchronize()
+            self._request()
             t1 = time.perf_counter()
             if t0 >= t_measure:
                 self.lat.append((t1 - t0) * 1e3)
@@ -226,71 +250,65 @@ class Run:
                 t_next = t1
 
     def low_loop(self):
-        torch = self.torch
-        pending = collections.deque()
-        n = self.low.nstages()
+        torch, xq, low = self.torch, self.xq_low, self.low
+        ev_prev = None
         while not self.stop.is_set():
-            if self.xq_low is not None:
-                last = None
-                for i in range(n):
-                    last = self.xq_low.submit_callable(self.low.run_stage, i)
-                pending.append(last)  # the others are submit-and-forget
-            else:
+            if xq is None:
                 with torch.cuda.stream(self.s_low):
-                    self.low.run_all()
-                    ev = torch.cuda.Event()
-                    ev.record()
-                pending.append(ev)
-            if len(pending) >= 2:  # two batches queued: wait for the older one
-                self._retire(pending.popleft())
-        while pending:
-            self._retire(pending.popleft())
-
-    def _retire(self, h):
-        if self.xq_low is not None:
-            h.wait()
-            h.close()
-        else:
-            h.synchronize()
-        self.low_done.append(time.perf_counter())
+                    low()
+            elif self.args.form == "callback":
+                xq.submit_callable(low.forward)
+                xq.submit_callable(low.backward)
+                xq.submit_callable(low.step)
+            else:
+                with xq.running(ops_per_command=self.args.ops_per_command):
+                    low()
+            ev = torch.cuda.Event()
+            ev.record(self.s_low)
+            if ev_prev is not None:  # at most two steps queued
+                ev_prev.synchronize()
+                self.low_done.append(time.perf_counter())
+            ev_prev = ev
+        if ev_prev is not None:
+            ev_prev.synchronize()
+            self.low_done.append(time.perf_counter())
 
     def _guard(self, fn, *a):
         try:
             fn(*a)
-        except BaseException as e:  # report, and let the run end
+        except BaseException as e:
             self.errors.append(e)
             self.stop.set()
             raise
 
     def execute(self):
         a = self.args
-        self.xq_high = self.xq_low = None
         try:
             self.setup()
-            t_start = time.perf_counter()
-            t_measure = t_start + a.warmup
+            t_measure = time.perf_counter() + a.warmup
             t_end = t_measure + a.duration
             threads = []
-            if self.mode != "low-alone":
+            if self.high is not None:
                 threads.append(threading.Thread(target=self._guard, name="high",
                                                 args=(self.high_loop, t_measure, t_end)))
-            if self.mode != "alone":
+            if self.low is not None:
                 threads.append(threading.Thread(target=self._guard, name="low",
                                                 args=(self.low_loop,)))
             for t in threads:
                 t.start()
-            if self.mode == "low-alone":
+            if self.high is None:
                 time.sleep(max(0.0, t_end - time.perf_counter()))
             else:
                 threads[0].join()
             self.stop.set()
             for t in threads:
                 t.join()
+            self.torch.cuda.synchronize()
         finally:
             self.teardown()
         if self.errors:
             raise self.errors[0]
-        low_n = sum(1 for t in self.low_done if t_measure <= t <= t_end)
+        steps = sum(1 for t in self.low_done if t_measure <= t <= t_end)
         res = {
             "high_requests": len(self.lat),
             "high_p50_ms": percentile(self.lat, 50) if self.lat else None,
@@ -298,19 +316,39 @@ class Run:
             "high_mean_ms": statistics.fmean(self.lat) if self.lat else None,
             "high_max_ms": max(self.lat) if self.lat else None,
             "high_late": self.late,
-            "low_img_per_s": low_n * a.low_batch / a.duration if self.mode != "alone" else None,
+            "low_steps_per_s": steps / a.duration if self.low is not None else None,
         }
-        if self.mode.startswith("xsched"):
+        if self.stats:
             res["preempt_level"] = self.level
-            res["low_launch_config"] = self.launch_config
             res["xqueue_stats"] = self.stats
         return res
+
+
+def verdicts(results):
+    """The targets of the operator-scope work, MET/MISSED, where the modes ran."""
+    out = []
+    r = results.get
+    ok = lambda m: m in results and "error" not in results[m]  # noqa: E731
+    if ok("alone") and ok("xsched") and ok("native"):
+        p99 = r("xsched")["high_p99_ms"] / r("alone")["high_p99_ms"]
+        thr = r("xsched")["low_steps_per_s"] / r("native")["low_steps_per_s"]
+        out.append(("high p99 <= 1.05x alone and low >= 0.95 of native",
+                    "%.2fx alone, low %.3f of native" % (p99, thr),
+                    p99 <= 1.05 and thr >= 0.95))
+    if ok("alone") and ok("scope-alone"):
+        v = r("scope-alone")["high_p50_ms"] / r("alone")["high_p50_ms"] - 1
+        out.append(("scope overhead, high model alone (p50), <= 3%", "%+.1f%%" % (100 * v),
+                    v <= 0.03))
+    if ok("low-alone") and ok("low-scope-alone"):
+        v = r("low-alone")["low_steps_per_s"] / r("low-scope-alone")["low_steps_per_s"] - 1
+        out.append(("scope overhead, low model alone (step time), <= 3%",
+                    "%+.1f%%" % (100 * v), v <= 0.03))
+    return out
 
 
 def main():
     args = parse_args()
     import torch
-    import torchvision
 
     if not torch.cuda.is_available():
         sys.exit("two_models.py needs a CUDA or ROCm GPU")
@@ -318,64 +356,50 @@ def main():
     torch.cuda.set_device(args.device)
     dev = torch.device("cuda", args.device)
     torch.backends.cudnn.benchmark = True
-    dtype = getattr(torch, args.dtype)
-
-    r18 = torchvision.models.resnet18(weights=None).to(dev, dtype).eval()
-    r50 = torchvision.models.resnet50(weights=None).to(dev, dtype).eval()
-    r18 = r18.to(memory_format=torch.channels_last)
-    r50 = r50.to(memory_format=torch.channels_last)
-    high = Model(torch, r18, args.high_batch, [r18], dtype, args.graphs, dev)
-    low = Model(torch, r50, args.low_batch, split_resnet(torch, r50, args.low_chunks), dtype,
-                args.graphs, dev)
-
     info = {
         "device": torch.cuda.get_device_name(args.device),
         "date": datetime.date.today().isoformat(),
         "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
-        "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None),
         "config": {k: v for k, v in vars(args).items() if k != "json"},
-        "low_commands_per_batch": low.nstages(),
     }
-    if any(m.startswith("xsched") for m in args.modes):
-        import xsched
-        info["libxsched"] = xsched.library_path
-    print("# %s, torch %s, %s, graphs=%s, %d low commands/batch, %.0f s per mode"
-          % (info["device"], info["torch"], args.dtype, args.graphs, low.nstages(),
-             args.duration), flush=True)
-
+    print("# %s, torch %s, pair %s, form %s, graphs=%s, high %.0f req/s, low batch %d, "
+          "%.0f s per mode" % (info["device"], info["torch"], args.pair, args.form,
+                               args.graphs, args.rate, args.low_batch, args.duration),
+          flush=True)
     results = {}
     for mode in args.modes:
-        print("running %-12s ..." % mode, end=" ", flush=True)
+        print("running %-16s ..." % mode, end=" ", flush=True)
         try:
-            results[mode] = Run(args, torch, high, low, mode).execute()
-            r = results[mode]
-            print("high p50 %s p99 %s ms, low %s img/s" % (
-                _f(r["high_p50_ms"]), _f(r["high_p99_ms"]), _f(r["low_img_per_s"], 1)),
+            r = results[mode] = Run(args, torch, dev, mode).execute()
+            print("high p50 %s p99 %s ms, low %s steps/s" % (
+                _f(r["high_p50_ms"]), _f(r["high_p99_ms"]), _f(r["low_steps_per_s"])),
                 flush=True)
         except Exception as e:  # e.g. no CUDA backend in this libxsched
             results[mode] = {"error": "%s: %s" % (type(e).__name__, e)}
             print("skipped (%s: %s)" % (type(e).__name__, e), flush=True)
         torch.cuda.synchronize()
 
-    base_low = results.get("low-alone", {}).get("low_img_per_s")
     print()
-    print("%-12s %10s %10s %10s %8s %12s %s" % ("mode", "p50 ms", "p99 ms", "max ms", "reqs",
-                                               "low img/s", ""))
+    print("%-16s %9s %9s %9s %6s %11s" % ("mode", "p50 ms", "p99 ms", "max ms", "reqs",
+                                          "low step/s"))
     for mode in args.modes:
         r = results[mode]
         if "error" in r:
-            print("%-12s %s" % (mode, r["error"]))
+            print("%-16s %s" % (mode, r["error"]))
             continue
-        extra = ""
-        if base_low and r["low_img_per_s"] is not None:
-            extra = "(%.0f%% of low alone)" % (100.0 * r["low_img_per_s"] / base_low)
-        print("%-12s %10s %10s %10s %8d %12s %s" % (
-            mode, _f(r["high_p50_ms"]), _f(r["high_p99_ms"]), _f(r["high_max_ms"]),
-            r["high_requests"], _f(r["low_img_per_s"], 1), extra))
-
+        label = mode + (" (ref)" if not (mode.startswith("xsched") or "scope" in mode)
+                        else "")
+        print("%-16s %9s %9s %9s %6d %11s" % (
+            label, _f(r["high_p50_ms"]), _f(r["high_p99_ms"]), _f(r["high_max_ms"]),
+            r["high_requests"], _f(r["low_steps_per_s"])))
+    v = verdicts(results)
+    if v:
+        print()
+        for what, fig, met in v:
+            print("%-7s %s: %s" % ("MET" if met else "MISSED", what, fig))
     if args.json:
-        doc = dict(info, results=results)
+        doc = dict(info, results=results,
+                   targets=[{"target": w, "figure": f, "met": m} for w, f, m in v])
         text = json.dumps(doc, indent=2, default=str)
         if args.json == "-":
             print(text)
