@@ -47,6 +47,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "bindings", "python"))
+# A lazily loaded kernel's first launch waits for every stream, also one stopped at a
+# suspended XQueue's gate: load every kernel when CUDA starts (doc/python.md).
+os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
 
 MODES = ("alone", "low-alone", "scope-alone", "low-scope-alone", "native", "native-prio",
          "xsched", "xsched-prio")
@@ -259,19 +262,29 @@ class Run:
             elif self.args.form == "callback":
                 xq.submit_callable(low.forward)
                 xq.submit_callable(low.backward)
-                xq.submit_callable(low.step)
+                # The step's work is on the stream once its last callback ran: wait for
+                # that command, not for an event recorded before the callbacks ran.
+                ev = xq.submit_callable(low.step)
             else:
                 with xq.running(ops_per_command=self.args.ops_per_command):
                     low()
-            ev = torch.cuda.Event()
-            ev.record(self.s_low)
+            if xq is None or self.args.form != "callback":
+                ev = torch.cuda.Event()
+                ev.record(self.s_low)
             if ev_prev is not None:  # at most two steps queued
-                ev_prev.synchronize()
-                self.low_done.append(time.perf_counter())
+                self._retire(ev_prev)
             ev_prev = ev
         if ev_prev is not None:
-            ev_prev.synchronize()
-            self.low_done.append(time.perf_counter())
+            self._retire(ev_prev)
+
+    def _retire(self, ev):
+        if hasattr(ev, "synchronize"):
+            ev.synchronize()
+        else:  # an xsched.Command
+            ev.wait()
+            ev.close()
+            self.s_low.synchronize()
+        self.low_done.append(time.perf_counter())
 
     def _guard(self, fn, *a):
         try:

@@ -680,6 +680,16 @@ static XResult xs__create_bound(xs__gpu_q *g)
 	int level = xs__probe_level(g);
 	if (level >= kPreemptLevelDeactivate) {
 		xs__count_gated(g->stream);
+		if (xs_gpu_lazy_loading())
+			XS_WARN(
+			    "hal",
+			    "%s stream %p has Lv2, but kernels load lazily "
+			    "(CUDA_MODULE_LOADING=LAZY): a kernel's first launch then waits "
+			    "for every stream, also one stopped at a suspended XQueue's "
+			    "counter, which can hang the launching thread until that XQueue "
+			    "resumes; set CUDA_MODULE_LOADING=EAGER before the first CUDA call, "
+			    "or warm every kernel up before suspensions begin",
+			    XS_GPU_NAME, (void *)g->stream);
 		if (!XS_GPU_HWQ_CONFIG(xs_config_get()))
 			XS_INFO(
 			    "hal",

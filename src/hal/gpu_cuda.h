@@ -102,6 +102,7 @@ static struct {
 	CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int,
 				  unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
 				  void **, void **);
+	CUresult (*module_get_loading_mode)(CUmoduleLoadingMode *);
 } xs__cu;
 static pthread_once_t xs__cu_once = PTHREAD_ONCE_INIT;
 static cudaError_t xs__cu_status; /* written once under xs__cu_once */
@@ -121,6 +122,7 @@ static void xs__cu_load(void)
 	    {"cuStreamWaitValue32", (void **)&xs__cu.stream_wait_value32},
 	    {"cuStreamWriteValue32", (void **)&xs__cu.stream_write_value32},
 	    {"cuLaunchKernel", (void **)&xs__cu.launch_kernel},
+	    {"cuModuleGetLoadingMode", (void **)&xs__cu.module_get_loading_mode},
 	};
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
@@ -136,6 +138,16 @@ static void xs__cu_load(void)
 			return;
 		}
 	}
+}
+
+/* Whether kernels are loaded lazily, at their first launch (CUDA_MODULE_LOADING=LAZY, the
+ * default since CUDA 12.2). Such a load waits for the device's streams, also for one that
+ * waits at a closed counter (measured on H100/H200 with PyTorch, 2026-11-23). */
+static inline bool xs_gpu_lazy_loading(void)
+{
+	CUmoduleLoadingMode m = CU_MODULE_EAGER_LOADING;
+	return xs__cu.module_get_loading_mode &&
+	       xs__cu.module_get_loading_mode(&m) == CUDA_SUCCESS && m == CU_MODULE_LAZY_LOADING;
 }
 
 /* Load the driver entry points once. On failure *missing names the first absent one. */

@@ -132,6 +132,13 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 	return err;
 }
 
+/* Whether kernels are loaded at their first launch in a way that waits for the device's
+ * streams: not known to on HIP (code objects load with the module). */
+static inline bool xs_gpu_lazy_loading(void)
+{
+	return false;
+}
+
 /* Enqueue: the stream goes on once *dev_ptr >= value. */
 static inline xs_gpu_err xs_gpu_wait_counter(xs_gpu_stream s, void *dev_ptr, uint64_t value)
 {
