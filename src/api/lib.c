@@ -76,4 +76,5 @@ XResult XSchedShutdown(void)
 __attribute__((destructor)) static void xs__fini(void)
 {
 	XSchedShutdown();
+	xs_engine_exit(); /* also done at exit by the handler of the first Lv3 attach */
 }

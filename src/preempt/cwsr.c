@@ -128,6 +128,8 @@ static int kfd_fd = -1;
 static bool trap_enabled;
 static xs_cwsr_queue *attached_list;
 static size_t n_attached;
+static bool exit_registered; /* the exit handler is registered (once per process) */
+static bool released;        /* xs_cwsr_release_all ran: nothing is enabled again */
 
 static const char *errno_name(int err)
 {
@@ -266,6 +268,11 @@ static void trap_disable_locked(void)
 	trap_enabled = false;
 }
 
+static void cwsr_at_exit(void)
+{
+	xs_cwsr_release_all();
+}
+
 /* Make sure /dev/kfd is open and the debug trap enabled for this process.
  * On failure everything opened here is undone and one line is logged. */
 static XResult session_get_locked(void)
@@ -278,6 +285,10 @@ static XResult session_get_locked(void)
 
 	if (trap_enabled)
 		return kXSchedSuccess;
+	if (released) {
+		CWSR_WARN("Lv3 unavailable: the process is exiting (KFD session released)");
+		return kXSchedErrorNotSupported;
+	}
 	res = kfd_open_locked();
 	if (res != kXSchedSuccess)
 		return res;
@@ -310,6 +321,12 @@ static XResult session_get_locked(void)
 		goto fail;
 	}
 	trap_enabled = true;
+	/* KFD's runtime_disable, which the HSA runtime calls at its teardown (hsa_shut_down
+	 * from HIP's exit handler), waits for ever while the debug trap is enabled. Handlers
+	 * run in reverse order of registration and HIP registered its own when it loaded,
+	 * before any queue could be attached: ours runs first. */
+	if (!exit_registered && atexit(cwsr_at_exit) == 0)
+		exit_registered = true;
 
 	/* SUSPEND/RESUME need the runtime's debug support (-EPERM otherwise);
 	 * ROCr turns it on at start-up when the kernel and firmware allow it. */
@@ -595,6 +612,11 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 
 	if (k == 0)
 		return kXSchedSuccess;
+	if (!trap_enabled) { /* released: DISABLE resumed every queue */
+		for (i = 0; i < k; i++)
+			todo[i]->suspended = false;
+		return kXSchedSuccess;
+	}
 	if (k > STACK_BATCH) {
 		ids = malloc(k * sizeof(*ids));
 		if (!ids) {
@@ -674,6 +696,11 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 			todo[k++] = qs[i];
 	if (k == 0)
 		goto out;
+	if (!trap_enabled) {
+		CWSR_WARN("suspend refused: the KFD session was released (process exiting)");
+		res = kXSchedErrorNotSupported;
+		goto out;
+	}
 	for (i = 0; i < k; i++)
 		ids[i] = todo[i]->queue_id;
 
@@ -790,6 +817,22 @@ XResult xs_cwsr_suspend(xs_cwsr_queue *q)
 XResult xs_cwsr_resume(xs_cwsr_queue *q)
 {
 	return xs_cwsr_resume_many(&q, 1);
+}
+
+void xs_cwsr_release_all(void)
+{
+	xs_cwsr_queue *q;
+
+	pthread_mutex_lock(&cwsr_lock);
+	released = true;
+	if (trap_enabled) {
+		XS_DEBUG(TOPIC, "releasing the KFD session with %zu queue(s) attached", n_attached);
+		trap_disable_locked(); /* KFD resumes every queue it had suspended */
+		for (q = attached_list; q; q = q->next)
+			q->suspended = false;
+	}
+	kfd_close_locked();
+	pthread_mutex_unlock(&cwsr_lock);
 }
 
 void xs_cwsr_detach(xs_cwsr_queue *q)

@@ -10,8 +10,9 @@
  * Lifetime: the first successful xs_cwsr_attach() opens /dev/kfd and enables
  * the debug trap for this process; the last xs_cwsr_detach() resumes anything
  * still suspended, disables the debug trap and closes the fd, so that rocgdb
- * or ROCr's core dump can attach again. While any queue is attached, another
- * debugger cannot attach to this process (and vice versa).
+ * or ROCr's core dump can attach again. At exit, xs_cwsr_release_all() does the
+ * same with queues still attached, before the HSA runtime tears down. While any queue is attached,
+ * another debugger cannot attach to this process (and vice versa).
  *
  * This file needs only C11 and Linux headers; HIP-specific code (finding the
  * ring buffer of a stream's queue) lives with the caller.
@@ -151,6 +152,16 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n);
  * kXSchedErrorHardware, the queues KFD did resume are marked running and the
  * others stay marked suspended. Returns as xs_cwsr_resume(). */
 XResult xs_cwsr_resume_many(xs_cwsr_queue *const *qs, size_t n);
+
+/* Release the KFD session at exit: disable the debug trap (KFD then resumes every queue
+ * of this process it had suspended) and close /dev/kfd, with queues still attached. It
+ * must run before the HSA runtime's teardown, whose KFD runtime_disable waits for ever
+ * while the trap is enabled (kfd_debug.c): registered with atexit() at the first
+ * successful ENABLE (after HIP's own handler, so it runs before it) and called by the
+ * library's destructor. Afterwards suspends are refused, resumes and detaches succeed
+ * without ioctls, and nothing enables the trap again. Idempotent.
+ * Thread-safety: any thread. */
+void xs_cwsr_release_all(void);
 
 /* Detach @q: resume it first if suspended (KFD blocks destruction of a
  * suspended queue, so detach before destroying the stream), then free it.

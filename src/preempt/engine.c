@@ -797,6 +797,11 @@ XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t ba
 	return res;
 }
 
+void xs_engine_exit(void)
+{
+	xs_lv3_release_all();
+}
+
 /* ---- destroy ---- */
 
 void xs_engine_destroy(xs_xqueue *xq)

@@ -196,6 +196,9 @@ void xs_engine_forked(void);
 
 /* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
 void xs_engine_shutdown(void);
+/* At process exit only: release what must not outlive the process's runtime teardown (the
+ * Lv3 KFD session: xs_cwsr_release_all). Lv3 is unavailable afterwards. */
+void xs_engine_exit(void);
 
 /* Event dependencies (deps.c). The dependency lock is a leaf. */
 /* Move @record's dependency state forward to @state (never back) and kick every XQueue

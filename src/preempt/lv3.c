@@ -350,3 +350,8 @@ XResult xs_host_queue_enable_lv3(HwQueueHandle hwq, uint64_t ring_base_address)
 	xs_obj_unref(obj);
 	return res;
 }
+
+void xs_lv3_release_all(void)
+{
+	xs_cwsr_release_all();
+}

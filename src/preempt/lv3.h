@@ -107,6 +107,9 @@ XResult xs_lv3_restore(xs_lv3 *l);
  * Thread-safety: any thread, once no other call on @l can run (the backend's destroy: no
  * XQueue is left on the HwQueue). */
 void xs_lv3_detach(xs_lv3 *l);
+/* At process exit: release the KFD session (xs_cwsr_release_all); queues stay attached
+ * but can no longer be interrupted. */
+void xs_lv3_release_all(void);
 
 /* Whether a suspend or resume of @l has failed (its Lv3 now acts as Lv2).
  * Thread-safety: any thread; takes lv3_lock. */

@@ -178,7 +178,13 @@ static int fake_suspend(struct xs_kfd_dbg_trap_args *a)
 		struct fake_queue *q = find_queue(ids[i]);
 
 		ids[i] |= INV_BIT;
-		if (!q || q->is_new || q->suspended || (q->suspend_status & INV_BIT)) {
+		if (q && q->suspended && !q->suspend_status) {
+			/* As the kernel: an already suspended queue is suspended, and counted. */
+			ids[i] &= ~INV_BIT;
+			count++;
+			continue;
+		}
+		if (!q || q->is_new || (q->suspend_status & INV_BIT)) {
 			ids[i] |= q ? q->suspend_status & ERR_BIT : 0;
 			continue;
 		}
@@ -209,10 +215,13 @@ static int fake_resume(struct xs_kfd_dbg_trap_args *a)
 	for (i = 0; i < n; i++) {
 		struct fake_queue *q = find_queue(ids[i]);
 
-		ids[i] |= INV_BIT;
-		if (!q)
+		if (!q) {
+			ids[i] |= INV_BIT; /* no such queue */
 			continue;
+		}
 		if (q->resume_status) {
+			/* As the kernel: a queue whose resume failed in the hardware gets ERROR
+			 * alone (it stays suspended); INVALID only with an injected INV_BIT. */
 			ids[i] |= q->resume_status;
 			continue;
 		}
@@ -277,6 +286,18 @@ static int fake_ioctl_locked(int fd, unsigned long request, void *arg)
 		F.bad_ops++;
 		return -EINVAL;
 	}
+}
+
+int fake_runtime_disable(void)
+{
+	int r;
+
+	fake_lock();
+	trace("runtime-disable");
+	F.runtime_disables++;
+	r = F.enabled ? -EDEADLK : 0; /* the kernel waits here for ever */
+	fake_unlock();
+	return r;
 }
 
 static int fake_open(const char *path, int flags)

@@ -3,10 +3,12 @@
  * It behaves like the upstream kernel where it matters: it accepts only the two request
  * numbers (checked against their literal values), refuses every op but ENABLE until the
  * trap is enabled, refuses SUSPEND/RESUME with -EPERM unless the runtime is debug-enabled,
- * refuses to suspend a queue still flagged new, ORs status bits into the queue id array,
- * and resumes everything on DISABLE. Every call is appended to F.trace ("open version
- * enable snapshot suspend[3,5] resume[3] disable close"), and the last argument block of
- * each op is kept for the tests to inspect.
+ * refuses to suspend a queue still flagged new, ORs status bits into the queue id array
+ * (an already suspended queue is suspended again and counted; a failed resume sets
+ * ERROR alone), resumes everything on DISABLE, and models the HSA runtime's teardown
+ * (fake_runtime_disable: KFD's runtime_disable, which blocks while the trap is enabled). Every call
+ * is appended to F.trace ("open version enable snapshot suspend[3,5] resume[3] disable close"), and
+ * the last argument block of each op is kept for the tests to inspect.
  *
  * Locking: fake_lock() guards F. The fake's system calls take it themselves (they are
  * called with the backend's own lock held: lock order cwsr lock -> fake lock). A test that
@@ -76,6 +78,7 @@ struct fake {
 	uint32_t last_suspend_ids[MAX_FAKE_QUEUES]; /* as sent, before status bits */
 	uint32_t enable_rinfo_size_in;
 	int snapshots;
+	int runtime_disables;
 };
 
 /* The fake's state; see the locking note above. */
@@ -96,6 +99,9 @@ void fake_unlock(void);
 size_t fake_suspended_count(void);
 bool fake_queue_suspended(uint32_t id);
 bool fake_enabled(void);
+/* The HSA runtime's teardown (hsaKmtRuntimeDisable -> KFD runtime_disable): -EDEADLK
+ * ("would wait for ever") while the debug trap is enabled, else 0. Traced. */
+int fake_runtime_disable(void);
 /* Copy F.trace into @buf (@cap bytes, NUL-terminated). */
 void fake_trace_copy(char *buf, size_t cap);
 

@@ -5,7 +5,8 @@
  * against their literal values), refuses every op but ENABLE until the trap is
  * enabled, refuses SUSPEND/RESUME with -EPERM unless the runtime is
  * debug-enabled, refuses to suspend a queue still flagged new, ORs status bits
- * into the queue id array, and resumes everything on DISABLE. Each test checks
+ * into the queue id array, resumes everything on DISABLE, and blocks the
+ * runtime's teardown while the trap is enabled. Each test checks
  * the exact call sequence, the arguments, the result, the number of log lines,
  * and that no queue is left suspended and no fd left open.
  *
@@ -21,7 +22,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -644,6 +647,113 @@ static int test_runtime_failures(void)
 	return 0;
 }
 
+static int test_already_suspended_is_counted(void)
+{
+	xs_cwsr_queue *a = NULL;
+
+	/* KFD suspends an already suspended queue again and counts it (kfd_debug.c): the
+	 * backend takes that as a suspension. */
+	fake_reset(1);
+	CHECK_CALL(xs_cwsr_attach(&a, F.q[0].ring), kXSchedSuccess, 0);
+	F.q[0].suspended = true;
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend(a), kXSchedSuccess, 0);
+	CHECK_TRACE("suspend[3]");
+	CHECK(xs_cwsr_is_suspended(a));
+	/* A failed resume comes back with ERROR alone: the queue stays suspended. */
+	F.q[0].resume_status = ERR_BIT;
+	CHECK_CALL(xs_cwsr_resume(a), kXSchedErrorHardware, 1);
+	CHECK(xs_cwsr_is_suspended(a) && F.q[0].suspended);
+	F.q[0].resume_status = 0;
+	CHECK_VOID_CALL(xs_cwsr_detach(a), 0);
+	CHECK_CLEAN();
+	return 0;
+}
+
+/* ---- exit (run in children: the release is for the rest of the process) ---- */
+
+/* Stands for HIP's exit handler, registered when libamdhip64 loaded, before any queue was
+ * attached: hsa_shut_down -> KFD runtime_disable, which waits for ever while the debug
+ * trap is enabled (the fake returns -EDEADLK instead). */
+static void hip_teardown(void)
+{
+	if (fake_runtime_disable() != 0)
+		_exit(3); /* the real process would hang here */
+	if (F.fd != -1 || F.opens != F.closes)
+		_exit(4);
+	if (fake_suspended_count() != 0)
+		_exit(5);
+	_exit(0);
+}
+
+static int exit_child(void)
+{
+	xs_cwsr_queue *a = NULL, *b = NULL;
+
+	xs_log_set_level(XS_LOG_OFF);
+	atexit(hip_teardown);
+	fake_reset(2);
+	if (xs_cwsr_attach(&a, F.q[0].ring) != kXSchedSuccess ||
+	    xs_cwsr_attach(&b, F.q[1].ring) != kXSchedSuccess || xs_cwsr_suspend(a) != 0)
+		return 2;
+	exit(0); /* with both queues attached and one suspended */
+}
+
+static int release_child(void)
+{
+	xs_cwsr_queue *a = NULL, *b = NULL;
+
+	fake_reset(2);
+	CHECK_CALL(xs_cwsr_attach(&a, F.q[0].ring), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_attach(&b, F.q[1].ring), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_suspend(a), kXSchedSuccess, 0);
+	trace_clear();
+	CHECK_VOID_CALL(xs_cwsr_release_all(), 0);
+	CHECK_TRACE("disable close");
+	CHECK(!xs_cwsr_is_suspended(a) && fake_suspended_count() == 0);
+	CHECK_EQ(fake_runtime_disable(), 0);
+	trace_clear();
+	CHECK_CALL(xs_cwsr_suspend(a), kXSchedErrorNotSupported, 1);
+	CHECK_CALL(xs_cwsr_resume(a), kXSchedSuccess, 0);
+	CHECK_CALL(xs_cwsr_probe(), kXSchedErrorNotSupported, 1);
+	CHECK_VOID_CALL(xs_cwsr_detach(a), 0);
+	CHECK_VOID_CALL(xs_cwsr_detach(b), 0);
+	CHECK_VOID_CALL(xs_cwsr_release_all(), 0);
+	CHECK_TRACE("");
+	CHECK_CLEAN();
+	return 0;
+}
+
+static int run_child(int (*fn)(void), const char *what)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(fn());
+	if (waitpid(pid, &status, 0) != pid)
+		FAIL("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		FAIL("%s: child status %d (3: the runtime's teardown would wait for ever; 4: "
+		     "/dev/kfd left open; 5: a queue left suspended)",
+		     what, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	return 0;
+}
+
+static int test_exit_releases_trap(void)
+{
+	/* First test of the program: no queue was attached before the fork, so the
+	 * backend's exit handler is registered in the child after hip_teardown's, as in a
+	 * HIP program, and must run before it. */
+	if (run_child(exit_child, "exit with queues attached") != 0)
+		return 1;
+	return run_child(release_child, "release");
+}
+
 struct worker {
 	xs_cwsr_queue *q;
 	int failures;
@@ -704,6 +814,7 @@ int main(void)
 		const char *name;
 		int (*fn)(void);
 	} tests[] = {
+	    {"exit_releases_trap", test_exit_releases_trap},
 	    {"request_numbers", test_request_numbers},
 	    {"probe_ok", test_probe_ok},
 	    {"no_device", test_no_device},
@@ -717,6 +828,7 @@ int main(void)
 	    {"new_queue_refused", test_new_queue_refused},
 	    {"partial_suspend", test_partial_suspend},
 	    {"runtime_failures", test_runtime_failures},
+	    {"already_suspended_is_counted", test_already_suspended_is_counted},
 	    {"threads", test_threads},
 	    {"real_syscalls_without_kfd", test_real_syscalls_without_kfd},
 	};
