@@ -44,6 +44,7 @@ static void xs__load(xs_config *c)
 	c->gate_every = (unsigned)xs__int("XSCHED_GATE_EVERY", 1, 1024, 1);
 	c->cuda_connections = (long)xs__int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 1024, 0);
 	c->hip_hw_queues = (long)xs__int("GPU_MAX_HW_QUEUES", 0, 1024, 0);
+	c->hip_cp_wait = xs__int("GPU_STREAMOPS_CP_WAIT", 0, 1, 0) != 0;
 }
 
 const xs_config *xs_config_get(void)

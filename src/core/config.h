@@ -25,6 +25,9 @@ typedef struct xs_config {
 	/* Hardware queues the runtime spreads streams over, 0 = unset (the runtime's default):
 	 * CUDA_DEVICE_MAX_CONNECTIONS and GPU_MAX_HW_QUEUES (hal/gpu.c warns with them). */
 	long cuda_connections, hip_hw_queues;
+	/* GPU_STREAMOPS_CP_WAIT=1: HIP's stream waits are done by the command processor, on
+	 * signal memory only (hal/gpu.c then allocates the counter and run gate there). */
+	bool hip_cp_wait;
 } xs_config;
 
 /* Default commitment budget of the work of lower-priority XQueues per device, in us.

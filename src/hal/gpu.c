@@ -111,8 +111,17 @@ typedef struct xs__gpu_q {
 	_Atomic uint64_t *done;    /* host address of the done word */
 	_Atomic uint64_t *gate;    /* host address of the run gate: 1 open, 0 closed */
 	void *counter_dev, *done_dev, *gate_dev; /* their device addresses */
-	_Atomic uint64_t done64; /* the widest done number seen (XS_GPU_COUNTER_BITS 32) */
+	_Atomic uint64_t done64;      /* the widest done number seen (XS_GPU_COUNTER_BITS 32) */
+	int pool;                     /* xs_gpu_stream_pool at creation (Lv2 queues) */
+	void *sig_counter, *sig_gate; /* signal memory holding them instead (HIP CP wait) */
 } xs__gpu_q;
+
+/* Lv2 HwQueues of this runtime per pool of hardware queues (xs_gpu_stream_pool), to warn
+ * when there are more than the hardware queues their streams are spread over: then two
+ * gated streams may share a hardware queue, and a decommitted one would also stall the
+ * other, and any stream of the application on it. Counted up at creation, down at
+ * destroy. */
+static atomic_uint xs__gated_live[XS_GPU_POOLS];
 
 /* An event record's native event, with what is needed to destroy it from any thread. */
 typedef struct xs__rec_event {
@@ -155,6 +164,28 @@ static void xs__restore(const xs_gpu_binding *saved)
 }
 
 /* ---- slots: counter and done word ---- */
+
+/* Move the counter and the run gate to signal memory, where the command processor can
+ * wait on them (gpu_hip.h). On failure they stay in the page: the probe then finds out
+ * whether the runtime accepts them. */
+static void xs__signal_words(xs__gpu_q *g)
+{
+	xs_gpu_err err = xs_gpu_signal_alloc(&g->sig_counter);
+	if (err == XS_GPU_OK)
+		err = xs_gpu_signal_alloc(&g->sig_gate);
+	if (err != XS_GPU_OK) {
+		xs__fail("signal memory for the counter (GPU_STREAMOPS_CP_WAIT=1)", g->stream, err);
+		xs_gpu_signal_free(g->sig_counter);
+		g->sig_counter = NULL;
+		return;
+	}
+	g->counter = g->sig_counter;
+	g->gate = g->sig_gate;
+	atomic_init(g->counter, 0);
+	atomic_init(g->gate, 1);
+	g->counter_dev = g->sig_counter;
+	g->gate_dev = g->sig_gate;
+}
 
 /* Take a slot in a page of the bound context (the caller has bound g->bind). */
 static XResult xs__slot_take(xs__gpu_q *g)
@@ -203,6 +234,8 @@ static XResult xs__slot_take(xs__gpu_q *g)
 		err = xs_gpu_host_get_device_pointer(&g->gate_dev, (void *)g->gate);
 	if (err != XS_GPU_OK)
 		return xs__fail("device address of the counter", g->stream, err);
+	if (XS_GPU_WANTS_SIGNAL_MEMORY(xs_config_get()))
+		xs__signal_words(g);
 	return kXSchedSuccess;
 }
 
@@ -210,7 +243,9 @@ static void xs__slot_give(xs__gpu_q *g)
 {
 	if (!g->page)
 		return;
-	size_t slot = (size_t)((char *)(void *)g->counter - g->page->host) / XS__SLOT;
+	xs_gpu_signal_free(g->sig_counter);
+	xs_gpu_signal_free(g->sig_gate);
+	size_t slot = (size_t)((char *)(void *)g->done - XS__DONE_OFF - g->page->host) / XS__SLOT;
 	xs_mutex_lock(&xs__slot_lock);
 	g->page->used &= ~(UINT64_C(1) << slot);
 	xs_mutex_unlock(&xs__slot_lock);
@@ -548,6 +583,8 @@ static void xs__destroy(xs_hwq *q)
 		xs__store(g->counter, UINT64_MAX >> 1);
 		xs__store(g->gate, 1);
 	}
+	if (q->max_level >= kPreemptLevelDeactivate)
+		atomic_fetch_sub_explicit(&xs__gated_live[g->pool], 1, memory_order_relaxed);
 	xs__slot_give(g);
 }
 
@@ -635,25 +672,25 @@ static int xs__probe_level(xs__gpu_q *g)
 	return kPreemptLevelDeactivate;
 }
 
-/* Live Lv2 HwQueues of this runtime, to warn when there are more than the hardware queues
- * their streams are spread over: then two gated streams may share a hardware queue, and a
- * decommitted one would also stall the other. */
-static atomic_uint xs__gated_live;
-
-static void xs__count_gated(void *stream)
+static void xs__count_gated(xs__gpu_q *g)
 {
-	unsigned n = atomic_fetch_add_explicit(&xs__gated_live, 1, memory_order_relaxed) + 1;
+	int pool = xs_gpu_stream_pool(g->stream);
+	g->pool = pool;
+	unsigned n = atomic_fetch_add_explicit(&xs__gated_live[pool], 1, memory_order_relaxed) + 1;
 	long limit = XS_GPU_HWQ_CONFIG(xs_config_get());
 	if (!limit)
 		limit = XS_GPU_HWQ_DEFAULT;
-	if (n > (unsigned long)limit)
+	limit -= xs_gpu_pool_shared_with_null(pool); /* the null stream takes one there */
+	if (n > (unsigned long)(limit > 0 ? limit : 0))
 		XS_WARN("hal",
-			"%s stream %p is HwQueue %u with an Lv2 counter, but streams are spread "
-			"over %ld hardware queues (" XS_GPU_HWQ_ENV
-			"): a suspended queue may stall "
-			"another that shares its hardware queue; raise " XS_GPU_HWQ_ENV
-			" before the first runtime call, or use Lv1 for some queues",
-			XS_GPU_NAME, stream, n, limit);
+			"%s stream %p is Lv2 HwQueue %u of its hardware queue pool (%s), which "
+			"has %ld hardware queues for such streams (" XS_GPU_HWQ_ENV
+			"%s): a suspended queue may stall every stream that shares its "
+			"hardware queue; raise " XS_GPU_HWQ_ENV
+			" before the first runtime call, " XS_GPU_OWN_QUEUE_HINT
+			"or use Lv1 for some queues",
+			XS_GPU_NAME, (void *)g->stream, n, xs_gpu_pool_name(pool), limit,
+			xs_gpu_pool_shared_with_null(pool) ? ", less the null stream's" : "");
 }
 
 /* Build the queue with the stream's context bound by the caller. */
@@ -679,7 +716,7 @@ static XResult xs__create_bound(xs__gpu_q *g)
 		return res;
 	int level = xs__probe_level(g);
 	if (level >= kPreemptLevelDeactivate) {
-		xs__count_gated(g->stream);
+		xs__count_gated(g);
 		if (xs_gpu_lazy_loading())
 			XS_WARN(
 			    "hal",

@@ -140,6 +140,38 @@ static void xs__cu_load(void)
 	}
 }
 
+/* CUDA's stream memory operations work on any mapped memory: no signal memory. */
+#define XS_GPU_WANTS_SIGNAL_MEMORY(c) ((void)(c), 0)
+static inline xs_gpu_err xs_gpu_signal_alloc(void **p)
+{
+	*p = NULL;
+	return cudaErrorNotSupported;
+}
+static inline void xs_gpu_signal_free(void *p)
+{
+	(void)p;
+}
+
+/* Pools of hardware queues that streams are spread over: one (CUDA_DEVICE_MAX_CONNECTIONS
+ * connections for every stream of the context). */
+#define XS_GPU_POOLS          1
+#define XS_GPU_OWN_QUEUE_HINT ""
+static inline int xs_gpu_stream_pool(xs_gpu_stream s)
+{
+	(void)s;
+	return 0;
+}
+static inline int xs_gpu_pool_shared_with_null(int pool)
+{
+	(void)pool;
+	return 0;
+}
+static inline const char *xs_gpu_pool_name(int pool)
+{
+	(void)pool;
+	return "all streams";
+}
+
 /* Whether kernels are loaded lazily, at their first launch (CUDA_MODULE_LOADING=LAZY, the
  * default since CUDA 12.2). Such a load waits for the device's streams, also for one that
  * waits at a closed counter (measured on H100/H200 with PyTorch, 2026-11-23). */

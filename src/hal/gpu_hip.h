@@ -132,6 +132,48 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 	return err;
 }
 
+/* hipStreamWaitValue32/64 is, by default (GPU_STREAMOPS_CP_WAIT=0, ROCm 5.2-6.x), a
+ * one-work-item kernel that spins on the word: a closed counter holds a wave and blocks
+ * its HSA queue. With GPU_STREAMOPS_CP_WAIT=1 the command processor waits instead, but
+ * only on memory from hipExtMallocWithFlags(hipMallocSignalMemory) (8 bytes; other memory
+ * is refused with hipErrorInvalidValue, and the probe would drop to Lv1). Not run on AMD
+ * hardware here. */
+#define XS_GPU_WANTS_SIGNAL_MEMORY(c) ((c)->hip_cp_wait)
+static inline xs_gpu_err xs_gpu_signal_alloc(void **p)
+{
+	return hipExtMallocWithFlags(p, 8, hipMallocSignalMemory);
+}
+static inline void xs_gpu_signal_free(void *p)
+{
+	if (p)
+		(void)hipFree(p);
+}
+
+/* Pools of hardware queues: ROCclr keeps GPU_MAX_HW_QUEUES HSA queues per stream
+ * priority (high, normal, low) and gives each new stream the least used queue of its
+ * pool, for the stream's life; the null stream takes one of the normal pool. A stream
+ * made with hipExtStreamCreateWithCUMask (a full mask) always gets a queue of its own
+ * (ROCclr, rocm-6.x). */
+#define XS_GPU_POOLS 3
+#define XS_GPU_OWN_QUEUE_HINT                                                                      \
+	"create such streams with hipExtStreamCreateWithCUMask and a full CU mask (a queue of "    \
+	"their own), "
+static inline int xs_gpu_stream_pool(xs_gpu_stream s)
+{
+	int p = 0;
+	if (hipStreamGetPriority(s, &p) != hipSuccess)
+		p = 0;
+	return p < 0 ? 0 : p == 0 ? 1 : 2; /* lower numbers are higher priorities */
+}
+static inline int xs_gpu_pool_shared_with_null(int pool)
+{
+	return pool == 1;
+}
+static inline const char *xs_gpu_pool_name(int pool)
+{
+	return pool == 0 ? "high priority" : pool == 1 ? "normal priority" : "low priority";
+}
+
 /* Whether kernels are loaded at their first launch in a way that waits for the device's
  * streams: not known to on HIP (code objects load with the module). */
 static inline bool xs_gpu_lazy_loading(void)

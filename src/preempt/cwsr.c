@@ -236,8 +236,10 @@ static const char *enable_failure_reason(int err)
 	case ENOTTY:
 		return "this KFD has no AMDKFD_IOC_DBG_TRAP (kernel too old)";
 	case EINVAL:
-		return "the driver refuses the debugger API (GPU hardware scheduling off, "
-		       "amdgpu sched_policy=2, or an old driver)";
+		return "the driver refuses the debugger API: GPU hardware scheduling off "
+		       "(amdgpu sched_policy=2), or, on kernels before the debugger API's "
+		       "EALREADY, this process is already debug-enabled (rocgdb, a GPU core "
+		       "dump)";
 	case EPERM:
 		return "the driver refuses to debug this process";
 	case EBUSY:
@@ -251,6 +253,24 @@ static const char *enable_failure_reason(int err)
 		return "the KFD fd belongs to another process (used after fork?)";
 	default:
 		return "unexpected error";
+	}
+}
+
+/* kfd_ioctl.h: DEBUG_RUNTIME_STATE_DISABLED, _ENABLED, _ENABLED_BUSY, _ENABLED_ERROR. */
+static const char *runtime_state_name(uint32_t st)
+{
+	switch (st) {
+	case 0:
+		return "disabled: needs a ROCm runtime that calls RUNTIME_ENABLE (ROCr does at "
+		       "hsa_init from KFD 1.13), debug-capable firmware, and the runtime "
+		       "initialised before the first XQueue";
+	case 2:
+		return "enabled but busy: the runtime is being enabled or disabled; try again";
+	case 3:
+		return "enabled with an error: the trap handler or its memory could not be set "
+		       "up";
+	default:
+		return "unknown state";
 	}
 }
 
@@ -332,9 +352,8 @@ static XResult session_get_locked(void)
 	 * ROCr turns it on at start-up when the kernel and firmware allow it. */
 	if (rinfo.runtime_state != XS_KFD_RUNTIME_STATE_ENABLED) {
 		CWSR_WARN("Lv3 unavailable: the HSA runtime has not enabled KFD debug support "
-			  "(runtime_state %u; needs a ROCm runtime that calls RUNTIME_ENABLE, "
-			  "debug-capable firmware, and the runtime initialised first)",
-			  rinfo.runtime_state);
+			  "(runtime_state %u: %s)",
+			  rinfo.runtime_state, runtime_state_name(rinfo.runtime_state));
 		trap_disable_locked();
 		goto fail;
 	}
