@@ -244,12 +244,13 @@ int main(int argc, char **argv)
 	printf("stream lo: HSA queue ring 0x%llx (%llu slots)\n", (unsigned long long)ring_lo,
 	       (unsigned long long)slots);
 	printf("stream hi: HSA queue ring 0x%llx\n", (unsigned long long)ring_hi);
-	if (ring_lo == ring_hi) {
-		/* Suspending lo would also stop hi, and the test below would wait for hi for
-		 * ever. */
-		printf("both streams share one hardware queue; suspending one would stall the "
-		       "other (raise GPU_MAX_HW_QUEUES, or create the streams with "
-		       "hipExtStreamCreateWithCUMask and a full mask)\nLv3: not checked\n");
+	r = xs_cwsr_distinct_queues(ring_lo, ring_hi);
+	if (r != kXSchedSuccess) {
+		/* Sharing: suspending lo would also stop hi, and the test below would wait for
+		 * hi for ever. */
+		printf("the two streams are not two separate KFD compute queues (reason above); "
+		       "raise GPU_MAX_HW_QUEUES, or create the streams with "
+		       "hipExtStreamCreateWithCUMask and a full mask\nLv3: not checked\n");
 		return EXIT_SKIP;
 	}
 	{

@@ -501,6 +501,44 @@ out:
 	return res;
 }
 
+XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
+{
+	struct xs_kfd_queue_snapshot_entry *entries = NULL;
+	size_t n = 0, i;
+	bool found_a = false, found_b = false;
+	XResult res;
+
+	if (!ring_a || !ring_b)
+		return kXSchedErrorInvalidValue;
+	if (ring_a == ring_b) {
+		CWSR_WARN("the two streams share one hardware queue (ring 0x%llx): suspending one "
+			  "would stall the other",
+			  (unsigned long long)ring_a);
+		return kXSchedErrorNotAllowed;
+	}
+	pthread_mutex_lock(&cwsr_lock);
+	res = session_get_locked();
+	if (res != kXSchedSuccess)
+		goto out;
+	res = snapshot_locked(0, &entries, &n);
+	for (i = 0; res == kXSchedSuccess && i < n; i++) {
+		if (!is_compute_queue(entries[i].queue_type))
+			continue;
+		found_a = found_a || entries[i].ring_base_address == ring_a;
+		found_b = found_b || entries[i].ring_base_address == ring_b;
+	}
+	if (res == kXSchedSuccess && !(found_a && found_b)) {
+		CWSR_WARN("no compute queue of this process has ring 0x%llx",
+			  (unsigned long long)(found_a ? ring_b : ring_a));
+		res = kXSchedErrorNotFound;
+	}
+	free(entries);
+	session_put_locked();
+out:
+	pthread_mutex_unlock(&cwsr_lock);
+	return res;
+}
+
 XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 {
 	struct xs_kfd_queue_snapshot_entry *entries = NULL, *e = NULL;

@@ -106,6 +106,15 @@ XResult xs_cwsr_probe(void);
  * kXSchedErrorUnknown (out of memory). */
 XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count);
 
+/* Whether @ring_a and @ring_b (ring buffer addresses, as for xs_cwsr_attach) are two
+ * different compute queues of this process, so that one can be suspended while the
+ * other runs (cwsr-probe checks its two streams with it before suspending anything).
+ * Returns kXSchedSuccess; kXSchedErrorInvalidValue (a zero address);
+ * kXSchedErrorNotAllowed (the same queue: HIP made the two streams share it);
+ * kXSchedErrorNotFound (one is not a compute queue of this process);
+ * kXSchedErrorNotSupported as for xs_cwsr_probe(). One log line on each failure. */
+XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b);
+
 /* Attach to the compute queue whose ring buffer starts at
  * @ring_base_address (for a HIP stream: hsa_queue_t.base_address of the
  * stream's HSA queue; doc/cwsr.md shows how to find it). The first attach

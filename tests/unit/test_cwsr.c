@@ -670,6 +670,26 @@ static int test_already_suspended_is_counted(void)
 	return 0;
 }
 
+static int test_distinct_queues(void)
+{
+	/* cwsr-probe's check before it suspends one of its two streams: it skips (77) unless
+	 * they are two compute queues of this process. */
+	fake_reset(3);
+	F.q[2].type = 1; /* SDMA */
+	CHECK_CALL(xs_cwsr_distinct_queues(F.q[0].ring, F.q[1].ring), kXSchedSuccess, 0);
+	CHECK_TRACE("open version enable snapshot disable close");
+	CHECK_CALL(xs_cwsr_distinct_queues(F.q[0].ring, F.q[0].ring), kXSchedErrorNotAllowed, 1);
+	CHECK_CALL(xs_cwsr_distinct_queues(F.q[0].ring, F.q[2].ring), kXSchedErrorNotFound, 1);
+	CHECK_CALL(xs_cwsr_distinct_queues(F.q[0].ring, 0x1234000), kXSchedErrorNotFound, 1);
+	CHECK_CALL(xs_cwsr_distinct_queues(0, F.q[0].ring), kXSchedErrorInvalidValue, 0);
+	F.minor = 12; /* no debugger API: nothing but the version is asked */
+	trace_clear();
+	CHECK_CALL(xs_cwsr_distinct_queues(F.q[0].ring, F.q[1].ring), kXSchedErrorNotSupported, 1);
+	CHECK_TRACE("open version close");
+	CHECK_CLEAN();
+	return 0;
+}
+
 /* ---- exit (run in children: the release is for the rest of the process) ---- */
 
 /* Stands for HIP's exit handler, registered when libamdhip64 loaded, before any queue was
@@ -829,6 +849,7 @@ int main(void)
 	    {"partial_suspend", test_partial_suspend},
 	    {"runtime_failures", test_runtime_failures},
 	    {"already_suspended_is_counted", test_already_suspended_is_counted},
+	    {"distinct_queues", test_distinct_queues},
 	    {"threads", test_threads},
 	    {"real_syscalls_without_kfd", test_real_syscalls_without_kfd},
 	};
