@@ -990,13 +990,43 @@ XSCHED_API XResult XHintCommitBudget(int64_t budget_us);
  * Queues the scheduler suspended are resumed, and the process-wide hints
  * (XHintTimeslice(), XHintKDeadline(), XHintCommitBudget()) return to their defaults;
  * per-queue hints stay. The threads of devices without XQueues are stopped, and the
- * environment is read again at the next start. Also runs at process exit. Idempotent; a later
+ * environment is read again at the next start. A running trace (XSchedTraceStart(),
+ * XSCHED_TRACE) is written. Also runs at process exit. Idempotent; a later
  * XQueueCreate() or XHintSetScheduler() starts the scheduler again.
  *
  * @return kXSchedSuccess.
  * Thread-safety: any thread except the scheduler's own.
  */
 XSCHED_API XResult XSchedShutdown(void);
+
+/**
+ * @brief Start recording a timeline trace, written to a file at XSchedTraceStop().
+ *
+ * Records, per XQueue, submissions, commits and completions (an async slice per command
+ * from commit to completion), suspensions and resumes, priority hints, scopes and the
+ * scheduler's passes, with CLOCK_MONOTONIC timestamps, and writes them in the Chrome
+ * trace-event JSON format that Perfetto (ui.perfetto.dev) and chrome://tracing open: one
+ * track per XQueue, named after its handle, priority and stream. Memory is bounded: each
+ * recording thread has a ring of XSCHED_TRACE_EVENTS events (default 65536, 32 bytes
+ * each); a full ring drops its oldest events, counted in the file ("dropped").
+ * XSCHED_TRACE=path starts a trace at the library's first use; XSchedShutdown() and
+ * process exit write a running trace.
+ *
+ * @param path [in] The file to write (copied); created or truncated at the stop.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p path is null or empty;
+ *         kXSchedErrorNotAllowed while a trace runs; kXSchedErrorUnknown if out of memory.
+ * Thread-safety: any thread. Cost per command while tracing: doc/architecture.md.
+ */
+XSCHED_API XResult XSchedTraceStart(const char *path);
+
+/**
+ * @brief Stop the trace started by XSchedTraceStart() (or XSCHED_TRACE) and write it.
+ *
+ * @return kXSchedSuccess; kXSchedErrorNotFound if no trace runs; kXSchedErrorHardware if
+ *         the file cannot be written (logged with the system's reason).
+ * Thread-safety: any thread; events recorded concurrently with the stop may be left out.
+ */
+XSCHED_API XResult XSchedTraceStop(void);
 
 #ifdef __cplusplus
 }

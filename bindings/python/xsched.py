@@ -61,7 +61,7 @@ __all__ = [
     "XSchedError", "HardwareError", "InvalidValueError", "NotFoundError", "NotAllowedError",
     "NotSupportedError", "BadResponseError", "UnknownError", "LibraryNotFoundError",
     "QueueStats", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command", "Scope",
-    "host_func", "launch_callback", "set_scheduler", "shutdown", "set_timeslice",
+    "host_func", "launch_callback", "set_scheduler", "shutdown", "set_timeslice", "trace",
     "set_k_deadline", "stream_pointer", "hw_queue_for", "error_for", "check", "has_function",
     "library_path", "lib",
     "PRIORITY_NO_EXECUTE", "PRIORITY_MIN", "PRIORITY_DEFAULT", "PRIORITY_MAX",
@@ -398,6 +398,8 @@ _PROTOTYPES = {
     "XHintSetScheduler": [c_int, c_int],
     "XHintPriority": [XQueueHandle, c_int32],
     "XSchedShutdown": [],
+    "XSchedTraceStart": [ctypes.c_char_p],
+    "XSchedTraceStop": [],
     # XSched hints a policy may add; bound when the library exports them.
     "XHintUtilization": [XQueueHandle, c_int32],
     "XHintTimeslice": [c_int64],
@@ -1548,6 +1550,20 @@ class Scope:
 
 def _no_op():
     return None
+
+
+@contextmanager
+def trace(path):
+    """Record a timeline trace while the block runs and write it to ``path`` at its end
+    (XSchedTraceStart/XSchedTraceStop): Chrome trace-event JSON for ui.perfetto.dev or
+    chrome://tracing, one track per XQueue, a slice per command from commit to completion,
+    instant events for submissions, suspensions, hints and the scheduler's passes. Raises
+    :class:`NotAllowedError` if a trace runs already (XSCHED_TRACE included)."""
+    _call("XSchedTraceStart", os.fsencode(path))
+    try:
+        yield path
+    finally:
+        _call("XSchedTraceStop")
 
 
 def set_scheduler(scheduler: int = Scheduler.LOCAL,

@@ -2,6 +2,7 @@
  * lock) and ask for a pass. Policies read the values from the snapshot of their next
  * pass. */
 #include "api/api.h"
+#include "core/trace.h"
 #include "sched/sched.h"
 
 /* Serializes the read-modify-write of one queue's hints between concurrent XHint* calls.
@@ -34,6 +35,8 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 	h.prio = prio;
 	xs_sched_set_hints(x, &h);
 	xs_mutex_unlock(&xs__hint_lock);
+	XS_TRACE(XS_TR_PRIORITY, xq, 0, prio);
+	XS_TRACE(XS_TR_QUEUE, xq, (uint64_t)(uintptr_t)x->hwq->native, prio); /* renames it */
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
 }

@@ -5,6 +5,7 @@
 #include "api/api.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "hal/hal.h"
 #include "preempt/engine.h"
 #include "sched/policy.h"
@@ -25,6 +26,7 @@ static void xs__atfork_child(void)
 	xs_engine_forked();
 	xs_sched_forked();
 	xs_api_hints_forked();
+	xs_trace_forked();
 }
 
 static pthread_once_t xs__init_once = PTHREAD_ONCE_INIT;
@@ -33,6 +35,9 @@ static void xs__init(void)
 {
 	if (pthread_atfork(NULL, NULL, xs__atfork_child))
 		XS_ERROR("api", "pthread_atfork failed: a forked child may inherit held locks");
+	const xs_config *c = xs_config_get();
+	if (c->trace_path && xs_trace_start(c->trace_path, c->trace_events) == kXSchedSuccess)
+		XS_INFO("api", "tracing into %s (XSCHED_TRACE)", c->trace_path);
 }
 
 void xs_api_init(void)
@@ -67,8 +72,23 @@ XResult XSchedShutdown(void)
 {
 	xs_sched_shutdown();
 	xs_engine_shutdown();
+	xs_trace_stop(); /* writes a running trace; kXSchedErrorNotFound when none runs */
 	xs_config_reset();
 	return kXSchedSuccess;
+}
+
+XResult XSchedTraceStart(const char *path)
+{
+	xs_api_init();
+	return xs_trace_start(path, xs_config_get()->trace_events);
+}
+
+XResult XSchedTraceStop(void)
+{
+	XResult res = xs_trace_stop();
+	if (res == kXSchedErrorNotFound)
+		XS_WARN("api", "XSchedTraceStop: no trace runs");
+	return res;
 }
 
 /* At exit (or dlclose of the shared library) the library's threads are stopped and

@@ -1,6 +1,7 @@
 /* The XQueue API: create, submit, wait, suspend/resume, configuration, statistics.
  * Arguments are checked here; the engine (preempt/engine.h) does the work. */
 #include "api/api.h"
+#include "core/trace.h"
 #include "sched/sched.h"
 
 static bool xs__valid_level(int64_t level)
@@ -57,6 +58,7 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 	}
 	xs_hwq_publish_xqueue(x);
 	*xq = x->obj.handle;
+	XS_TRACE(XS_TR_QUEUE, *xq, (uint64_t)(uintptr_t)q->native, PRIORITY_DEFAULT);
 	xs_obj_unref(&x->obj); /* the table holds it */
 	XS_DEBUG("api", "XQueue 0x%llx created on %s HwQueue 0x%llx at level %lld",
 		 (unsigned long long)*xq, q->ops->name, (unsigned long long)hwq, (long long)level);

@@ -45,6 +45,9 @@ static void xs__load(xs_config *c)
 	c->cuda_connections = (long)xs__int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 1024, 0);
 	c->hip_hw_queues = (long)xs__int("GPU_MAX_HW_QUEUES", 0, 1024, 0);
 	c->hip_cp_wait = xs__int("GPU_STREAMOPS_CP_WAIT", 0, 1, 0) != 0;
+	const char *t = getenv("XSCHED_TRACE");
+	c->trace_path = t && *t ? t : NULL;
+	c->trace_events = xs__int("XSCHED_TRACE_EVENTS", 16, 1 << 24, 65536);
 }
 
 const xs_config *xs_config_get(void)

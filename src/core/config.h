@@ -28,6 +28,8 @@ typedef struct xs_config {
 	/* GPU_STREAMOPS_CP_WAIT=1: HIP's stream waits are done by the command processor, on
 	 * signal memory only (hal/gpu.c then allocates the counter and run gate there). */
 	bool hip_cp_wait;
+	const char *trace_path; /* XSCHED_TRACE, or NULL: trace into that file (core/trace.h) */
+	int64_t trace_events;   /* XSCHED_TRACE_EVENTS, events per thread's ring, default 65536 */
 } xs_config;
 
 /* Default commitment budget of the work of lower-priority XQueues per device, in us.

@@ -21,6 +21,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "preempt/engine_int.h"
 #include "preempt/lv3.h"
 
@@ -166,6 +167,12 @@ static bool xs__gated_in_flight(const xs_xqueue *xq)
  * (never set apart from a store, so the two cannot disagree). Caller holds xq->lock. */
 static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 {
+	if (c > xq->traced_commit) { /* first commits of these commands (not recommits) */
+		if (atomic_load_explicit(&xs_trace_on, memory_order_relaxed))
+			for (uint64_t s = xq->traced_commit + 1; s <= c; s++)
+				xs_trace_emit(XS_TR_COMMIT, xq->obj.handle, s, 0);
+		xq->traced_commit = c;
+	}
 	xq->committed = c;
 	if (xq->hwq->ops->commit)
 		xq->hwq->ops->commit(xq->hwq, c);
@@ -289,8 +296,13 @@ static void xs__drain(xs_xqueue *xq)
 		xs_dev_activate(xq);
 		xs_obj_ref(&cmd->obj);
 		xq->issuing = seq;
-		if (gated)
+		if (gated) {
 			xs__commit(xq);
+		} else if (xq->traced_commit < seq) {
+			/* Lv1: enqueuing commits; traced before the command can complete. */
+			XS_TRACE(XS_TR_COMMIT, xq->obj.handle, seq, 0);
+			xq->traced_commit = seq;
+		}
 		xs_mutex_unlock(&xq->lock);
 
 		XResult res = kXSchedErrorHardware;
@@ -313,6 +325,7 @@ static void xs__drain(xs_xqueue *xq)
 		xq->issuing = 0;
 		if (!gated && !xq->busy_since_ns)
 			xq->busy_since_ns = xs_now_ns();
+		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
 		if (record)
 			xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res);
 		xs_obj_unref(&cmd->obj);
@@ -375,6 +388,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 				xq->err_pending = cmd->result;
 		}
 		cmd->state = XS_CMD_DONE;
+		XS_TRACE(XS_TR_COMPLETE, xq->obj.handle, cmd->seq, cmd->result);
 		xs_dev_uncharge(xq, cmd);
 		if (cmd->kind == XS_CMD_EVENT_RECORD) {
 			atomic_store_explicit(&cmd->u.record.ran, true, memory_order_release);
@@ -575,6 +589,7 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 	}
 	bool was_idle = !xs_engine_has_work(xq);
 	cmd->seq = ++xq->submitted;
+	XS_TRACE(XS_TR_SUBMIT, xq->obj.handle, cmd->seq, cmd->kind);
 	xs_dev_top_update(xq); /* a top queue's arrival holds the others at once */
 	cmd->state = XS_CMD_PENDING;
 	xs_list_push_back(&xq->pending, &cmd->link); /* takes over the caller's reference */
@@ -644,6 +659,7 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 		xq->scopes--;
 	}
 	bool has = xs_engine_has_work(xq);
+	XS_TRACE(XS_TR_SCOPE, xq->obj.handle, open, xq->scopes);
 	if (has != had) {
 		if (has)
 			xq->ready_since_ns = xs_now_ns();
@@ -703,6 +719,8 @@ static void xs__apply(xs_xqueue *xq)
 	if (q->ops->set_run_gate && q->max_level >= kPreemptLevelDeactivate)
 		q->ops->set_run_gate(q, run);
 	int64_t now = xs_now_ns();
+	XS_TRACE(run ? XS_TR_RESUME : XS_TR_SUSPEND, xq->obj.handle, xq->app_suspended,
+		 xq->sched_suspended);
 	if (!run) {
 		xq->suspensions++;
 		xq->suspended_since_ns = now;

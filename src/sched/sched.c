@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
 
@@ -173,6 +174,12 @@ static int64_t xs__pass(void)
 		if (!xs__entries[i].suspend)
 			xs_engine_sched_suspend(xs__entry_q[i]->xq, false);
 	xs__apply_limits(n, false);
+	if (atomic_load_explicit(&xs_trace_on, memory_order_relaxed)) {
+		uint64_t held = 0;
+		for (size_t q = 0; q < n; q++)
+			held += xs__entries[q].suspend;
+		xs_trace_emit(XS_TR_PASS, 0, n, (int64_t)held);
+	}
 	return timer;
 }
 
@@ -387,6 +394,7 @@ void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h)
 
 XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy)
 {
+	XS_TRACE(XS_TR_POLICY, 0, scheduler, policy);
 	const xs_policy_ops *ops = NULL;
 	if (scheduler == kSchedulerLocal) {
 		ops = xs_policy_find(policy);

@@ -1,0 +1,240 @@
+/* The timeline trace (trace.h): per-thread rings and the Chrome trace-event writer. */
+#include "core/trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/thread.h"
+
+atomic_bool xs_trace_on;
+
+typedef struct xs__ring {
+	xs_mutex lock; /* guards the fields below: its thread writes, the writer reads */
+	xs_trace_ev *ev;
+	uint64_t cap, head, count, dropped; /* head: next slot; count: events kept */
+	uint64_t gen;                       /* the trace its events belong to */
+	struct xs__ring *next;              /* xs__rings, under xs__lock; never freed */
+} xs__ring;
+
+/* Guards the list of rings, the trace's path and the ring size. A ring, once made, lives
+ * as long as the process (a thread may hold a pointer to it at any time) and is reused,
+ * emptied, by its thread's next trace. */
+static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
+static xs__ring *xs__rings;
+static char *xs__path;
+static _Atomic uint64_t xs__gen = 1; /* the current trace; changed under xs__lock */
+static uint64_t xs__cap = 65536;
+static _Thread_local xs__ring *xs__mine;
+
+/* The calling thread's ring for the current trace, locked; NULL when out of memory. */
+static xs__ring *xs__ring_get(void)
+{
+	uint64_t gen = atomic_load_explicit(&xs__gen, memory_order_acquire);
+	xs__ring *r = xs__mine;
+	if (r) {
+		xs_mutex_lock(&r->lock);
+		if (r->gen == gen)
+			return r;
+		uint64_t cap = xs__cap; /* set before the generation changed */
+		if (cap != r->cap) {
+			xs_trace_ev *ev = calloc(cap, sizeof(*ev));
+			if (!ev) {
+				xs_mutex_unlock(&r->lock);
+				return NULL;
+			}
+			free(r->ev);
+			r->ev = ev;
+			r->cap = cap;
+		}
+		r->head = r->count = r->dropped = 0;
+		r->gen = gen;
+		return r;
+	}
+	r = calloc(1, sizeof(*r));
+	if (r)
+		r->ev = calloc(xs__cap, sizeof(*r->ev));
+	if (!r || !r->ev) {
+		free(r);
+		return NULL;
+	}
+	xs_mutex_init(&r->lock);
+	r->cap = xs__cap;
+	r->gen = gen;
+	xs_mutex_lock(&xs__lock);
+	r->next = xs__rings;
+	xs__rings = r;
+	xs_mutex_unlock(&xs__lock);
+	xs__mine = r;
+	xs_mutex_lock(&r->lock);
+	return r;
+}
+
+void xs_trace_emit(enum xs_trace_kind kind, uint64_t xq, uint64_t a, int64_t b)
+{
+	xs_trace_ev e = {xs_now_ns(), a, b, (uint32_t)xq, (uint16_t)kind, 0};
+	xs__ring *r = xs__ring_get();
+	if (!r)
+		return;
+	r->ev[r->head] = e;
+	r->head = (r->head + 1) % r->cap;
+	if (r->count < r->cap)
+		r->count++;
+	else
+		r->dropped++; /* the oldest was overwritten */
+	xs_mutex_unlock(&r->lock);
+}
+
+XResult xs_trace_start(const char *path, int64_t ring_events)
+{
+	XS_CHECK(path && *path, kXSchedErrorInvalidValue, "trace", "XSchedTraceStart: no path");
+	xs_mutex_lock(&xs__lock);
+	if (xs__path) {
+		xs_mutex_unlock(&xs__lock);
+		XS_WARN("trace", "XSchedTraceStart: a trace into %s runs already", xs__path);
+		return kXSchedErrorNotAllowed;
+	}
+	xs__path = strdup(path);
+	if (!xs__path) {
+		xs_mutex_unlock(&xs__lock);
+		return kXSchedErrorUnknown;
+	}
+	if (ring_events > 0)
+		xs__cap = (uint64_t)ring_events;
+	atomic_fetch_add_explicit(&xs__gen, 1, memory_order_acq_rel); /* rings start empty */
+	atomic_store_explicit(&xs_trace_on, true, memory_order_release);
+	xs_mutex_unlock(&xs__lock);
+	return kXSchedSuccess;
+}
+
+static int xs__cmp(const void *x, const void *y)
+{
+	const xs_trace_ev *a = x, *b = y;
+	return (a->ts_ns > b->ts_ns) - (a->ts_ns < b->ts_ns);
+}
+
+static const char *const xs__names[XS_TR_KIND_COUNT] = {
+    "queue",  "submit",   "enqueue", "commit", "complete", "suspend",
+    "resume", "priority", "scope",   "pass",   "policy",
+};
+
+/* One event as a JSON object on its own line. */
+static void xs__write_ev(FILE *f, const xs_trace_ev *e, int64_t t0)
+{
+	double us = (double)(e->ts_ns - t0) / 1000.0;
+	unsigned tid = e->xq;
+	switch (e->kind) {
+	case XS_TR_QUEUE:
+		fprintf(f,
+			",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_name\",\"args\":{"
+			"\"name\":\"XQueue 0x%x prio %lld %s 0x%llx\"}}",
+			tid, tid, (long long)e->b, e->a ? "stream" : "host queue",
+			(unsigned long long)e->a);
+		break;
+	case XS_TR_COMMIT:
+	case XS_TR_COMPLETE:
+		fprintf(
+		    f,
+		    ",\n{\"ph\":\"%s\",\"pid\":1,\"tid\":%u,\"cat\":\"xq%x\",\"name\":\"command\","
+		    "\"id\":\"0x%x.%llu\",\"ts\":%.3f,\"args\":{\"seq\":%llu%s%lld}}",
+		    e->kind == XS_TR_COMMIT ? "b" : "e", tid, tid, tid, (unsigned long long)e->a,
+		    us, (unsigned long long)e->a,
+		    e->kind == XS_TR_COMPLETE ? ",\"result\":" : ",\"c\":", (long long)e->b);
+		break;
+	default:
+		fprintf(f,
+			",\n{\"ph\":\"i\",\"s\":\"%s\",\"pid\":1,\"tid\":%u,\"name\":\"%s\",\"ts\":"
+			"%.3f,"
+			"\"args\":{\"a\":%llu,\"b\":%lld}}",
+			tid ? "t" : "p", tid, xs__names[e->kind], us, (unsigned long long)e->a,
+			(long long)e->b);
+	}
+}
+
+XResult xs_trace_stop(void)
+{
+	xs_mutex_lock(&xs__lock);
+	char *path = xs__path;
+	if (!path) {
+		xs_mutex_unlock(&xs__lock);
+		return kXSchedErrorNotFound;
+	}
+	atomic_store_explicit(&xs_trace_on, false, memory_order_release);
+	xs__path = NULL;
+	uint64_t gen = atomic_fetch_add_explicit(&xs__gen, 1, memory_order_acq_rel);
+
+	/* Copy out every ring's events of this trace; a thread still inside an emit holds
+	 * its ring's lock, so each copy sees whole events. */
+	uint64_t n = 0, dropped = 0, k = 0;
+	for (xs__ring *r = xs__rings; r; r = r->next)
+		n += r->cap;
+	xs_trace_ev *all = malloc((n ? n : 1) * sizeof(*all));
+	for (xs__ring *r = xs__rings; r && all; r = r->next) {
+		xs_mutex_lock(&r->lock);
+		if (r->gen == gen) {
+			uint64_t first = (r->head + r->cap - r->count) % r->cap;
+			for (uint64_t i = 0; i < r->count && k < n; i++)
+				all[k++] = r->ev[(first + i) % r->cap];
+			dropped += r->dropped;
+		}
+		xs_mutex_unlock(&r->lock);
+	}
+	xs_mutex_unlock(&xs__lock);
+
+	XResult res = kXSchedSuccess;
+	FILE *f = all ? fopen(path, "w") : NULL;
+	if (!f) {
+		XS_ERROR("trace", "cannot write the trace to %s: %s", path,
+			 all ? strerror(errno) : "out of memory");
+		res = all ? kXSchedErrorHardware : kXSchedErrorUnknown;
+	} else {
+		qsort(all, k, sizeof(*all), xs__cmp);
+		int64_t t0 = k ? all[0].ts_ns : 0;
+		fprintf(f,
+			"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"library\":\"libxsched\","
+			"\"clock\":\"CLOCK_MONOTONIC\",\"t0_ns\":%lld,\"events\":%llu,"
+			"\"dropped\":%llu},\n\"traceEvents\":[\n"
+			"{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":"
+			"\"libxsched\"}}",
+			(long long)t0, (unsigned long long)k, (unsigned long long)dropped);
+		for (uint64_t i = 0; i < k; i++)
+			xs__write_ev(f, &all[i], t0);
+		fprintf(f, "\n]}\n");
+		if (fclose(f) != 0) {
+			XS_ERROR("trace", "cannot write the trace to %s: %s", path,
+				 strerror(errno));
+			res = kXSchedErrorHardware;
+		}
+	}
+	free(all);
+	free(path);
+	return res;
+}
+
+void xs_trace_counts(uint64_t *kept, uint64_t *dropped)
+{
+	*kept = *dropped = 0;
+	xs_mutex_lock(&xs__lock);
+	uint64_t gen = atomic_load_explicit(&xs__gen, memory_order_acquire);
+	for (xs__ring *r = xs__rings; r; r = r->next) {
+		xs_mutex_lock(&r->lock);
+		if (r->gen == gen) {
+			*kept += r->count;
+			*dropped += r->dropped;
+		}
+		xs_mutex_unlock(&r->lock);
+	}
+	xs_mutex_unlock(&xs__lock);
+}
+
+void xs_trace_forked(void)
+{
+	atomic_store_explicit(&xs_trace_on, false, memory_order_relaxed);
+	xs_mutex_init(&xs__lock);
+	for (xs__ring *r = xs__rings; r; r = r->next)
+		xs_mutex_init(&r->lock); /* a parent's thread may have held one */
+	xs__path = NULL;
+	atomic_fetch_add_explicit(&xs__gen, 1, memory_order_relaxed);
+}

@@ -1,0 +1,74 @@
+/* The timeline trace: what the scheduler and the engine did, for Perfetto.
+ *
+ * XSCHED_TRACE=path (read with the other settings) or XSchedTraceStart(path) turns it on;
+ * XSchedTraceStop(), XSchedShutdown() or exit writes the file in the Chrome trace-event
+ * JSON format (ui.perfetto.dev, chrome://tracing): one track per XQueue, named after its
+ * priority and stream; an async slice per command from commit to completion; instant
+ * events for submissions, suspensions, resumes, hints, scopes and the scheduler's passes.
+ * Timestamps: CLOCK_MONOTONIC (xs_now_ns), written in us.
+ *
+ * Memory: one ring of XSCHED_TRACE_EVENTS events (default 65536, 32 bytes each) per
+ * thread that records, allocated at its first event; a full ring drops its oldest event
+ * and counts it ("dropped" in the file). Rings are freed when the file is written.
+ *
+ * Cost: off, each trace point is one relaxed load and a branch predicted not taken
+ * (XS_TRACE); on, a clock read and a store under the thread's own ring lock (uncontended
+ * except while the file is written). doc/architecture.md has the measured figure.
+ *
+ * Thread-safety: every function may be called from any thread.
+ */
+#ifndef XS_CORE_TRACE_H
+#define XS_CORE_TRACE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xsched.h"
+
+enum xs_trace_kind {
+	XS_TR_QUEUE,    /* an XQueue's track: a = stream (0 host), b = priority */
+	XS_TR_SUBMIT,   /* a = seq */
+	XS_TR_ENQUEUE,  /* a = seq (launch on the HwQueue) */
+	XS_TR_COMMIT,   /* a = seq: the device may run it (async slice begins) */
+	XS_TR_COMPLETE, /* a = seq, b = XResult (async slice ends) */
+	XS_TR_SUSPEND,  /* a = 1 application, 0 scheduler */
+	XS_TR_RESUME,   /* a = 1 application, 0 scheduler */
+	XS_TR_PRIORITY, /* b = the new priority */
+	XS_TR_SCOPE,    /* a = 1 begin, 0 end */
+	XS_TR_PASS,     /* the scheduler's pass: a = queues, b = suspended after it */
+	XS_TR_POLICY,   /* a = XPolicyType */
+	XS_TR_KIND_COUNT,
+};
+
+typedef struct xs_trace_ev {
+	int64_t ts_ns;
+	uint64_t a;
+	int64_t b;
+	uint32_t xq; /* the XQueue's handle (low 32 bits), 0 for none */
+	uint16_t kind;
+	uint16_t pad;
+} xs_trace_ev;
+
+extern atomic_bool xs_trace_on;
+
+/* Record an event; only through XS_TRACE. */
+void xs_trace_emit(enum xs_trace_kind kind, uint64_t xq, uint64_t a, int64_t b);
+
+#define XS_TRACE(kind, xq, a, b)                                                                   \
+	do {                                                                                       \
+		if (__builtin_expect(atomic_load_explicit(&xs_trace_on, memory_order_relaxed), 0)) \
+			xs_trace_emit((kind), (xq), (a), (b));                                     \
+	} while (0)
+
+/* Start tracing into @path (copied); kXSchedErrorNotAllowed while a trace runs. */
+XResult xs_trace_start(const char *path, int64_t ring_events);
+/* Stop and write the file; kXSchedErrorNotFound when no trace runs, kXSchedErrorHardware
+ * when the file cannot be written (logged). */
+XResult xs_trace_stop(void);
+/* Events kept and dropped so far (tests). */
+void xs_trace_counts(uint64_t *kept, uint64_t *dropped);
+/* In a child after fork(): tracing off, the parent's rings forgotten. */
+void xs_trace_forked(void);
+
+#endif
