@@ -65,7 +65,8 @@ void xs_dev_top_update(xs_xqueue *xq)
 {
 	/* A queue blocked on another's event does not hold them: that one may be the
 	 * producer. */
-	bool busy = !xq->limited && xs_engine_ready(xq);
+	bool busy = !xq->limited && (xq->completed != xq->submitted || xq->scopes) &&
+		    !xq->blocked && !xq->waiting; /* xs_engine_ready */
 	if (busy == xq->top_busy)
 		return;
 	xq->top_busy = busy;
