@@ -211,13 +211,7 @@ XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data)
 		cmd->u.callback.fn = launch;
 		cmd->u.callback.data = data;
 		cmd->owner = pthread_self();
-		xs_obj_ref(&cmd->obj); /* to look at it after the call */
-		res = xs_engine_launch_inline(x, cmd);
-		bool accepted = atomic_load_explicit(&cmd->xq, memory_order_acquire) != NULL;
-		xs_obj_unref(&cmd->obj);
-		if (!accepted)
-			xs_obj_unref(
-			    &cmd->obj); /* refused: the creation's reference is still ours */
+		res = xs_engine_launch_inline(x, cmd); /* takes the creation's reference */
 	}
 	xs_obj_unref(&x->obj);
 	return res;

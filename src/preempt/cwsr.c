@@ -501,11 +501,21 @@ out:
 	return res;
 }
 
+/* The entry of @n that has ring buffer @ring, or NULL. */
+static const struct xs_kfd_queue_snapshot_entry *
+find_ring(const struct xs_kfd_queue_snapshot_entry *entries, size_t n, uint64_t ring)
+{
+	for (size_t i = 0; i < n; i++)
+		if (entries[i].ring_base_address == ring)
+			return &entries[i];
+	return NULL;
+}
+
 XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
 {
 	struct xs_kfd_queue_snapshot_entry *entries = NULL;
-	size_t n = 0, i;
-	bool found_a = false, found_b = false;
+	const struct xs_kfd_queue_snapshot_entry *a, *b;
+	size_t n = 0;
 	XResult res;
 
 	if (!ring_a || !ring_b)
@@ -521,16 +531,15 @@ XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
 	if (res != kXSchedSuccess)
 		goto out;
 	res = snapshot_locked(0, &entries, &n);
-	for (i = 0; res == kXSchedSuccess && i < n; i++) {
-		if (!is_compute_queue(entries[i].queue_type))
-			continue;
-		found_a = found_a || entries[i].ring_base_address == ring_a;
-		found_b = found_b || entries[i].ring_base_address == ring_b;
-	}
-	if (res == kXSchedSuccess && !(found_a && found_b)) {
-		CWSR_WARN("no compute queue of this process has ring 0x%llx",
-			  (unsigned long long)(found_a ? ring_b : ring_a));
-		res = kXSchedErrorNotFound;
+	if (res == kXSchedSuccess) {
+		a = find_ring(entries, n, ring_a);
+		b = find_ring(entries, n, ring_b);
+		bool ok_a = a && is_compute_queue(a->queue_type);
+		if (!ok_a || !b || !is_compute_queue(b->queue_type)) {
+			CWSR_WARN("no compute queue of this process has ring 0x%llx",
+				  (unsigned long long)(ok_a ? ring_b : ring_a));
+			res = kXSchedErrorNotFound;
+		}
 	}
 	free(entries);
 	session_put_locked();
@@ -541,9 +550,10 @@ out:
 
 XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 {
-	struct xs_kfd_queue_snapshot_entry *entries = NULL, *e = NULL;
+	struct xs_kfd_queue_snapshot_entry *entries = NULL;
+	const struct xs_kfd_queue_snapshot_entry *e;
 	xs_cwsr_queue *q;
-	size_t n = 0, i;
+	size_t n = 0;
 	XResult res;
 
 	if (!out)
@@ -563,12 +573,7 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 	res = snapshot_locked(XS_KFD_EC_MASK(XS_KFD_EC_QUEUE_NEW), &entries, &n);
 	if (res != kXSchedSuccess)
 		goto put;
-	for (i = 0; i < n; i++) {
-		if (entries[i].ring_base_address == ring_base_address) {
-			e = &entries[i];
-			break;
-		}
-	}
+	e = find_ring(entries, n, ring_base_address);
 	if (!e) {
 		CWSR_WARN("attach: none of this process's %zu KFD queues has ring buffer 0x%llx", n,
 			  (unsigned long long)ring_base_address);

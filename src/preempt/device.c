@@ -61,12 +61,8 @@ void xs_engine_set_hold(bool hold)
 		xs__grant_all(); /* queues held back may commit now */
 }
 
-void xs_dev_top_update(xs_xqueue *xq)
+void xs_dev_top_set(xs_xqueue *xq, bool busy)
 {
-	/* A queue blocked on another's event does not hold them: that one may be the
-	 * producer. */
-	bool busy = !xq->limited && (xq->completed != xq->submitted || xq->scopes) &&
-		    !xq->blocked && !xq->waiting; /* xs_engine_ready */
 	if (busy == xq->top_busy)
 		return;
 	xq->top_busy = busy;

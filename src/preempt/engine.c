@@ -154,6 +154,14 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	return kXSchedSuccess;
 }
 
+/* Recount @xq in its device's top_busy after its work, its limit or its blocking changed.
+ * A queue blocked on another's event does not hold the others: that one may be the
+ * producer. Caller holds xq->lock. */
+static void xs__top_update(xs_xqueue *xq)
+{
+	xs_dev_top_set(xq, !xq->limited && xs_engine_ready(xq));
+}
+
 /* ---- commit ---- */
 
 /* Whether a gated command enqueued now would sit behind gated, uncompleted work. */
@@ -252,7 +260,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 		bool go = xs_dep_check(xq, cmd, skip);
 		if (go == xq->blocked) {
 			xq->blocked = !go;
-			xs_dev_top_update(xq);
+			xs__top_update(xq);
 			xs_engine_notify(xq);
 		}
 		if (!go)
@@ -402,7 +410,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 	xq->busy_since_ns = xq->committed > done || xq->enqueued > done ? now : 0;
 	xs_cond_broadcast(&xq->cv);
 	xs_engine_progress(xq, false);
-	xs_dev_top_update(xq);
+	xs__top_update(xq);
 	if (!xs_engine_has_work(xq))
 		xs_engine_notify(xq); /* idle now */
 }
@@ -500,7 +508,7 @@ static xs_xqueue *xs__waiter_begin(const xs_xqueue *target)
 	if (b) {
 		xs_mutex_lock(&b->lock);
 		if (b->waiting++ == 0) {
-			xs_dev_top_update(b);
+			xs__top_update(b);
 			xs_engine_notify(b);
 		}
 		xs_mutex_unlock(&b->lock);
@@ -514,7 +522,7 @@ static void xs__waiter_end(xs_xqueue *b)
 		return;
 	xs_mutex_lock(&b->lock);
 	if (--b->waiting == 0) {
-		xs_dev_top_update(b);
+		xs__top_update(b);
 		xs_engine_notify(b);
 	}
 	xs_mutex_unlock(&b->lock);
@@ -590,7 +598,7 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 	bool was_idle = !xs_engine_has_work(xq);
 	cmd->seq = ++xq->submitted;
 	XS_TRACE(XS_TR_SUBMIT, xq->obj.handle, cmd->seq, cmd->kind);
-	xs_dev_top_update(xq); /* a top queue's arrival holds the others at once */
+	xs__top_update(xq); /* a top queue's arrival holds the others at once */
 	cmd->state = XS_CMD_PENDING;
 	xs_list_push_back(&xq->pending, &cmd->link); /* takes over the caller's reference */
 	if (cmd->kind == XS_CMD_EVENT_RECORD)
@@ -619,12 +627,14 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 			"XQueueLaunchInline on XQueue 0x%llx from its own command would wait for "
 			"itself; refused",
 			(unsigned long long)xq->obj.handle);
+		xs_obj_unref(&cmd->obj);
 		return kXSchedErrorNotAllowed;
 	}
 	xs_mutex_lock(&xq->lock);
 	XResult res = xs__accept(xq, cmd);
 	if (res != kXSchedSuccess) {
 		xs_mutex_unlock(&xq->lock);
+		xs_obj_unref(&cmd->obj); /* refused: the caller's reference ends here */
 		return res;
 	}
 	xs_obj_ref(&cmd->obj); /* ours, to read its result */
@@ -663,7 +673,7 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 	if (has != had) {
 		if (has)
 			xq->ready_since_ns = xs_now_ns();
-		xs_dev_top_update(xq);
+		xs__top_update(xq);
 		xs_engine_notify(xq);
 	}
 	xs_mutex_unlock(&xq->lock);
@@ -767,7 +777,7 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited)
 	xs_hwq *q = xq->hwq;
 	xs_mutex_lock(&xq->lock);
 	xq->limited = limited;
-	xs_dev_top_update(xq);
+	xs__top_update(xq);
 	xs_engine_progress(xq, false);
 	int top = !limited;
 	bool apply = top != xq->hw_top && q->ops->set_priority && xs_config_get()->hw_priority;

@@ -125,7 +125,7 @@ XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd);
  * this thread, in order, once the XQueue may enqueue it: its callback runs here. Blocks
  * meanwhile (suspended, window full, budget). Returns the launch result, or what
  * xs_engine_submit returns; kXSchedErrorNotAllowed from a command of @xq itself. Takes
- * over one reference of @cmd on success as xs_engine_submit does. */
+ * over the caller's reference of @cmd in every case. */
 XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd);
 /* Open (@open) or close a scope: while one is open the XQueue counts as having work for
  * the scheduler and the budget's hold, also between its commands. kXSchedErrorNotAllowed

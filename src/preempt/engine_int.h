@@ -55,9 +55,9 @@ bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd);
  * hand it on (xs_dev_grant). */
 void xs_dev_uncharge(xs_xqueue *xq, xs_cmd *cmd);
 void xs_dev_grant(xs_device *dev);
-/* Recount xq in its device's top_busy after its work or its limit changed. Caller holds
- * xq->lock. */
-void xs_dev_top_update(xs_xqueue *xq);
+/* Count xq in its device's top_busy or not (@busy: not limited and ready, decided by the
+ * engine). Caller holds xq->lock. */
+void xs_dev_top_set(xs_xqueue *xq, bool busy);
 /* Whether the calling thread is one of the device threads of @dev. */
 bool xs_dev_is_own_thread(const xs_device *dev);
 int64_t xs_dev_budget_ns(void);

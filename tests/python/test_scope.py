@@ -48,6 +48,15 @@ def _wait_until(pred, timeout=10.0):
     return True
 
 
+def _python_runs_meanwhile(seconds=0.2):
+    """Whether this thread keeps running Python for @seconds while another is blocked in
+    C (it could not if that one held the GIL)."""
+    n, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        n += 1
+    return n > 1000
+
+
 def _skip_without_torch(name):
     if torch is None:
         print("skip %s: PyTorch cannot be imported by %s" % (name, sys.executable))
@@ -122,10 +131,7 @@ def test_blocked_launch_releases_the_gil():
     t = threading.Thread(target=worker)
     t.start()
     # The worker blocks in C; this thread keeps running Python meanwhile.
-    n, end = 0, time.monotonic() + 0.2
-    while time.monotonic() < end:
-        n += 1
-    assert n > 1000 and not ran.is_set() and not done.is_set()
+    assert _python_runs_meanwhile() and not ran.is_set() and not done.is_set()
     assert xq.stats().pending == 1
     xq.resume()
     assert done.wait(10) and ran.is_set()
@@ -246,10 +252,7 @@ def test_operators_block_while_suspended_and_release_gil():
 
     t = threading.Thread(target=worker)
     t.start()
-    n, end = 0, time.monotonic() + 0.2
-    while time.monotonic() < end:
-        n += 1
-    assert n > 1000 and not done.is_set() and not out
+    assert _python_runs_meanwhile() and not done.is_set() and not out
     xq.resume()
     assert done.wait(10)
     t.join()
