@@ -206,6 +206,19 @@ void xsb_watchdog_start(int stall_s, void (*on_stall)(void));
 /* Fatal error: print and exit(1). */
 void xsb_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* ---- plots (plot.c) ------------------------------------------------------------------ */
+
+/* --plot DIR: create @dir, note whether gnuplot is on PATH (it says so either way).
+ * Returns 0, or -1 when @dir cannot be made. */
+int xsb_plot_init(const char *dir, const char *device, const char *date, bool modeled);
+/* One run's samples (every lane's) for scenario @scenario and configuration @config; a
+ * no-op without --plot. */
+void xsb_plot_run(const char *scenario, const char *config, const char *mode,
+		  const struct xsb_samples *smp, int nlanes, int64_t t0);
+/* Write (and render) the plots of the runs handed in since the last flush. */
+void xsb_plot_flush(void);
+void xsb_plot_fini(void);
+
 /* ---- scenarios (scenarios.c) --------------------------------------------------------- */
 
 struct xsb_opts {

@@ -39,6 +39,9 @@ static void xsb__usage(FILE *f)
 	    "  --large-batch N      two-models: batch of the large model (default 8)\n"
 	    "  --rate R             two-models: requests per second of the small model (20)\n"
 	    "  --jsonl PATH         write every sample and summary as JSON lines\n"
+	    "  --plot DIR           write per scenario the high lane's latency CDF of every\n"
+	    "                       mode, and for serve and preempt a short timeline, as PNG\n"
+	    "                       and SVG through gnuplot (data and scripts only without it)\n"
 	    "  --quick              a short run (host backend: under a minute on 2 cores)\n"
 	    "  --quiet              no progress line\n"
 	    "  --seed N             random seed of think times (default 1)\n"
@@ -113,7 +116,7 @@ int main(int argc, char **argv)
 	    .rate = 20,
 	    .seed = 1,
 	};
-	const char *backend = "auto", *jsonl = NULL;
+	const char *backend = "auto", *jsonl = NULL, *plot = NULL;
 	int stall = 60;
 	bool quiet = false;
 	for (size_t i = 0; i < xsb_nmodes; i++)
@@ -134,7 +137,8 @@ int main(int argc, char **argv)
 		O_BATCH,
 		O_RATE,
 		O_SEED,
-		O_STALL
+		O_STALL,
+		O_PLOT
 	};
 	static const struct option lo[] = {
 	    {"scenario", required_argument, NULL, O_SCEN},
@@ -152,6 +156,7 @@ int main(int argc, char **argv)
 	    {"rate", required_argument, NULL, O_RATE},
 	    {"seed", required_argument, NULL, O_SEED},
 	    {"stall", required_argument, NULL, O_STALL},
+	    {"plot", required_argument, NULL, O_PLOT},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -221,6 +226,9 @@ int main(int argc, char **argv)
 			break;
 		case O_STALL:
 			stall = atoi(optarg);
+			break;
+		case O_PLOT:
+			plot = optarg;
 			break;
 		case O_HELP:
 		case 'h':
@@ -320,6 +328,9 @@ int main(int argc, char **argv)
 		     be.name, be.modeled ? "true" : "false", be.device, date, be.max_level,
 		     o.quick ? "true" : "false");
 
+	if (plot && xsb_plot_init(plot, be.device, date, be.modeled))
+		return 2;
+
 	struct xsb_ctx ctx = {.be = &be, .o = &o, .fails = 0};
 	xsb_print_launch_cfg(&ctx);
 	xsb_watchdog_start(stall, xsb_on_stall);
@@ -334,7 +345,9 @@ int main(int argc, char **argv)
 			continue;
 		if (fns[i](&ctx))
 			ctx.fails++;
+		xsb_plot_flush();
 	}
+	xsb_plot_fini();
 	printf("\ndone in %.1f s%s%s\n", (double)(xsb_now_ns() - t0) / 1e9,
 	       ctx.fails ? "; some runs FAILED" : "",
 	       be.modeled ? " (host backend: modeled figures, no GPU used)" : "");

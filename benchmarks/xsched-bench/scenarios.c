@@ -399,6 +399,8 @@ static void xsb__collect(struct xsb__run *r, bool high, struct xsb__row *row)
 	if (!high && m && last > r->t0)
 		row->thr = (double)m / ((double)(last - r->t0) / 1e9);
 	free(v);
+	if (high)
+		xsb_plot_run(r->scenario, r->config, r->mode->name, r->smp, r->nlanes, r->t0);
 	xsb_json_raw("{\"type\":\"summary\",\"scenario\":\"%s\",\"config\":\"%s\",\"mode\":\"%s\","
 		     "\"class\":\"%s\",\"n\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
 		     "\"mean_ms\":%.4f,\"tasks_per_s\":%.3f,\"total_s\":%.4f}",
