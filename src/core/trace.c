@@ -126,6 +126,8 @@ static void xs__write_ev(FILE *f, const xs_trace_ev *e, int64_t t0)
 	double us = (double)(e->ts_ns - t0) / 1000.0;
 	unsigned tid = e->xq;
 	switch (e->kind) {
+	case XS_TR_KIND_COUNT: /* a name superseded by a later one */
+		break;
 	case XS_TR_QUEUE:
 		fprintf(f,
 			",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%u,\"name\":\"thread_name\",\"args\":{"
@@ -150,6 +152,19 @@ static void xs__write_ev(FILE *f, const xs_trace_ev *e, int64_t t0)
 			"\"args\":{\"a\":%llu,\"b\":%lld}}",
 			tid ? "t" : "p", tid, xs__names[e->kind], us, (unsigned long long)e->a,
 			(long long)e->b);
+	}
+}
+
+/* A track has one name: of an XQueue's naming events (create, then each priority change),
+ * the last is written; the earlier ones become no-ops (kind XS_TR_KIND_COUNT). */
+static void xs__keep_last_names(xs_trace_ev *ev, uint64_t n)
+{
+	for (uint64_t i = n; i-- > 0;) {
+		if (ev[i].kind != XS_TR_QUEUE)
+			continue;
+		for (uint64_t j = i; j-- > 0;)
+			if (ev[j].kind == XS_TR_QUEUE && ev[j].xq == ev[i].xq)
+				ev[j].kind = XS_TR_KIND_COUNT;
 	}
 }
 
@@ -199,6 +214,7 @@ XResult xs_trace_stop(void)
 			"{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":"
 			"\"libxsched\"}}",
 			(long long)t0, (unsigned long long)k, (unsigned long long)dropped);
+		xs__keep_last_names(all, k);
 		for (uint64_t i = 0; i < k; i++)
 			xs__write_ev(f, &all[i], t0);
 		fprintf(f, "\n]}\n");

@@ -41,11 +41,14 @@ def _run_two_queues():
 
 def _check_trace(doc, handles):
     ev = doc["traceEvents"]
-    names = {e["tid"]: e["args"]["name"] for e in ev
-             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    named = [(e["tid"], e["args"]["name"]) for e in ev
+             if e.get("ph") == "M" and e.get("name") == "thread_name"]
+    names = dict(named)
+    assert len(names) == len(named), named  # one name per track
     for h in handles:
         tid = h & 0xFFFFFFFF
         assert tid in names and "prio" in names[tid], names
+    assert "prio 10 " in names[handles[0] & 0xFFFFFFFF], names  # the last priority
     begins, ends = collections.Counter(), collections.Counter()
     b_ts = {}
     last = {}
