@@ -30,11 +30,21 @@ typedef struct xs_config {
 	bool hip_cp_wait;
 	const char *trace_path; /* XSCHED_TRACE, or NULL: trace into that file (core/trace.h) */
 	int64_t trace_events;   /* XSCHED_TRACE_EVENTS, events per thread's ring, default 65536 */
+	/* XSCHED_STALL_RELEASE_US, default XS_STALL_RELEASE_DEFAULT_US, 0 = off: after this
+	 * long without progress on a device, commit what suspended XQueues hold enqueued
+	 * (preempt/device.c, "stall release"). */
+	int64_t stall_release_ns;
 } xs_config;
 
 /* Default commitment budget of the work of lower-priority XQueues per device, in us.
  * Chosen from the serve scenario on an H100 (doc/RESULTS.md, "Commitment budget"). */
 #define XS_BUDGET_DEFAULT_US 1000
+
+/* Default stall release, in us: long enough that a device running ordinary commands shows
+ * progress well within it (a completion or a launch of a running XQueue), short enough
+ * that a request caught by an implicit synchronization is not lost (doc/architecture.md,
+ * "Stall release"). */
+#define XS_STALL_RELEASE_DEFAULT_US 100000
 
 const xs_config *xs_config_get(void);
 void xs_config_reset(void);

@@ -38,6 +38,7 @@ enum xs_trace_kind {
 	XS_TR_SCOPE,    /* a = 1 begin, 0 end */
 	XS_TR_PASS,     /* the scheduler's pass: a = queues, b = suspended after it */
 	XS_TR_POLICY,   /* a = XPolicyType */
+	XS_TR_RELEASE,  /* stall release: a = first seq committed, b = last */
 	XS_TR_KIND_COUNT,
 };
 

@@ -13,6 +13,17 @@
  * reaches it only when it could not be enqueued at submit time.
  *
  * Budget (see engine.h): charge at commit, release at completion, FIFO of waiters.
+ *
+ * Stall release: when nothing completes on the device and no running XQueue enqueues a
+ * command for XSCHED_STALL_RELEASE_US, while XQueues hold enqueued commands behind their
+ * counters (suspended by the scheduler, or held by the budget), the progress thread commits
+ * what they hold, once per such spell. A thread may be inside a runtime call that waits for
+ * every stream of the context, the held ones too (CUDA loads a module in cudnnCreate, at a
+ * lazily loaded kernel's first launch, in cudaFree), and block the launches of the queue
+ * that holds the others: nothing else would end that (seen with PyTorch on an H100,
+ * doc/python.md). The queues stay suspended for what they enqueue next. A device that runs
+ * one command longer than the limit, with nothing else completing, gets the held work
+ * committed too: the price of the rule, paid only by such devices.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -33,6 +44,7 @@ enum {
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
 static xs_link *xs__parent_devices; /* a child's: the parent's, reachable for leak checkers */
+static atomic_bool xs__stall_warned;  /* the first stall release is a warning, later ones debug */
 static int64_t xs__budget_ns = -1;  /* -1: from the configuration at first use */
 static atomic_bool xs__hold;        /* xs_engine_set_hold */
 
@@ -319,6 +331,52 @@ static void xs__nap(int64_t ns)
 	nanosleep(&ts, NULL);
 }
 
+/* Whether the device has shown no progress for its stall limit: no completion, no enqueue
+ * by a running XQueue, no release. */
+static bool xs__stalled(xs_device *d, int64_t now, int64_t last_progress, int64_t last_release)
+{
+	if (d->stall_ns <= 0)
+		return false;
+	int64_t act = atomic_load_explicit(&d->run_enqueue_ns, memory_order_relaxed);
+	act = act > last_progress ? act : last_progress;
+	act = act > last_release ? act : last_release;
+	return now - act >= d->stall_ns;
+}
+
+/* Commit what the queues of @v hold (the stall release). */
+static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
+{
+	size_t released = 0;
+	for (size_t i = 0; i < n; i++) {
+		xs_mutex_lock(&v[i]->lock);
+		released += d->hooks->release(v[i]);
+		xs_mutex_unlock(&v[i]->lock);
+	}
+	if (!released)
+		return;
+	if (!atomic_exchange_explicit(&xs__stall_warned, true, memory_order_relaxed))
+		XS_WARN("engine",
+			"%s device: nothing completed for %lld ms while %zu XQueue(s) held "
+			"enqueued commands: committing them (a runtime call may be waiting for "
+			"every stream: a module load, cudnnCreate, cudaFree; "
+			"XSCHED_STALL_RELEASE_US, doc/architecture.md). Further releases are "
+			"logged at debug level",
+			d->ops->name, (long long)(quiet_ns / 1000000), released);
+	else
+		XS_DEBUG("engine", "%s device: stall release of %zu XQueue(s) after %lld ms",
+			 d->ops->name, released, (long long)(quiet_ns / 1000000));
+}
+
+/* How long the progress thread of a backend that pushes done numbers sleeps when nothing
+ * happens: it still looks for stalls often enough. */
+static int64_t xs__idle_wait_ns(const xs_device *d)
+{
+	int64_t w = 100000000;
+	if (d->stall_ns > 0 && d->stall_ns / 4 < w)
+		w = d->stall_ns / 4 > 1000000 ? d->stall_ns / 4 : 1000000;
+	return w;
+}
+
 static void *xs__progress_main(void *arg)
 {
 	xs_device *d = arg;
@@ -334,7 +392,7 @@ static void *xs__progress_main(void *arg)
 	bool pushes = d->ops->pushes_done;
 	xs_xqueue **v = NULL;
 	size_t cap = 0;
-	int64_t last_progress = xs_now_ns(), last_check = last_progress;
+	int64_t last_progress = xs_now_ns(), last_check = last_progress, last_release = 0;
 	for (;;) {
 		xs_mutex_lock(&d->lock);
 		while (!d->stop && xs_list_empty(&d->active) && !d->grant)
@@ -356,8 +414,13 @@ static void *xs__progress_main(void *arg)
 			xs_mutex_lock(&v[i]->lock);
 			progressed |= d->hooks->reap(v[i], check);
 			xs_mutex_unlock(&v[i]->lock);
-			xs_obj_unref(&v[i]->obj);
 		}
+		if (!progressed && xs__stalled(d, now, last_progress, last_release)) {
+			xs__release(d, v, n, now - last_progress);
+			last_release = now; /* the next look one limit later */
+		}
+		for (size_t i = 0; i < n; i++)
+			xs_obj_unref(&v[i]->obj);
 		if (check)
 			last_check = now;
 		if (grant)
@@ -369,7 +432,7 @@ static void *xs__progress_main(void *arg)
 		if (pushes) {
 			xs_mutex_lock(&d->lock);
 			if (!d->poke && !d->stop && !d->grant)
-				xs_cond_timedwait(&d->progress_cv, &d->lock, now + 100000000);
+				xs_cond_timedwait(&d->progress_cv, &d->lock, now + xs__idle_wait_ns(d));
 			xs_mutex_unlock(&d->lock);
 		} else if (now - last_progress < XS__SPIN_NS) {
 			sched_yield();
@@ -406,6 +469,7 @@ static bool xs__dev_start(xs_device *d, xs_hwq *q)
 	xs_obj_ref(&q->obj);
 	d->init_q = q;
 	d->stop = false;
+	d->stall_ns = xs_config_get()->stall_release_ns; /* read here, not on the thread */
 	int err = xs_thread_start(&d->progress, "xs-progress", xs__progress_main, d);
 	if (!err) {
 		err = xs_thread_start(&d->launcher, "xs-launch", xs__launch_main, d);
@@ -531,6 +595,7 @@ void xs_dev_forked(void)
 	xs_list_init(&xs__devices);
 	xs__budget_ns = -1;
 	atomic_store_explicit(&xs__hold, false, memory_order_relaxed);
+	atomic_store_explicit(&xs__stall_warned, false, memory_order_relaxed);
 }
 
 const void *xs_engine_device(const xs_xqueue *xq)

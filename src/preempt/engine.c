@@ -142,7 +142,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->running = true;
 	xq->err_pending = kXSchedSuccess;
 	xq->hw_top = -1;
-	static const xs_dev_hooks hooks = {xs_engine_progress, xs_engine_reap};
+	static const xs_dev_hooks hooks = {xs_engine_progress, xs_engine_reap, xs_engine_release};
 	if (!xs_dev_attach(xq, &hooks)) {
 		xs_obj_unref(&xq->obj);
 		return kXSchedErrorUnknown;
@@ -244,6 +244,19 @@ static void xs__decommit(xs_xqueue *xq)
 	}
 }
 
+bool xs_engine_release(xs_xqueue *xq)
+{
+	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
+	if (xq->level < kPreemptLevelDeactivate || xq->app_suspended || !xq->hwq->ops->commit ||
+	    xq->committed >= top)
+		return false;
+	XS_TRACE(XS_TR_RELEASE, xq->obj.handle, xq->committed + 1, (int64_t)top);
+	if (!xq->busy_since_ns)
+		xq->busy_since_ns = xs_now_ns();
+	xs__store_commit(xq, top); /* uncharged: the budget counts them as free */
+	return true;
+}
+
 /* ---- enqueue ---- */
 
 /* Whether the head command @cmd may be enqueued now; *skip is a result that replaces its
@@ -331,6 +344,9 @@ static void xs__drain(xs_xqueue *xq)
 			cmd->result = res;
 		xq->enqueued = seq;
 		xq->issuing = 0;
+		if (xq->running)
+			atomic_store_explicit(&xq->dev->run_enqueue_ns, xs_now_ns(),
+					      memory_order_relaxed);
 		if (!gated && !xq->busy_since_ns)
 			xq->busy_since_ns = xs_now_ns();
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);

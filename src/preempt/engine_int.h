@@ -10,6 +10,7 @@
 typedef struct xs_dev_hooks {
 	void (*progress)(xs_xqueue *xq, bool may_launch); /* xs_engine_progress */
 	bool (*reap)(xs_xqueue *xq, bool check_health);   /* xs_engine_reap */
+	bool (*release)(xs_xqueue *xq);                   /* xs_engine_release */
 } xs_dev_hooks;
 
 /* A device: the HwQueues that share one device key (hal.h), their commitment budget and
@@ -37,6 +38,10 @@ struct xs_device {
 	bool grant_blocked;    /* it found the budget full */
 	bool stop;             /* the threads exit */
 	bool started;          /* the threads run */
+	/* Lock-free: when a running XQueue last enqueued a command (progress for the stall
+	 * release, with the completions the progress thread sees). */
+	_Atomic int64_t run_enqueue_ns;
+	int64_t stall_ns; /* the stall release limit (0 = off); set before the threads start */
 	pthread_t progress, launcher;
 	const xs_dev_hooks *hooks; /* set at the first attach, read-only after */
 	xs_hwq *init_q;            /* a queue to bind the threads with (holds a reference) */
@@ -69,6 +74,10 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch);
 /* Read the done number, complete what it covers; returns whether anything completed.
  * With @check_health, a queue that made no progress is asked for faults. */
 bool xs_engine_reap(xs_xqueue *xq, bool check_health);
+/* Stall release: commit what @xq holds enqueued behind its counter although the scheduler
+ * suspends or the budget limits it (not when the application suspended it); returns
+ * whether it committed anything. */
+bool xs_engine_release(xs_xqueue *xq);
 /* Called with xq->lock held by deps.c when a blocked queue may go on. */
 void xs_engine_notify(xs_xqueue *xq);
 
