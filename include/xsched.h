@@ -419,10 +419,16 @@ XSCHED_API XResult XQueueWaitAll(XQueueHandle xq);
  * commitment budget has no room (Lv1). Host queues have no stream: @p launch runs at the
  * command's launch and the command is its done mark.
  *
+ * With a null @p launch the command is a *boundary*: it enqueues its counter wait and done
+ * mark only, so work the caller puts on the stream after the call sits behind it (a
+ * preemption point between two pieces of the caller's work, e.g. before each module of a
+ * model: bindings/python's module scopes).
+ *
  * @param xq     [in] The XQueue.
- * @param launch [in] Called once, before the call returns, with no library lock held.
+ * @param launch [in] Called once, before the call returns, with no library lock held;
+ *                    or null (a boundary).
  * @param data   [in] Passed to @p launch; not copied or freed.
- * @return What @p launch returned; kXSchedErrorInvalidValue if @p launch is null;
+ * @return What @p launch returned (kXSchedSuccess for a boundary);
  *         kXSchedErrorNotFound if @p xq is not live or is being destroyed;
  *         kXSchedErrorNotAllowed from a command of @p xq itself (it would wait for
  *         itself); kXSchedErrorUnknown if out of memory. The command completes later, as

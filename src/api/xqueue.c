@@ -201,7 +201,6 @@ XResult XQueueWaitAll(XQueueHandle xq)
 
 XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data)
 {
-	XS_CHECK(launch, kXSchedErrorInvalidValue, "api", "XQueueLaunchInline: launch is null");
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueLaunchInline");
 	if (!x)
 		return kXSchedErrorNotFound;

@@ -48,9 +48,8 @@ static void xs__load(xs_config *c)
 	const char *t = getenv("XSCHED_TRACE");
 	c->trace_path = t && *t ? t : NULL;
 	c->trace_events = xs__int("XSCHED_TRACE_EVENTS", 16, 1 << 24, 65536);
-	c->stall_release_ns = xs__int("XSCHED_STALL_RELEASE_US", 0, 100000000,
-				      XS_STALL_RELEASE_DEFAULT_US) *
-			      1000;
+	c->stall_release_ns =
+	    xs__int("XSCHED_STALL_RELEASE_US", 0, 100000000, XS_STALL_RELEASE_DEFAULT_US) * 1000;
 }
 
 const xs_config *xs_config_get(void)

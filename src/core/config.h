@@ -40,11 +40,12 @@ typedef struct xs_config {
  * Chosen from the serve scenario on an H100 (doc/RESULTS.md, "Commitment budget"). */
 #define XS_BUDGET_DEFAULT_US 1000
 
-/* Default stall release, in us: long enough that a device running ordinary commands shows
- * progress well within it (a completion or a launch of a running XQueue), short enough
- * that a request caught by an implicit synchronization is not lost (doc/architecture.md,
- * "Stall release"). */
-#define XS_STALL_RELEASE_DEFAULT_US 100000
+/* Default stall release, in us. Progress is a completion or a launch of a running XQueue;
+ * a scope without commands (bindings/python's whole-scope form) shows none while it is
+ * open, so the limit must exceed the requests such scopes hold (ms to hundreds of ms),
+ * while a thread caught by an implicit synchronization (once per thread and handle, in
+ * practice at warm-up) loses at most this long (doc/architecture.md, "Stall release"). */
+#define XS_STALL_RELEASE_DEFAULT_US 1000000
 
 const xs_config *xs_config_get(void);
 void xs_config_reset(void);

@@ -353,6 +353,8 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 	switch (cmd->kind) {
 	case XS_CMD_CALLBACK:
 	case XS_CMD_INLINE:
+		if (!cmd->u.callback.fn)
+			return kXSchedSuccess; /* a boundary: the gate and the done mark alone */
 		return cmd->u.callback.fn((HwQueueHandle)(uintptr_t)g->stream,
 					  cmd->u.callback.data);
 	case XS_CMD_HOST_FUNC: {

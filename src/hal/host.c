@@ -199,7 +199,8 @@ static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
 	XResult res = kXSchedSuccess;
 	if (cmd && cmd->kind == XS_CMD_INLINE) {
 		/* No stream to put work on: the work runs here, the entry is its done mark. */
-		res = cmd->u.callback.fn(q->obj.handle, cmd->u.callback.data);
+		if (cmd->u.callback.fn) /* null: a boundary, the done mark alone */
+			res = cmd->u.callback.fn(q->obj.handle, cmd->u.callback.data);
 		cmd = NULL;
 	}
 	struct xs__entry *e = malloc(sizeof(*e));

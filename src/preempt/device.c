@@ -15,8 +15,8 @@
  * Budget (see engine.h): charge at commit, release at completion, FIFO of waiters.
  *
  * Stall release: when nothing completes on the device and no running XQueue enqueues a
- * command for XSCHED_STALL_RELEASE_US, while XQueues hold enqueued commands behind their
- * counters (suspended by the scheduler, or held by the budget), the progress thread commits
+ * command for XSCHED_STALL_RELEASE_US (default 1 s), while XQueues hold enqueued commands behind
+ * their counters (suspended by the scheduler, or held by the budget), the progress thread commits
  * what they hold, once per such spell. A thread may be inside a runtime call that waits for
  * every stream of the context, the held ones too (CUDA loads a module in cudnnCreate, at a
  * lazily loaded kernel's first launch, in cudaFree), and block the launches of the queue
@@ -43,10 +43,10 @@ enum {
 /* Guards xs__devices, each device's nqueues, and xs__budget_ns. */
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
-static xs_link *xs__parent_devices; /* a child's: the parent's, reachable for leak checkers */
-static atomic_bool xs__stall_warned;  /* the first stall release is a warning, later ones debug */
-static int64_t xs__budget_ns = -1;  /* -1: from the configuration at first use */
-static atomic_bool xs__hold;        /* xs_engine_set_hold */
+static xs_link *xs__parent_devices;  /* a child's: the parent's, reachable for leak checkers */
+static atomic_bool xs__stall_warned; /* the first stall release is a warning, later ones debug */
+static int64_t xs__budget_ns = -1;   /* -1: from the configuration at first use */
+static atomic_bool xs__hold;         /* xs_engine_set_hold */
 
 /* Ask every device's progress thread to hand budget on (the budget or the hold changed,
  * so waiters may fit now). */
@@ -432,7 +432,8 @@ static void *xs__progress_main(void *arg)
 		if (pushes) {
 			xs_mutex_lock(&d->lock);
 			if (!d->poke && !d->stop && !d->grant)
-				xs_cond_timedwait(&d->progress_cv, &d->lock, now + xs__idle_wait_ns(d));
+				xs_cond_timedwait(&d->progress_cv, &d->lock,
+						  now + xs__idle_wait_ns(d));
 			xs_mutex_unlock(&d->lock);
 		} else if (now - last_progress < XS__SPIN_NS) {
 			sched_yield();

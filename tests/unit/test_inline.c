@@ -99,6 +99,7 @@ static void test_order(void)
 
 struct blocked {
 	XQueueHandle xq;
+	bool boundary; /* launch null: a boundary */
 	atomic_bool ran, returned;
 	XResult res;
 };
@@ -113,7 +114,9 @@ static XResult mark_ran(HwQueueHandle hwq, void *data)
 static void *launch_thread(void *arg)
 {
 	struct blocked *b = arg;
-	b->res = XQueueLaunchInline(b->xq, mark_ran, b);
+	b->res = XQueueLaunchInline(b->xq, b->boundary ? NULL : mark_ran, b);
+	if (b->boundary)
+		atomic_store(&b->ran, true); /* work the caller puts behind the boundary */
 	atomic_store(&b->returned, true);
 	return NULL;
 }
@@ -134,13 +137,14 @@ static XResult latch_fn(void *data)
 }
 
 /* Suspended (XQueueSuspend, at each level): the caller blocks and its work does not run;
- * after XQueueResume it runs on that caller and the call returns. */
-static void test_blocks_while_suspended(XPreemptLevel level)
+ * after XQueueResume it runs on that caller and the call returns. A boundary (null launch)
+ * blocks the same way. */
+static void test_blocks_while_suspended(XPreemptLevel level, bool boundary)
 {
 	HwQueueHandle h = new_hwq();
 	XQueueHandle xq = new_xq(h, level);
 	CHECK_OK(XQueueSuspend(xq, kQueueSuspendFlagNone));
-	struct blocked b = {.xq = xq};
+	struct blocked b = {.xq = xq, .boundary = boundary};
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, launch_thread, &b) == 0);
 	t_sleep_us(50000);
@@ -242,7 +246,7 @@ static void test_errors_and_nesting(void)
 	HwQueueHandle h1 = new_hwq(), h2 = new_hwq();
 	XQueueHandle a = new_xq(h1, kPreemptLevelDeactivate);
 	XQueueHandle b = new_xq(h2, kPreemptLevelBlock);
-	CHECK_RES(XQueueLaunchInline(a, NULL, NULL), kXSchedErrorInvalidValue);
+	CHECK_OK(XQueueLaunchInline(a, NULL, NULL)); /* a boundary */
 	CHECK_RES(XQueueLaunchInline(0x1234, inner_fn, NULL), kXSchedErrorNotFound);
 	CHECK_RES(XQueueBeginScope(0x1234), kXSchedErrorNotFound);
 	CHECK_RES(XQueueEndScope(a), kXSchedErrorNotAllowed);
@@ -260,7 +264,7 @@ static void test_errors_and_nesting(void)
 	CHECK_RES(n.self_res, kXSchedErrorNotAllowed);
 	CHECK_OK(XQueueWaitAll(b));
 	XQueueStats st = t_stats(a);
-	CHECK(st.submitted == 2 && st.completed == 2 && st.failed == 0);
+	CHECK(st.submitted == 3 && st.completed == 3 && st.failed == 0); /* with the boundary */
 	CHECK_OK(XQueueDestroy(a));
 	CHECK_OK(XQueueDestroy(b));
 	CHECK_OK(HwQueueDestroy(h1));
@@ -374,8 +378,10 @@ int main(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
 	test_order();
-	test_blocks_while_suspended(kPreemptLevelBlock);
-	test_blocks_while_suspended(kPreemptLevelDeactivate);
+	test_blocks_while_suspended(kPreemptLevelBlock, false);
+	test_blocks_while_suspended(kPreemptLevelDeactivate, false);
+	test_blocks_while_suspended(kPreemptLevelBlock, true);
+	test_blocks_while_suspended(kPreemptLevelDeactivate, true);
 	test_blocks_on_window();
 	test_destroy_while_waiting();
 	test_errors_and_nesting();
