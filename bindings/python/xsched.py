@@ -627,6 +627,7 @@ def _inline_trampoline(hwq, data):
 
 
 _INLINE_TRAMPOLINE = LaunchCallbackType(_inline_trampoline)
+_NO_LAUNCH = LaunchCallbackType()  # a null launch: XQueueLaunchInline's boundary
 
 
 def _in_callback_of(xq_handle):
@@ -1251,7 +1252,8 @@ class XQueue(_Handle):
             raise error_for(res, "XQueueLaunchInline")
         return op.value
 
-    def running(self, per_operator: bool = True, ops_per_command: int = 1) -> "Scope":
+    def running(self, per_operator: bool = True, ops_per_command: int = 1,
+                per_module: bool = False) -> "Scope":
         """A scope that runs eager PyTorch code on this thread under this XQueue::
 
             with xq.running():
@@ -1270,13 +1272,24 @@ class XQueue(_Handle):
         go the same way. Without ``per_operator`` the scope's work is one command, closed
         on exit: cheaper, for an XQueue nothing preempts (the top priority).
 
+        With ``per_module`` (instead of ``per_operator``) a boundary command
+        (XQueueLaunchInline with no launch: a gate and a done mark) goes on the stream
+        before every ``ops_per_command``-th leaf ``torch.nn`` module that starts on this
+        thread, and before the backward of such a module's output (a pre-hook of its
+        autograd node); the module's operators run natively behind it, with no Python
+        hook per operator. A suspension then stops the stream at the next module
+        boundary, and each boundary's done mark follows the work before it. Much cheaper
+        than operator scopes (doc/python.md has both costs); work outside modules (the
+        optimizer step, functional code) runs behind the last boundary.
+
         Leaving the scope does not wait for the GPU and adds no cross-stream wait: as
         with ``torch.cuda.stream``, synchronize with the XQueue's stream before using its
         results on another stream (``torch.cuda.current_stream().wait_stream(s)``). See
         doc/python.md ("Operator scopes") for the costs."""
         if int(ops_per_command) < 1:
             raise ValueError("ops_per_command must be >= 1")
-        return Scope(self, "op" if per_operator else "whole", int(ops_per_command))
+        kind = "module" if per_module else "op" if per_operator else "whole"
+        return Scope(self, kind, int(ops_per_command))
 
     def gate_checks(self) -> "Scope":
         """A scope for capturing a CUDA graph on this XQueue's stream that stays
@@ -1456,8 +1469,8 @@ def _make_mode_class():
             if kwargs is None:
                 kwargs = {}
             scope = self.stack[-1] if self.stack else None
-            if scope is None or _op_is_free(func):
-                return func(*args, **kwargs)
+            if scope is None or scope.kind in ("whole", "module") or _op_is_free(func):
+                return func(*args, **kwargs)  # the innermost scope is not per operator
             if scope.kind == "gate":
                 _call("XQueueEnqueueGateCheck", scope.xq._handle)
                 return func(*args, **kwargs)
@@ -1481,10 +1494,34 @@ class Scope:
 
     def __init__(self, xq: "XQueue", kind, ops_per_command=1):
         self.xq = xq
-        self.kind = kind  # "op", "whole" or "gate"
+        self.kind = kind  # "op", "module", "whole" or "gate"
         self.every = ops_per_command
-        self.count = 0  # operators seen (per_operator), by every thread of the scope
+        self.count = 0  # operators (or modules) seen, by every thread of the scope
+        self.bw_count = 0  # module scopes: backward boundaries seen (autograd threads)
         self._saved = []  # per entry: (torch stream context, mode it entered)
+        self.bw_hook = self._backward_boundary if kind == "module" else None
+
+    def boundary(self):
+        """A boundary command on this scope's XQueue (XQueueLaunchInline with no launch):
+        blocks (GIL released) while the XQueue may not launch; what follows on its stream
+        sits behind it."""
+        res = _C.XQueueLaunchInline(self.xq._handle, _NO_LAUNCH, None)
+        if res != 0:
+            raise error_for(res, "XQueueLaunchInline")
+
+    def _module_started(self):
+        n = self.count
+        self.count = n + 1
+        if n % self.every == 0:
+            self.boundary()
+
+    def _backward_boundary(self, grad_outputs):
+        # An autograd node's pre-hook, on the thread that runs the backward.
+        n = self.bw_count
+        self.bw_count = n + 1
+        if n % self.every == 0 and self.xq._handle:
+            self.boundary()
+        return None
 
     def __enter__(self):
         global _mode_class
@@ -1511,7 +1548,9 @@ class Scope:
                 stream_ctx = torch.cuda.stream(stream)
                 stream_ctx.__enter__()
             new_mode = None
-            if self.kind != "whole" and mode is None and torch is not None:
+            if self.kind == "module" and torch is not None:
+                _install_module_hooks(torch)
+            elif self.kind not in ("whole", "module") and mode is None and torch is not None:
                 if _mode_class is None:
                     _mode_class = _make_mode_class()
                 new_mode = _mode_class(stack)
@@ -1536,10 +1575,10 @@ class Scope:
             if new_mode is not None:
                 state[1] = None
                 new_mode.__exit__(*exc)
-            if self.kind == "whole" and self.xq._handle:
-                # One done mark after the scope's work: the XQueue stays busy until the
-                # GPU has finished it.
-                self.xq.launch_inline(_no_op)
+            if self.kind in ("whole", "module") and self.xq._handle:
+                # A done mark after the scope's work: the XQueue stays busy until the
+                # GPU has finished it (module scopes: the last module's work).
+                self.boundary()
         finally:
             if stream_ctx is not None:
                 stream_ctx.__exit__(*exc)
@@ -1548,7 +1587,50 @@ class Scope:
         return False
 
 
-def _no_op():
+# Module scopes: two process-wide module hooks (torch.nn), installed at the first module
+# scope and kept; they return at once on threads without one. Only leaf modules (no
+# children) count: a container's work is its children's.
+_module_hooks = None
+
+
+def _install_module_hooks(torch):
+    global _module_hooks
+    if _module_hooks is None:
+        m = torch.nn.modules.module
+        _module_hooks = (m.register_module_forward_pre_hook(_module_pre_hook),
+                         m.register_module_forward_hook(_module_post_hook))
+
+
+def _module_scope():
+    state = getattr(_tls, "scopes", None)
+    if state is None or not state[0]:
+        return None
+    s = state[0][-1]
+    return s if s.kind == "module" else None
+
+
+def _module_pre_hook(module, args):
+    if not module._modules:
+        s = _module_scope()
+        if s is not None:
+            s._module_started()
+    return None
+
+
+def _module_post_hook(module, args, output):
+    # The module's backward starts at the autograd node that made its output: a boundary
+    # there too (a pre-hook of that node, run by the autograd engine's thread).
+    if module._modules:
+        return None
+    s = _module_scope()
+    if s is None:
+        return None
+    t = output
+    if isinstance(t, (tuple, list)):
+        t = next((x for x in t if getattr(x, "grad_fn", None) is not None), None)
+    fn = getattr(t, "grad_fn", None)
+    if fn is not None:
+        fn.register_prehook(s.bw_hook)
     return None
 
 

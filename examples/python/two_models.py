@@ -13,19 +13,21 @@ Pairs (--pair):
 Modes (each run for --duration seconds after --warmup seconds):
   alone          the high model only, no library
   low-alone      the low model only, no library
-  scope-alone    the high model only, inside its XQueue's operator scope (every operator
-                 one command): the scope's overhead
-  low-scope-alone the low model only, inside its operator scope
+  scope-alone    the high model only, inside its XQueue's scope in the form the xsched
+                 modes use (one command per request, or per unit with --high-per-op):
+                 the scope's overhead
+  low-scope-alone the low model only, inside its scope (per unit, as in xsched modes)
   native         both models, equal streams, no library
   native-prio    both, the high model's stream of high hardware priority
   xsched         both through XQueues with HPF (high priority 1, low 0)
   xsched-prio    as xsched, the high stream also created with high hardware priority
 
 How the xsched modes run the models (--form):
-  scope     (default) eager code inside ``with xq.running():`` on the model's own thread;
-            the low loop's operators are commands (suspended at the next operator), the
-            high model's scope holds the low queue for the whole request
-            (--high-per-op makes its operators commands too)
+  scope     (default) eager code inside ``with xq.running(...)`` on the model's own
+            thread; the low loop's units (--unit: leaf modules by default, or operators)
+            are commands, so a suspension stops its stream at the next unit; the high
+            model's scope holds the low queue for the whole request and is one command
+            (--high-per-op makes its units commands too)
   callback  each request, and each of forward/backward/step of the low loop, is one
             launch callback (xq.submit_callable), the form of libxsched 0.2
 --graphs replays the high model as a CUDA graph (captured with xq.gate_checks(), so that a
@@ -63,11 +65,16 @@ def parse_args():
     p.add_argument("--modes", default="alone,low-alone,scope-alone,low-scope-alone,native,"
                    "native-prio,xsched", help="comma-separated, from: " + ", ".join(MODES))
     p.add_argument("--form", default="scope", choices=("scope", "callback"))
+    p.add_argument("--unit", default="module", choices=("module", "operator"),
+                   help="scope form: what becomes a command: each leaf torch.nn module "
+                        "(a boundary before it and before its backward; cheap) or each "
+                        "operator (a TorchDispatchMode; finer, costlier)")
     p.add_argument("--ops-per-command", type=int, default=1,
-                   help="scope form: operators per command (a suspension stops the "
-                        "stream within this many operators)")
+                   help="scope form: units (modules or operators) per command (a "
+                        "suspension stops the stream within this many)")
     p.add_argument("--high-per-op", action="store_true",
-                   help="xsched modes: the high model's operators are commands too")
+                   help="xsched and scope-alone modes: the high model's units (--unit) "
+                        "are commands too (default: its scope is one command)")
     p.add_argument("--graphs", action="store_true", help="high model as a CUDA graph")
     p.add_argument("--duration", type=float, default=20.0, help="seconds measured per mode")
     p.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
@@ -227,8 +234,7 @@ class Run:
         elif self.args.form == "callback":
             xq.submit_callable(self.high).wait()
         else:
-            per_op = self.args.high_per_op or self.mode == "scope-alone"
-            with xq.running(per_operator=per_op, ops_per_command=self.args.ops_per_command):
+            with self._scope(xq, self.args.high_per_op):
                 self.high()
         self.s_high.synchronize()
 
@@ -266,7 +272,7 @@ class Run:
                 # that command, not for an event recorded before the callbacks ran.
                 ev = xq.submit_callable(low.step)
             else:
-                with xq.running(ops_per_command=self.args.ops_per_command):
+                with self._scope(xq, True):
                     low()
             if xq is None or self.args.form != "callback":
                 ev = torch.cuda.Event()
@@ -276,6 +282,13 @@ class Run:
             ev_prev = ev
         if ev_prev is not None:
             self._retire(ev_prev)
+
+    def _scope(self, xq, per_unit):
+        """The operator scope of a model: per --unit when @per_unit, else one command."""
+        a = self.args
+        return xq.running(per_operator=per_unit and a.unit == "operator",
+                          per_module=per_unit and a.unit == "module",
+                          ops_per_command=a.ops_per_command)
 
     def _retire(self, ev):
         if hasattr(ev, "synchronize"):
@@ -375,10 +388,11 @@ def main():
         "torch": torch.__version__,
         "config": {k: v for k, v in vars(args).items() if k != "json"},
     }
-    print("# %s, torch %s, pair %s, form %s, graphs=%s, high %.0f req/s, low batch %d, "
-          "%.0f s per mode" % (info["device"], info["torch"], args.pair, args.form,
-                               args.graphs, args.rate, args.low_batch, args.duration),
-          flush=True)
+    print("# %s, torch %s, pair %s, form %s (unit %s, %d per command, high per unit: %s), "
+          "graphs=%s, high %.0f req/s, low batch %d, %.0f s per mode"
+          % (info["device"], info["torch"], args.pair, args.form, args.unit,
+             args.ops_per_command, args.high_per_op, args.graphs, args.rate,
+             args.low_batch, args.duration), flush=True)
     results = {}
     for mode in args.modes:
         print("running %-16s ..." % mode, end=" ", flush=True)

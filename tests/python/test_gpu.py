@@ -209,6 +209,49 @@ def test_operator_scope_suspended_queue_blocks_thread():
         assert torch.allclose(out[0], (x @ x).sum(), rtol=1e-3)
 
 
+def test_module_scope_on_gpu():
+    # A boundary before each leaf module and before its backward, on the XQueue's stream;
+    # results as without the scope; a suspension holds the stream's later work.
+    s = torch.cuda.Stream()
+    net = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                              torch.nn.Linear(128, 8)).cuda()
+    x = torch.randn(32, 64, device="cuda")
+    ref = net(x).sum()
+    ref.backward()
+    gref = net[0].weight.grad.clone()
+    net.zero_grad(set_to_none=True)
+    with xsched.XQueue(s, level="max") as xq:
+        before = xq.stats().submitted
+        with xq.running(per_module=True):
+            assert torch.cuda.current_stream().cuda_stream == s.cuda_stream
+            loss = net(x).sum()
+            loss.backward()
+        s.synchronize()
+        assert torch.allclose(loss, ref, rtol=1e-4)
+        assert torch.allclose(net[0].weight.grad, gref, atol=1e-4)
+        assert xq.stats().submitted - before == 7  # 3 forward, 3 backward, exit
+        # Suspended: the thread blocks at the first module, GIL released.
+        xq.suspend()
+        done, out = threading.Event(), []
+
+        def worker():
+            with torch.no_grad(), xq.running(per_module=True):
+                out.append(net(x))
+            done.set()
+
+        t = threading.Thread(target=worker)
+        t.start()
+        time.sleep(0.1)
+        assert not done.is_set() and not out and xq.stats().pending == 1
+        xq.resume()
+        assert done.wait(30)
+        t.join()
+        xq.wait_all()
+        torch.cuda.synchronize()
+        with torch.no_grad():
+            assert torch.allclose(out[0], net(x), rtol=1e-4)
+
+
 def test_graph_with_gate_checks_stops_while_suspended():
     s = torch.cuda.Stream()
     with xsched.XQueue(s, level="max") as xq:

@@ -306,6 +306,92 @@ def test_nested_scopes_innermost_wins():
     _close(xa, xb, qa, qb)
 
 
+# ---------------------------------------------------------------------------------------
+# module scopes (per_module=True)
+# ---------------------------------------------------------------------------------------
+
+def _mlp():
+    # Leaf modules: Linear, ReLU, Linear (the Sequential is a container: not counted).
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+
+
+def test_module_boundaries_forward_backward_and_exit():
+    if _skip_without_torch("test_module_boundaries_forward_backward_and_exit"):
+        return
+    q, xq = _queue(level=xsched.PreemptLevel.DEACTIVATE)
+    net, x = _mlp(), torch.randn(8, 16)
+    ref = net(x).sum()
+    ref.backward()
+    gref = net[0].weight.grad.clone()
+    net.zero_grad(set_to_none=True)
+    before = xq.stats().submitted
+    with xq.running(per_module=True):
+        loss = net(x).sum()
+        fwd = xq.stats().submitted - before
+        loss.backward()
+        bwd = xq.stats().submitted - before - fwd
+    total = xq.stats().submitted - before
+    xq.wait_all()
+    assert torch.allclose(loss, ref) and torch.allclose(net[0].weight.grad, gref)
+    assert fwd == 3, fwd   # one boundary per leaf module
+    assert bwd == 3, bwd   # one before each leaf module's backward
+    assert total == 7, total  # and the done mark at exit
+    # Outside the scope, modules add nothing; without grad there is no backward hook.
+    before = xq.stats().submitted
+    net(x)
+    assert xq.stats().submitted == before
+    with torch.no_grad(), xq.running(per_module=True, ops_per_command=2):
+        net(x)
+    assert xq.stats().submitted - before == 3, xq.stats().submitted - before  # 2 + exit
+    xq.wait_all()
+    _close(xq, q)
+
+
+def test_module_scope_blocks_while_suspended_and_release_gil():
+    if _skip_without_torch("test_module_scope_blocks_while_suspended_and_release_gil"):
+        return
+    q, xq = _queue()
+    net, x = _mlp(), torch.randn(8, 16)
+    xq.suspend()
+    out, done = [], threading.Event()
+
+    def worker():
+        with torch.no_grad(), xq.running(per_module=True):
+            out.append(net(x))
+        done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert _python_runs_meanwhile() and not done.is_set() and not out
+    xq.resume()
+    assert done.wait(10)
+    t.join()
+    with torch.no_grad():
+        assert torch.allclose(out[0], net(x))
+    xq.wait_all()
+    _close(xq, q)
+
+
+def test_module_and_whole_scopes_inside_operator_scope():
+    if _skip_without_torch("test_module_and_whole_scopes_inside_operator_scope"):
+        return
+    qa, xa = _queue()
+    qb, xb = _queue()
+    net, x = _mlp(), torch.randn(8, 16)
+    with torch.no_grad(), xa.running():
+        a0 = xa.stats().submitted
+        with xb.running(per_module=True):
+            net(x)
+        # Inside the module scope the operators were not xa's commands.
+        assert xa.stats().submitted == a0
+        assert xb.stats().submitted == 4  # 3 modules + exit
+        with xb.running(per_operator=False):  # a whole scope: one done mark at exit
+            net(x)
+        assert xa.stats().submitted == a0 and xb.stats().submitted == 5
+    xa.wait_all(), xb.wait_all()
+    _close(xa, xb, qa, qb)
+
+
 if __name__ == "__main__":
     import _runner
     rc = _runner.run(globals(), "xsched operator scopes (host backend, torch %s)"
