@@ -156,16 +156,21 @@ static void xs__write_ev(FILE *f, const xs_trace_ev *e, int64_t t0)
 }
 
 /* A track has one name: of an XQueue's naming events (create, then each priority change),
- * the last is written; the earlier ones become no-ops (kind XS_TR_KIND_COUNT). */
-static void xs__keep_last_names(xs_trace_ev *ev, uint64_t n)
+ * the last is written; the earlier ones become no-ops (kind XS_TR_KIND_COUNT). Returns how
+ * many. */
+static uint64_t xs__keep_last_names(xs_trace_ev *ev, uint64_t n)
 {
+	uint64_t gone = 0;
 	for (uint64_t i = n; i-- > 0;) {
 		if (ev[i].kind != XS_TR_QUEUE)
 			continue;
 		for (uint64_t j = i; j-- > 0;)
-			if (ev[j].kind == XS_TR_QUEUE && ev[j].xq == ev[i].xq)
+			if (ev[j].kind == XS_TR_QUEUE && ev[j].xq == ev[i].xq) {
 				ev[j].kind = XS_TR_KIND_COUNT;
+				gone++;
+			}
 	}
+	return gone;
 }
 
 XResult xs_trace_stop(void)
@@ -206,6 +211,7 @@ XResult xs_trace_stop(void)
 		res = all ? kXSchedErrorHardware : kXSchedErrorUnknown;
 	} else {
 		qsort(all, k, sizeof(*all), xs__cmp);
+		uint64_t written = k - xs__keep_last_names(all, k);
 		int64_t t0 = k ? all[0].ts_ns : 0;
 		fprintf(f,
 			"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"library\":\"libxsched\","
@@ -213,8 +219,7 @@ XResult xs_trace_stop(void)
 			"\"dropped\":%llu},\n\"traceEvents\":[\n"
 			"{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":"
 			"\"libxsched\"}}",
-			(long long)t0, (unsigned long long)k, (unsigned long long)dropped);
-		xs__keep_last_names(all, k);
+			(long long)t0, (unsigned long long)written, (unsigned long long)dropped);
 		for (uint64_t i = 0; i < k; i++)
 			xs__write_ev(f, &all[i], t0);
 		fprintf(f, "\n]}\n");

@@ -333,19 +333,31 @@ static void xs__nap(int64_t ns)
 
 /* Whether the device has shown no progress for its stall limit: no completion, no enqueue
  * by a running XQueue, no release. */
-static bool xs__stalled(xs_device *d, int64_t now, int64_t last_progress, int64_t last_release)
+static bool xs__stalled(xs_device *d, int64_t now, int64_t last_release)
 {
 	if (d->stall_ns <= 0)
 		return false;
-	int64_t act = atomic_load_explicit(&d->run_enqueue_ns, memory_order_relaxed);
-	act = act > last_progress ? act : last_progress;
+	int64_t act = atomic_load_explicit(&d->activity_ns, memory_order_relaxed);
 	act = act > last_release ? act : last_release;
 	return now - act >= d->stall_ns;
 }
 
-/* Commit what the queues of @v hold (the stall release). */
-static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
+/* Whether a queue of @v holds enqueued work the device may not run yet. */
+static bool xs__holding(xs_device *d, xs_xqueue **v, size_t n)
 {
+	bool holds = false;
+	for (size_t i = 0; i < n && !holds; i++) {
+		xs_mutex_lock(&v[i]->lock);
+		holds = d->hooks->holds(v[i]);
+		xs_mutex_unlock(&v[i]->lock);
+	}
+	return holds;
+}
+
+/* Commit what the queues of @v hold (the stall release). */
+static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t now)
+{
+	int64_t quiet_ns = now - atomic_load_explicit(&d->activity_ns, memory_order_relaxed);
 	size_t released = 0;
 	for (size_t i = 0; i < n; i++) {
 		xs_mutex_lock(&v[i]->lock);
@@ -356,7 +368,7 @@ static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
 		return;
 	if (!atomic_exchange_explicit(&xs__stall_warned, true, memory_order_relaxed))
 		XS_WARN("engine",
-			"%s device: nothing completed for %lld ms while %zu XQueue(s) held "
+			"%s device: no progress for %lld ms while %zu XQueue(s) held "
 			"enqueued commands: committing them (a runtime call may be waiting for "
 			"every stream: a module load, cudnnCreate, cudaFree; "
 			"XSCHED_STALL_RELEASE_US, doc/architecture.md). Further releases are "
@@ -393,6 +405,7 @@ static void *xs__progress_main(void *arg)
 	xs_xqueue **v = NULL;
 	size_t cap = 0;
 	int64_t last_progress = xs_now_ns(), last_check = last_progress, last_release = 0;
+	atomic_store_explicit(&d->activity_ns, last_progress, memory_order_relaxed);
 	for (;;) {
 		xs_mutex_lock(&d->lock);
 		while (!d->stop && xs_list_empty(&d->active) && !d->grant)
@@ -408,20 +421,24 @@ static void *xs__progress_main(void *arg)
 		xs_mutex_unlock(&d->lock);
 
 		int64_t now = xs_now_ns();
-		bool check = !pushes && now - last_check >= XS__CHECK_NS;
+		/* Once per XS__CHECK_NS: the stall release, then the health check. The check
+		 * is a runtime call, which blocks while another thread's call waits for every
+		 * stream: never while queues hold work that such a call may wait for (and it
+		 * holds the queue's lock), and so only after the release has let that work go. */
+		bool look = now - last_check >= XS__CHECK_NS;
+		if (look && xs__stalled(d, now, last_release)) {
+			xs__release(d, v, n, now);
+			last_release = now; /* the next release one limit later */
+		}
+		bool check = look && !pushes && !xs__holding(d, v, n);
 		bool progressed = false;
 		for (size_t i = 0; i < n; i++) {
 			xs_mutex_lock(&v[i]->lock);
 			progressed |= d->hooks->reap(v[i], check);
 			xs_mutex_unlock(&v[i]->lock);
-		}
-		if (!progressed && xs__stalled(d, now, last_progress, last_release)) {
-			xs__release(d, v, n, now - last_progress);
-			last_release = now; /* the next look one limit later */
-		}
-		for (size_t i = 0; i < n; i++)
 			xs_obj_unref(&v[i]->obj);
-		if (check)
+		}
+		if (look)
 			last_check = now;
 		if (grant)
 			xs_dev_grant(d);

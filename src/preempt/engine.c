@@ -142,7 +142,8 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->running = true;
 	xq->err_pending = kXSchedSuccess;
 	xq->hw_top = -1;
-	static const xs_dev_hooks hooks = {xs_engine_progress, xs_engine_reap, xs_engine_release};
+	static const xs_dev_hooks hooks = {xs_engine_progress, xs_engine_reap, xs_engine_release,
+					   xs_engine_holds};
 	if (!xs_dev_attach(xq, &hooks)) {
 		xs_obj_unref(&xq->obj);
 		return kXSchedErrorUnknown;
@@ -244,12 +245,18 @@ static void xs__decommit(xs_xqueue *xq)
 	}
 }
 
-bool xs_engine_release(xs_xqueue *xq)
+bool xs_engine_holds(const xs_xqueue *xq)
 {
 	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
-	if (xq->level < kPreemptLevelDeactivate || xq->app_suspended || !xq->hwq->ops->commit ||
-	    xq->committed >= top)
+	return xq->level >= kPreemptLevelDeactivate && !xq->app_suspended && xq->hwq->ops->commit &&
+	       xq->committed < top;
+}
+
+bool xs_engine_release(xs_xqueue *xq)
+{
+	if (!xs_engine_holds(xq))
 		return false;
+	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
 	XS_TRACE(XS_TR_RELEASE, xq->obj.handle, xq->committed + 1, (int64_t)top);
 	if (!xq->busy_since_ns)
 		xq->busy_since_ns = xs_now_ns();
@@ -345,7 +352,7 @@ static void xs__drain(xs_xqueue *xq)
 		xq->enqueued = seq;
 		xq->issuing = 0;
 		if (xq->running)
-			atomic_store_explicit(&xq->dev->run_enqueue_ns, xs_now_ns(),
+			atomic_store_explicit(&xq->dev->activity_ns, xs_now_ns(),
 					      memory_order_relaxed);
 		if (!gated && !xq->busy_since_ns)
 			xq->busy_since_ns = xs_now_ns();
@@ -423,6 +430,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 	xq->completed = done;
+	atomic_store_explicit(&xq->dev->activity_ns, now, memory_order_relaxed);
 	xq->busy_since_ns = xq->committed > done || xq->enqueued > done ? now : 0;
 	xs_cond_broadcast(&xq->cv);
 	xs_engine_progress(xq, false);

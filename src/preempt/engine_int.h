@@ -11,6 +11,7 @@ typedef struct xs_dev_hooks {
 	void (*progress)(xs_xqueue *xq, bool may_launch); /* xs_engine_progress */
 	bool (*reap)(xs_xqueue *xq, bool check_health);   /* xs_engine_reap */
 	bool (*release)(xs_xqueue *xq);                   /* xs_engine_release */
+	bool (*holds)(const xs_xqueue *xq);               /* xs_engine_holds */
 } xs_dev_hooks;
 
 /* A device: the HwQueues that share one device key (hal.h), their commitment budget and
@@ -38,9 +39,9 @@ struct xs_device {
 	bool grant_blocked;    /* it found the budget full */
 	bool stop;             /* the threads exit */
 	bool started;          /* the threads run */
-	/* Lock-free: when a running XQueue last enqueued a command (progress for the stall
-	 * release, with the completions the progress thread sees). */
-	_Atomic int64_t run_enqueue_ns;
+	/* Lock-free: when a command last completed (whoever reaped it) or a running XQueue
+	 * last enqueued one: the device's progress, for the stall release. */
+	_Atomic int64_t activity_ns;
 	int64_t stall_ns; /* the stall release limit (0 = off); set before the threads start */
 	pthread_t progress, launcher;
 	const xs_dev_hooks *hooks; /* set at the first attach, read-only after */
@@ -78,6 +79,9 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health);
  * suspends or the budget limits it (not when the application suspended it); returns
  * whether it committed anything. */
 bool xs_engine_release(xs_xqueue *xq);
+/* Whether @xq holds enqueued commands behind its counter that the device may not run yet
+ * and that xs_engine_release would commit (not what XQueueSuspend holds). */
+bool xs_engine_holds(const xs_xqueue *xq);
 /* Called with xq->lock held by deps.c when a blocked queue may go on. */
 void xs_engine_notify(xs_xqueue *xq);
 

@@ -117,8 +117,9 @@ def test_environment_trace_with_small_rings_counts_drops():
             doc = json.load(f)  # written at exit
     kept, dropped = doc["otherData"]["events"], doc["otherData"]["dropped"]
     # Per command one submit, enqueue, commit and completion: 800, plus the XQueue's
-    # track and the scheduler's passes; each of the few recording threads keeps 16.
-    assert 800 <= kept + dropped <= 900, doc["otherData"]
+    # track and the scheduler's passes (how many depends on the machine's timing: 119
+    # on a 16-core host); each of the few recording threads keeps 16.
+    assert 800 <= kept + dropped <= 1200, doc["otherData"]
     assert kept <= 16 * 6 and dropped >= 800 - kept, doc["otherData"]
     assert kept == sum(1 for e in doc["traceEvents"]
                        if e.get("name") != "process_name"), "file and count disagree"
