@@ -21,7 +21,9 @@
  * every stream of the context, the held ones too (CUDA loads a module in cudnnCreate, at a
  * lazily loaded kernel's first launch, in cudaFree), and block the launches of the queue
  * that holds the others: nothing else would end that (seen with PyTorch on an H100,
- * doc/python.md). The queues stay suspended for what they enqueue next. A device that runs
+ * doc/python.md). Until a running XQueue progresses again, suspended ones enqueue nothing
+ * new behind their counters (the call may wait for every stream to go idle); they stay
+ * suspended. A device that runs
  * one command longer than the limit, with nothing else completing, gets the held work
  * committed too: the price of the rule, paid only by such devices.
  */
@@ -244,6 +246,8 @@ void xs_dev_activate(xs_xqueue *xq)
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
 	if (!xs_linked(&xq->act_link)) {
+		if (xs_list_empty(&d->active)) /* busy from idle: the stall clock starts here */
+			atomic_store_explicit(&d->activity_ns, xs_now_ns(), memory_order_relaxed);
 		xs_list_push_back(&d->active, &xq->act_link);
 		xs_cond_signal(&d->progress_cv);
 	}
@@ -366,6 +370,7 @@ static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t now)
 	}
 	if (!released)
 		return;
+	atomic_store_explicit(&d->draining, true, memory_order_relaxed);
 	if (!atomic_exchange_explicit(&xs__stall_warned, true, memory_order_relaxed))
 		XS_WARN("engine",
 			"%s device: no progress for %lld ms while %zu XQueue(s) held "
@@ -426,6 +431,9 @@ static void *xs__progress_main(void *arg)
 		 * stream: never while queues hold work that such a call may wait for (and it
 		 * holds the queue's lock), and so only after the release has let that work go. */
 		bool look = now - last_check >= XS__CHECK_NS;
+		if (look && atomic_load_explicit(&d->draining, memory_order_relaxed) &&
+		    atomic_load_explicit(&d->activity_ns, memory_order_relaxed) > last_release)
+			atomic_store_explicit(&d->draining, false, memory_order_relaxed);
 		if (look && xs__stalled(d, now, last_release)) {
 			xs__release(d, v, n, now);
 			last_release = now; /* the next release one limit later */

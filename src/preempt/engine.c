@@ -264,6 +264,13 @@ bool xs_engine_release(xs_xqueue *xq)
 	return true;
 }
 
+/* Whether @xq's device drains after a stall release: a suspended queue then enqueues
+ * nothing new behind its counter, so that its stream can go idle (device.c). */
+static bool xs__draining(const xs_xqueue *xq)
+{
+	return atomic_load_explicit(&xq->dev->draining, memory_order_relaxed);
+}
+
 /* ---- enqueue ---- */
 
 /* Whether the head command @cmd may be enqueued now; *skip is a result that replaces its
@@ -274,7 +281,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 	if ((int64_t)(xq->enqueued - xq->completed) >= xq->threshold)
 		return false;
 	bool lv1 = xq->level < kPreemptLevelDeactivate;
-	if (!xq->running && (lv1 || xq->app_suspended))
+	if (!xq->running && (lv1 || xq->app_suspended || xs__draining(xq)))
 		return false;
 	if (cmd->kind == XS_CMD_EVENT_WAIT) {
 		bool go = xs_dep_check(xq, cmd, skip);
@@ -388,7 +395,8 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 	}
 	/* Worth a kick only if the head could go now; the launch thread checks it fully. */
 	bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
-	if (space && (xq->running || (xq->level >= kPreemptLevelDeactivate && !xq->app_suspended)))
+	if (space && (xq->running || (xq->level >= kPreemptLevelDeactivate && !xq->app_suspended &&
+				      !xs__draining(xq))))
 		xs_dev_kick(xq);
 }
 
@@ -430,7 +438,8 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 	xq->completed = done;
-	atomic_store_explicit(&xq->dev->activity_ns, now, memory_order_relaxed);
+	if (xq->running) /* what a stall release let go is not progress */
+		atomic_store_explicit(&xq->dev->activity_ns, now, memory_order_relaxed);
 	xq->busy_since_ns = xq->committed > done || xq->enqueued > done ? now : 0;
 	xs_cond_broadcast(&xq->cv);
 	xs_engine_progress(xq, false);
