@@ -10,7 +10,12 @@
  * 2. With a limit of 2 s, a high function that gives up after 30 ms finishes first: the
  *    low command runs only after it (no release within the limit; HPF order kept).
  * 3. The release is a trace event ("stall release") on the low queue's track.
+ * 4. After a release the suspended queue drains: a high host function that waits until the
+ *    low queue has had nothing in flight for 20 ms (as a runtime call may wait for idle
+ *    streams) while the low queue always has more submitted returns; without the drain
+ *    the released commands are replaced behind the counter at once.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +80,79 @@ static void run_pair(const char *limit_us, int64_t give_up_us)
 	CHECK_OK(XSchedShutdown()); /* writes the trace; the next run reads the environment */
 }
 
+/* 4. The drain. */
+static XQueueHandle g_low;
+static atomic_bool g_idle_seen, g_stop;
+
+static XResult nop_fn(void *data)
+{
+	(void)data;
+	return kXSchedSuccess;
+}
+
+static XResult wait_low_idle(void *data)
+{
+	(void)data;
+	int64_t t0 = t_now_us(), idle_since = -1;
+	while (t_now_us() - t0 < 5000000) {
+		XQueueStats st = t_stats(g_low);
+		if (st.in_flight != 0 || st.pending == 0)
+			idle_since = -1;
+		else if (idle_since < 0)
+			idle_since = t_now_us();
+		else if (t_now_us() - idle_since >= 20000) { /* idle for 20 ms, work waiting */
+			atomic_store(&g_idle_seen, true);
+			break;
+		}
+		t_sleep_us(200);
+	}
+	return kXSchedSuccess;
+}
+
+static void *low_submitter(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&g_stop)) {
+		if (t_stats(g_low).pending < 8)
+			t_submit_fn(g_low, nop_fn, NULL);
+		else
+			t_sleep_us(100);
+	}
+	return NULL;
+}
+
+static void drain(void)
+{
+	setenv("XSCHED_STALL_RELEASE_US", "50000", 1);
+	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+	HwQueueHandle hl, hh;
+	XQueueHandle high;
+	CHECK_OK(HostQueueCreate(&hl));
+	CHECK_OK(HostQueueCreate(&hh));
+	CHECK_OK(XQueueCreate(&g_low, hl, kPreemptLevelDeactivate, 0));
+	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelDeactivate, 0));
+	CHECK_OK(XQueueSetLaunchConfig(g_low, 4, 1));
+	CHECK_OK(XHintPriority(g_low, 0));
+	CHECK_OK(XHintPriority(high, 10));
+	t_sleep_us(10000);
+	atomic_store(&g_idle_seen, false);
+	atomic_store(&g_stop, false);
+	t_submit_fn(high, wait_low_idle, NULL);
+	t_sleep_us(5000);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, low_submitter, NULL) == 0);
+	CHECK_OK(XQueueWaitAll(high));
+	atomic_store(&g_stop, true);
+	pthread_join(t, NULL);
+	CHECK(atomic_load(&g_idle_seen));
+	CHECK_OK(XQueueWaitAll(g_low));
+	CHECK_OK(XQueueDestroy(g_low));
+	CHECK_OK(XQueueDestroy(high));
+	CHECK_OK(HwQueueDestroy(hl));
+	CHECK_OK(HwQueueDestroy(hh));
+	CHECK_OK(XSchedShutdown());
+}
+
 static bool file_has(const char *path, const char *needle)
 {
 	FILE *f = fopen(path, "r");
@@ -109,5 +187,8 @@ int main(void)
 	CHECK(!file_has(trace, "\"stall release\""));
 
 	unlink(trace);
+
+	/* 4. */
+	drain();
 	return 0;
 }
