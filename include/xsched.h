@@ -25,6 +25,13 @@
  * ("xs-progress": completions) and one launch thread ("xs-launch": commands that could
  * not be enqueued at submit time); their number does not grow with the XQueues.
  *
+ * Stall release: a runtime call that waits for every stream (a CUDA module load, as in
+ * cudnnCreate; cudaFree) would wait for ever for commands a suspended XQueue holds behind
+ * its counter at Lv2 while it blocks the launches that would end the suspension. When a
+ * device shows no progress for XSCHED_STALL_RELEASE_US (default 1000000 us; 0 = off)
+ * while XQueues hold such commands, the library commits them and lets those streams
+ * drain; the XQueues stay suspended (doc/architecture.md, "Stall release").
+ *
  * Units: durations are microseconds (us) where XSched uses them (hints) and nanoseconds
  * (ns) in statistics; sizes are bytes.
  *
