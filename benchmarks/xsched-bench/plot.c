@@ -338,6 +338,29 @@ static void xsb__timeline_data(FILE *d, const struct xsb__curve *c, int64_t at, 
 	}
 }
 
+/* Panel @k of a timeline: the mode of @c around its p99 high sample @p (the data written
+ * to @d with the PNG's script only: the SVG's plots the same blocks). */
+static void xsb__timeline_panel(FILE *f, FILE *d, const struct xsb__curve *c,
+				const struct xsb_sample *p, int k, const char *dat,
+				const char *unit)
+{
+	/* The panel spans its own request and half as much again. */
+	double ms = (double)(p->end - p->start) / 1e6;
+	double w1 = 1.5 * (ms > 0.2 ? ms : 0.2), w0 = -w1 / 6;
+	if (d)
+		xsb__timeline_data(d, c, p->start, w0, w1);
+	fprintf(f,
+		"set title '%s: this %s %.3f ms' offset 0,-0.5\n"
+		"set xrange [%.4f:%.4f]\nset yrange [%d.5:-0.5]\n"
+		"plot '%s' index %d using 1:2:3:(0) with vectors nohead lw 5 "
+		"lc rgb '#d62728' title 'high', \\\n"
+		"     '' index %d using 1:2:3:(0) with vectors nohead lw 3 "
+		"lc rgb '#1f77b4' title 'low', \\\n"
+		"     '' index %d using 1:2:3:(0) with vectors nohead lw 3 "
+		"lc rgb '#7fb8e0' notitle\n",
+		c->mode, unit, ms, w0, w1, c->nlanes - 1, dat, 3 * k, 3 * k + 1, 3 * k + 2);
+}
+
 static void xsb__write_timeline(const struct xsb__group *g, const char *base)
 {
 	int panels = 0;
@@ -356,41 +379,23 @@ static void xsb__write_timeline(const struct xsb__group *g, const char *base)
 		return;
 	}
 	bool preempt = !strcmp(g->scenario, "preempt");
-	const char *what = preempt ? "high kernel" : "high request";
+	const char *unit = preempt ? "kernel" : "request";
 	for (int png = 1; png >= 0; png--) {
 		xsb__gp_output(f, base, "timeline", 1000, 110 + 210 * panels, png);
 		fprintf(f,
-			"set multiplot layout %d,1 title \"%s %s: each mode around its p99 %s "
+			"set multiplot layout %d,1 title \"%s %s: each mode around its p99 high %s "
 			"(time 0 = its %s)\\nbars: tasks from submit to observed completion%s"
 			"\\n{/*0.8 %s}\"\n"
 			"set xlabel 'ms'\nset ylabel 'lane (0 = high)'\n"
 			"set grid x\nset key outside right\nunset arrow\n"
 			"set arrow 1 from 0, graph 0 to 0, graph 1 nohead dt 2\n",
-			panels, g->scenario, g->config, what, preempt ? "submit" : "arrival",
+			panels, g->scenario, g->config, unit, preempt ? "submit" : "arrival",
 			preempt ? " (high: to its kernel's start)" : "", xsb__plot.caption);
 		int k = 0;
 		for (size_t i = 0; i < g->n; i++) {
-			const struct xsb__curve *c = &g->c[i];
-			const struct xsb_sample *p = xsb__p99_sample(c);
-			if (!p)
-				continue;
-			/* The panel spans its own request and half as much again. */
-			double ms = (double)(p->end - p->start) / 1e6;
-			double w1 = 1.5 * (ms > 0.2 ? ms : 0.2), w0 = -w1 / 6;
-			if (png)
-				xsb__timeline_data(d, c, p->start, w0, w1);
-			fprintf(f,
-				"set title '%s: this %s %.3f ms' offset 0,-0.5\n"
-				"set xrange [%.4f:%.4f]\nset yrange [%d.5:-0.5]\n"
-				"plot '%s' index %d using 1:2:3:(0) with vectors nohead lw 5 "
-				"lc rgb '#d62728' title 'high', \\\n"
-				"     '' index %d using 1:2:3:(0) with vectors nohead lw 3 "
-				"lc rgb '#1f77b4' title 'low', \\\n"
-				"     '' index %d using 1:2:3:(0) with vectors nohead lw 3 "
-				"lc rgb '#7fb8e0' notitle\n",
-				c->mode, what + 5, ms, w0, w1, c->nlanes - 1, dat, 3 * k, 3 * k + 1,
-				3 * k + 2);
-			k++;
+			const struct xsb_sample *p = xsb__p99_sample(&g->c[i]);
+			if (p)
+				xsb__timeline_panel(f, png ? d : NULL, &g->c[i], p, k++, dat, unit);
 		}
 		fprintf(f, "unset multiplot\nunset output\n");
 	}
