@@ -234,7 +234,7 @@ class Run:
         elif self.args.form == "callback":
             xq.submit_callable(self.high).wait()
         else:
-            with self._scope(xq, self.args.high_per_op):
+            with self._scope(xq, self.args.high_per_op, self.high.net):
                 self.high()
         self.s_high.synchronize()
 
@@ -272,7 +272,7 @@ class Run:
                 # that command, not for an event recorded before the callbacks ran.
                 ev = xq.submit_callable(low.step)
             else:
-                with self._scope(xq, True):
+                with self._scope(xq, True, low.net):
                     low()
             if xq is None or self.args.form != "callback":
                 ev = torch.cuda.Event()
@@ -283,11 +283,11 @@ class Run:
         if ev_prev is not None:
             self._retire(ev_prev)
 
-    def _scope(self, xq, per_unit):
-        """The operator scope of a model: per --unit when @per_unit, else one command."""
+    def _scope(self, xq, per_unit, net):
+        """The scope of model @net: per --unit when @per_unit, else one command."""
         a = self.args
         return xq.running(per_operator=per_unit and a.unit == "operator",
-                          per_module=per_unit and a.unit == "module",
+                          per_module=net if per_unit and a.unit == "module" else False,
                           ops_per_command=a.ops_per_command)
 
     def _retire(self, ev):

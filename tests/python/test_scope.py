@@ -392,6 +392,32 @@ def test_module_and_whole_scopes_inside_operator_scope():
     _close(xa, xb, qa, qb)
 
 
+def test_module_scope_of_one_model_and_global_hooks_removed():
+    if _skip_without_torch("test_module_scope_of_one_model_and_global_hooks_removed"):
+        return
+    import torch.nn.modules.module as mm
+    q, xq = _queue()
+    net, other, x = _mlp(), _mlp(), torch.randn(8, 16)
+    with torch.no_grad():
+        before = xq.stats().submitted
+        with xq.running(per_module=net):  # only net's leaves count
+            net(x)
+            other(x)
+        assert xq.stats().submitted - before == 4, xq.stats().submitted - before
+        # No process-wide hooks for a model's scope; those of a scope without one go
+        # away with it.
+        assert not mm._global_forward_pre_hooks and not mm._global_forward_hooks
+        before = xq.stats().submitted
+        with xq.running(per_module=True):
+            assert mm._global_forward_pre_hooks
+            net(x)    # hooked by its model: one boundary per leaf, not two
+            other(x)  # through the process-wide hooks
+        assert xq.stats().submitted - before == 7, xq.stats().submitted - before
+        assert not mm._global_forward_pre_hooks and not mm._global_forward_hooks
+    xq.wait_all()
+    _close(xq, q)
+
+
 if __name__ == "__main__":
     import _runner
     rc = _runner.run(globals(), "xsched operator scopes (host backend, torch %s)"
