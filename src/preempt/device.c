@@ -246,8 +246,6 @@ void xs_dev_activate(xs_xqueue *xq)
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
 	if (!xs_linked(&xq->act_link)) {
-		if (xs_list_empty(&d->active)) /* busy from idle: the stall clock starts here */
-			atomic_store_explicit(&d->activity_ns, xs_now_ns(), memory_order_relaxed);
 		xs_list_push_back(&d->active, &xq->act_link);
 		xs_cond_signal(&d->progress_cv);
 	}
@@ -335,33 +333,34 @@ static void xs__nap(int64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether the device has shown no progress for its stall limit: no completion, no enqueue
- * by a running XQueue, no release. */
-static bool xs__stalled(xs_device *d, int64_t now, int64_t last_release)
-{
-	if (d->stall_ns <= 0)
-		return false;
-	int64_t act = atomic_load_explicit(&d->activity_ns, memory_order_relaxed);
-	act = act > last_release ? act : last_release;
-	return now - act >= d->stall_ns;
-}
+/* The stall release's view of its device, kept by the progress thread. */
+typedef struct xs__stall {
+	uint64_t mark;      /* the running queues' progress mark at its last change */
+	int64_t since_ns;   /* when it last changed, or the device last went busy */
+	int64_t release_ns; /* the last release, 0 = none */
+} xs__stall;
 
-/* Whether a queue of @v holds enqueued work the device may not run yet. */
-static bool xs__holding(xs_device *d, xs_xqueue **v, size_t n)
+/* One pass over @v, each queue under its lock: whether some queue holds work a release
+ * would commit, and in *mark the running queues' enqueued plus completed counts, which
+ * move when one of them launches or completes a command (what a release lets go runs on
+ * suspended queues and does not move it). */
+static bool xs__look(xs_device *d, xs_xqueue **v, size_t n, uint64_t *mark)
 {
 	bool holds = false;
-	for (size_t i = 0; i < n && !holds; i++) {
+	*mark = 0;
+	for (size_t i = 0; i < n; i++) {
 		xs_mutex_lock(&v[i]->lock);
-		holds = d->hooks->holds(v[i]);
+		holds |= d->hooks->holds(v[i]);
+		if (v[i]->running)
+			*mark += v[i]->enqueued + v[i]->completed;
 		xs_mutex_unlock(&v[i]->lock);
 	}
 	return holds;
 }
 
 /* Commit what the queues of @v hold (the stall release). */
-static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t now)
+static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
 {
-	int64_t quiet_ns = now - atomic_load_explicit(&d->activity_ns, memory_order_relaxed);
 	size_t released = 0;
 	for (size_t i = 0; i < n; i++) {
 		xs_mutex_lock(&v[i]->lock);
@@ -382,6 +381,28 @@ static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t now)
 	else
 		XS_DEBUG("engine", "%s device: stall release of %zu XQueue(s) after %lld ms",
 			 d->ops->name, released, (long long)(quiet_ns / 1000000));
+}
+
+/* Once per XS__CHECK_NS, before the reaping: the stall release. Returns whether queues
+ * still hold releasable work; the health check, a runtime call that blocks while another
+ * thread's call waits for every stream (and holds the queue's lock meanwhile), is made
+ * only when none does, so only after a release has let such work go. */
+static bool xs__stall_look(xs_device *d, xs_xqueue **v, size_t n, int64_t now, xs__stall *st)
+{
+	uint64_t mark;
+	bool holds = xs__look(d, v, n, &mark);
+	if (mark != st->mark) {
+		st->mark = mark;
+		st->since_ns = now;
+		atomic_store_explicit(&d->draining, false, memory_order_relaxed);
+	}
+	int64_t quiet = now - (st->since_ns > st->release_ns ? st->since_ns : st->release_ns);
+	if (d->stall_ns <= 0 || quiet < d->stall_ns)
+		return holds;
+	if (holds)
+		xs__release(d, v, n, now - st->since_ns);
+	st->release_ns = now; /* the next look one limit later */
+	return false;
 }
 
 /* How long the progress thread of a backend that pushes done numbers sleeps when nothing
@@ -409,12 +430,15 @@ static void *xs__progress_main(void *arg)
 	bool pushes = d->ops->pushes_done;
 	xs_xqueue **v = NULL;
 	size_t cap = 0;
-	int64_t last_progress = xs_now_ns(), last_check = last_progress, last_release = 0;
-	atomic_store_explicit(&d->activity_ns, last_progress, memory_order_relaxed);
+	int64_t last_progress = xs_now_ns(), last_check = last_progress;
+	xs__stall st = {.mark = 0, .since_ns = last_progress, .release_ns = 0};
+	bool woke = false; /* waited for work since the last look */
 	for (;;) {
 		xs_mutex_lock(&d->lock);
-		while (!d->stop && xs_list_empty(&d->active) && !d->grant)
+		while (!d->stop && xs_list_empty(&d->active) && !d->grant) {
 			xs_cond_wait(&d->progress_cv, &d->lock);
+			woke = true;
+		}
 		if (d->stop && xs_list_empty(&d->active)) {
 			xs_mutex_unlock(&d->lock);
 			break;
@@ -426,19 +450,14 @@ static void *xs__progress_main(void *arg)
 		xs_mutex_unlock(&d->lock);
 
 		int64_t now = xs_now_ns();
-		/* Once per XS__CHECK_NS: the stall release, then the health check. The check
-		 * is a runtime call, which blocks while another thread's call waits for every
-		 * stream: never while queues hold work that such a call may wait for (and it
-		 * holds the queue's lock), and so only after the release has let that work go. */
-		bool look = now - last_check >= XS__CHECK_NS;
-		if (look && atomic_load_explicit(&d->draining, memory_order_relaxed) &&
-		    atomic_load_explicit(&d->activity_ns, memory_order_relaxed) > last_release)
-			atomic_store_explicit(&d->draining, false, memory_order_relaxed);
-		if (look && xs__stalled(d, now, last_release)) {
-			xs__release(d, v, n, now);
-			last_release = now; /* the next release one limit later */
+		/* Once per XS__CHECK_NS: the stall release, then (GPU) the health check. */
+		bool look = now - last_check >= XS__CHECK_NS, check = false;
+		if (look) {
+			if (woke)
+				st.since_ns = now; /* busy from idle: the stall clock starts here */
+			bool holds = xs__stall_look(d, v, n, now, &st);
+			check = !pushes && !holds;
 		}
-		bool check = look && !pushes && !xs__holding(d, v, n);
 		bool progressed = false;
 		for (size_t i = 0; i < n; i++) {
 			xs_mutex_lock(&v[i]->lock);
@@ -446,8 +465,10 @@ static void *xs__progress_main(void *arg)
 			xs_mutex_unlock(&v[i]->lock);
 			xs_obj_unref(&v[i]->obj);
 		}
-		if (look)
+		if (look) {
 			last_check = now;
+			woke = false;
+		}
 		if (grant)
 			xs_dev_grant(d);
 		if (progressed || grant) {

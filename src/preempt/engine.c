@@ -187,6 +187,12 @@ static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 		xq->hwq->ops->commit(xq->hwq, c);
 }
 
+/* The last command on the HwQueue, the one inside its enqueue call included. */
+static uint64_t xs__last_enqueued(const xs_xqueue *xq)
+{
+	return xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
+}
+
 /* Commit enqueued commands while the XQueue runs (Lv2+: one counter store at the end).
  * The command inside its enqueue call (issuing) counts as enqueued here: committing it
  * before the backend call means the stream does not stall on its own wait while the
@@ -194,7 +200,7 @@ static void xs__store_commit(xs_xqueue *xq, uint64_t c)
  * module lazily at a kernel's first launch). Caller holds xq->lock. */
 static void xs__commit(xs_xqueue *xq)
 {
-	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
+	uint64_t top = xs__last_enqueued(xq);
 	/* At Lv1 enqueued means committed, suspended or not: a command enqueued behind the
 	 * counter before the level went down runs as Lv1 work does. */
 	bool lv1 = xq->level < kPreemptLevelDeactivate;
@@ -247,16 +253,15 @@ static void xs__decommit(xs_xqueue *xq)
 
 bool xs_engine_holds(const xs_xqueue *xq)
 {
-	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
 	return xq->level >= kPreemptLevelDeactivate && !xq->app_suspended && xq->hwq->ops->commit &&
-	       xq->committed < top;
+	       xq->committed < xs__last_enqueued(xq);
 }
 
 bool xs_engine_release(xs_xqueue *xq)
 {
 	if (!xs_engine_holds(xq))
 		return false;
-	uint64_t top = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
+	uint64_t top = xs__last_enqueued(xq);
 	XS_TRACE(XS_TR_RELEASE, xq->obj.handle, xq->committed + 1, (int64_t)top);
 	if (!xq->busy_since_ns)
 		xq->busy_since_ns = xs_now_ns();
@@ -264,11 +269,13 @@ bool xs_engine_release(xs_xqueue *xq)
 	return true;
 }
 
-/* Whether @xq's device drains after a stall release: a suspended queue then enqueues
- * nothing new behind its counter, so that its stream can go idle (device.c). */
-static bool xs__draining(const xs_xqueue *xq)
+/* Whether @xq may put commands on its HwQueue as far as its suspension goes: when it runs,
+ * or behind its counter (Lv2+) when the scheduler suspends it, unless its device drains
+ * after a stall release (device.c: then its stream must be able to go idle). */
+static bool xs__may_launch(const xs_xqueue *xq)
 {
-	return atomic_load_explicit(&xq->dev->draining, memory_order_relaxed);
+	return xq->running || (xq->level >= kPreemptLevelDeactivate && !xq->app_suspended &&
+			       !atomic_load_explicit(&xq->dev->draining, memory_order_relaxed));
 }
 
 /* ---- enqueue ---- */
@@ -280,8 +287,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 	*skip = kXSchedSuccess;
 	if ((int64_t)(xq->enqueued - xq->completed) >= xq->threshold)
 		return false;
-	bool lv1 = xq->level < kPreemptLevelDeactivate;
-	if (!xq->running && (lv1 || xq->app_suspended || xs__draining(xq)))
+	if (!xs__may_launch(xq))
 		return false;
 	if (cmd->kind == XS_CMD_EVENT_WAIT) {
 		bool go = xs_dep_check(xq, cmd, skip);
@@ -293,7 +299,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 		if (!go)
 			return false;
 	}
-	return !lv1 || xs_dev_charge(xq, cmd);
+	return xq->level >= kPreemptLevelDeactivate || xs_dev_charge(xq, cmd);
 }
 
 /* Enqueue pending commands in order while they may go, on the calling thread. Caller
@@ -358,9 +364,6 @@ static void xs__drain(xs_xqueue *xq)
 			cmd->result = res;
 		xq->enqueued = seq;
 		xq->issuing = 0;
-		if (xq->running)
-			atomic_store_explicit(&xq->dev->activity_ns, xs_now_ns(),
-					      memory_order_relaxed);
 		if (!gated && !xq->busy_since_ns)
 			xq->busy_since_ns = xs_now_ns();
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
@@ -395,8 +398,7 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 	}
 	/* Worth a kick only if the head could go now; the launch thread checks it fully. */
 	bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
-	if (space && (xq->running || (xq->level >= kPreemptLevelDeactivate && !xq->app_suspended &&
-				      !xs__draining(xq))))
+	if (space && xs__may_launch(xq))
 		xs_dev_kick(xq);
 }
 
@@ -438,8 +440,6 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 	xq->completed = done;
-	if (xq->running) /* what a stall release let go is not progress */
-		atomic_store_explicit(&xq->dev->activity_ns, now, memory_order_relaxed);
 	xq->busy_since_ns = xq->committed > done || xq->enqueued > done ? now : 0;
 	xs_cond_broadcast(&xq->cv);
 	xs_engine_progress(xq, false);
@@ -784,7 +784,7 @@ void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 		/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing
 		 * enqueued later is waited for, so a level raised meanwhile cannot hold this
 		 * call. */
-		uint64_t target = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued;
+		uint64_t target = xs__last_enqueued(xq);
 		while (xq->completed < target && !xq->closing) {
 			if (xq->enqueued > xq->completed)
 				xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target);

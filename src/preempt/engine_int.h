@@ -39,10 +39,6 @@ struct xs_device {
 	bool grant_blocked;    /* it found the budget full */
 	bool stop;             /* the threads exit */
 	bool started;          /* the threads run */
-	/* Lock-free: when a running XQueue last completed a command (whoever reaped it) or
-	 * enqueued one, or the device last went from idle to busy: its progress, for the
-	 * stall release. */
-	_Atomic int64_t activity_ns;
 	/* Lock-free: set by a stall release, cleared at the next progress; meanwhile suspended
 	 * XQueues enqueue nothing new behind their counters (a runtime call may wait for
 	 * every stream to go idle, not only for what came before it). */
