@@ -214,6 +214,24 @@ static FILE *xsb__open_in_dir(const char *name)
 	return f;
 }
 
+/* Open DIR/<base>-<what>.dat and DIR/<base>-<what>.gp for writing; their names (relative to
+ * DIR) go to @dat and @gp, XSB__NAME bytes each. false, with nothing left open, when either
+ * cannot be written. */
+#define XSB__NAME 256
+static bool xsb__open_pair(const char *base, const char *what, char *dat, char *gp, FILE **d,
+			   FILE **f)
+{
+	snprintf(dat, XSB__NAME, "%s-%s.dat", base, what);
+	snprintf(gp, XSB__NAME, "%s-%s.gp", base, what);
+	*d = xsb__open_in_dir(dat);
+	*f = *d ? xsb__open_in_dir(gp) : NULL;
+	if (*f)
+		return true;
+	if (*d)
+		fclose(*d);
+	return false;
+}
+
 /* Run gnuplot on @script with the plot directory as working directory. */
 static void xsb__gnuplot(const char *script)
 {
@@ -247,25 +265,24 @@ static void xsb__write_cdf(const struct xsb__group *g, const char *base)
 {
 	const char *rlabel = NULL;
 	const struct xsb__curve *ref = xsb__reference(g, &rlabel);
-	const struct xsb__curve *cs[65];
-	const char *labels[65];
+	enum { MAX_CURVES = 65 }; /* the reference and the modes of one table (64 rows) */
+	const struct xsb__curve *cs[MAX_CURVES];
+	const char *labels[MAX_CURVES];
 	int nc = 0;
 	if (ref && ref->n) {
 		cs[nc] = ref;
 		labels[nc++] = rlabel;
 	}
-	for (size_t i = 0; i < g->n && nc < 65; i++)
+	for (size_t i = 0; i < g->n && nc < MAX_CURVES; i++)
 		if (g->c[i].n) {
 			cs[nc] = &g->c[i];
 			labels[nc++] = g->c[i].mode;
 		}
 	if (!nc)
 		return;
-	char dat[256], gp[256];
-	snprintf(dat, sizeof(dat), "%s-cdf.dat", base);
-	snprintf(gp, sizeof(gp), "%s-cdf.gp", base);
-	FILE *d = xsb__open_in_dir(dat);
-	if (!d)
+	char dat[XSB__NAME], gp[XSB__NAME];
+	FILE *d, *f;
+	if (!xsb__open_pair(base, "cdf", dat, gp, &d, &f))
 		return;
 	for (int k = 0; k < nc; k++) {
 		fprintf(d, "# %s: latency_ms fraction\n", labels[k]);
@@ -275,9 +292,6 @@ static void xsb__write_cdf(const struct xsb__group *g, const char *base)
 		fprintf(d, "\n\n");
 	}
 	fclose(d);
-	FILE *f = xsb__open_in_dir(gp);
-	if (!f)
-		return;
 	bool preempt = !strcmp(g->scenario, "preempt");
 	for (int png = 1; png >= 0; png--) {
 		xsb__gp_output(f, base, "cdf", 900, 560, png);
@@ -368,16 +382,10 @@ static void xsb__write_timeline(const struct xsb__group *g, const char *base)
 		panels += xsb__p99_sample(&g->c[i]) != NULL;
 	if (!panels)
 		return;
-	char dat[256], gp[256];
-	snprintf(dat, sizeof(dat), "%s-timeline.dat", base);
-	snprintf(gp, sizeof(gp), "%s-timeline.gp", base);
-	FILE *d = xsb__open_in_dir(dat);
-	FILE *f = d ? xsb__open_in_dir(gp) : NULL;
-	if (!f) {
-		if (d)
-			fclose(d);
+	char dat[XSB__NAME], gp[XSB__NAME];
+	FILE *d, *f;
+	if (!xsb__open_pair(base, "timeline", dat, gp, &d, &f))
 		return;
-	}
 	bool preempt = !strcmp(g->scenario, "preempt");
 	const char *unit = preempt ? "kernel" : "request";
 	for (int png = 1; png >= 0; png--) {

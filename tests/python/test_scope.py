@@ -57,6 +57,25 @@ def _python_runs_meanwhile(seconds=0.2):
     return n > 1000
 
 
+def _run_while_suspended(xq, work):
+    """Run @work on a thread while @xq is suspended: the thread must block (with the GIL
+    released, and nothing returned) until the resume. Returns what @work returned."""
+    xq.suspend()
+    out, done = [], threading.Event()
+
+    def worker():
+        out.append(work())
+        done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert _python_runs_meanwhile() and not done.is_set() and not out
+    xq.resume()
+    assert done.wait(10)
+    t.join()
+    return out[0]
+
+
 def _skip_without_torch(name):
     if torch is None:
         print("skip %s: PyTorch cannot be imported by %s" % (name, sys.executable))
@@ -242,21 +261,12 @@ def test_operators_block_while_suspended_and_release_gil():
         return
     q, xq = _queue()
     x = torch.randn(32, 32)
-    xq.suspend()
-    out, done = [], threading.Event()
 
-    def worker():
+    def work():
         with xq.running():
-            out.append((x @ x).sum())
-        done.set()
+            return (x @ x).sum()
 
-    t = threading.Thread(target=worker)
-    t.start()
-    assert _python_runs_meanwhile() and not done.is_set() and not out
-    xq.resume()
-    assert done.wait(10)
-    t.join()
-    assert torch.allclose(out[0], (x @ x).sum())
+    assert torch.allclose(_run_while_suspended(xq, work), (x @ x).sum())
     xq.wait_all()
     _close(xq, q)
 
@@ -352,22 +362,14 @@ def test_module_scope_blocks_while_suspended_and_release_gil():
         return
     q, xq = _queue()
     net, x = _mlp(), torch.randn(8, 16)
-    xq.suspend()
-    out, done = [], threading.Event()
 
-    def worker():
+    def work():
         with torch.no_grad(), xq.running(per_module=True):
-            out.append(net(x))
-        done.set()
+            return net(x)
 
-    t = threading.Thread(target=worker)
-    t.start()
-    assert _python_runs_meanwhile() and not done.is_set() and not out
-    xq.resume()
-    assert done.wait(10)
-    t.join()
+    out = _run_while_suspended(xq, work)
     with torch.no_grad():
-        assert torch.allclose(out[0], net(x))
+        assert torch.allclose(out, net(x))
     xq.wait_all()
     _close(xq, q)
 

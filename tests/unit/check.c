@@ -47,3 +47,21 @@ XQueueStats t_stats(XQueueHandle xq)
 	CHECK_OK(XQueueGetStats(xq, &s));
 	return s;
 }
+
+void t_pair_open(struct t_pair *p, XPreemptLevel level)
+{
+	CHECK_OK(HostQueueCreate(&p->hl));
+	CHECK_OK(HostQueueCreate(&p->hh));
+	CHECK_OK(XQueueCreate(&p->low, p->hl, level, 0));
+	CHECK_OK(XQueueCreate(&p->high, p->hh, level, 0));
+	CHECK_OK(XHintPriority(p->low, 0));
+	CHECK_OK(XHintPriority(p->high, 10));
+}
+
+void t_pair_close(struct t_pair *p)
+{
+	CHECK_OK(XQueueDestroy(p->low));
+	CHECK_OK(XQueueDestroy(p->high));
+	CHECK_OK(HwQueueDestroy(p->hl));
+	CHECK_OK(HwQueueDestroy(p->hh));
+}

@@ -49,4 +49,13 @@ void t_submit_fn(XQueueHandle xq, HostFunction fn, void *data);
 /* Statistics of @xq (checks the call succeeds). */
 XQueueStats t_stats(XQueueHandle xq);
 
+/* A low- and a high-priority XQueue (priorities 0 and 10) at @level, each on a host queue
+ * of its own; t_pair_close destroys all four (checking each call). */
+struct t_pair {
+	HwQueueHandle hl, hh;
+	XQueueHandle low, high;
+};
+void t_pair_open(struct t_pair *p, XPreemptLevel level);
+void t_pair_close(struct t_pair *p);
+
 #endif

@@ -283,31 +283,23 @@ static XResult inv_high(void *data)
 
 static void inversion(int level)
 {
-	HwQueueHandle hl, hh;
-	XQueueHandle high;
-	CHECK_OK(HostQueueCreate(&hl));
-	CHECK_OK(HostQueueCreate(&hh));
-	CHECK_OK(XQueueCreate(&g_inv_low, hl, level, 0));
-	CHECK_OK(XQueueCreate(&high, hh, level, 0));
-	CHECK_OK(XHintPriority(g_inv_low, 0));
-	CHECK_OK(XHintPriority(high, 10));
+	struct t_pair p;
+	t_pair_open(&p, level);
+	g_inv_low = p.low;
 	t_sleep_us(10000);
 	atomic_store(&g_inv_cmd, 0);
-	t_submit_fn(high, inv_high, NULL);
+	t_submit_fn(p.high, inv_high, NULL);
 	t_sleep_us(5000); /* high is busy: low is suspended, its commits held */
 	HwCommandHandle c;
 	CHECK_OK(HwCommandCreateHostFunc(&c, slow, NULL));
 	CHECK_OK(XQueueSubmit(g_inv_low, c));
 	atomic_store(&g_inv_cmd, c);
 	t_submit_fn(g_inv_low, slow, NULL);
-	CHECK_OK(XQueueWaitAll(high)); /* would hang without the inheritance */
+	CHECK_OK(XQueueWaitAll(p.high)); /* would hang without the inheritance */
 	CHECK_OK(g_inv_res[0]);
 	CHECK_OK(g_inv_res[1]);
 	CHECK_OK(HwCommandDestroy(c));
-	CHECK_OK(XQueueDestroy(g_inv_low));
-	CHECK_OK(XQueueDestroy(high));
-	CHECK_OK(HwQueueDestroy(hl));
-	CHECK_OK(HwQueueDestroy(hh));
+	t_pair_close(&p);
 }
 
 /* XQueueSuspend(SyncHwQueue) at Lv1 returns although another thread raises the level to

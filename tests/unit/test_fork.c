@@ -87,25 +87,16 @@ static void child(int variant, XQueueHandle parent_xq)
 	CHECK_OK(HwCommandDestroy(c));
 
 	atomic_store(&g_ran, 0);
-	HwQueueHandle hl, hh;
-	XQueueHandle low, high;
-	CHECK_OK(HostQueueCreate(&hl));
-	CHECK_OK(HostQueueCreate(&hh));
-	CHECK_OK(XQueueCreate(&low, hl, kPreemptLevelDeactivate, 0));
-	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelDeactivate, 0));
-	CHECK_OK(XHintPriority(low, 0));
-	CHECK_OK(XHintPriority(high, 10));
+	struct t_pair p;
+	t_pair_open(&p, kPreemptLevelDeactivate);
 	pthread_t t[2];
-	CHECK(pthread_create(&t[0], NULL, child_submitter, &low) == 0);
-	CHECK(pthread_create(&t[1], NULL, child_submitter, &high) == 0);
+	CHECK(pthread_create(&t[0], NULL, child_submitter, &p.low) == 0);
+	CHECK(pthread_create(&t[1], NULL, child_submitter, &p.high) == 0);
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_join(t[i], NULL) == 0);
 	CHECK(atomic_load(&g_ran) == 100);
-	CHECK(t_stats(high).completed == 50 && t_stats(low).completed == 50);
-	CHECK_OK(XQueueDestroy(low));
-	CHECK_OK(XQueueDestroy(high));
-	CHECK_OK(HwQueueDestroy(hl));
-	CHECK_OK(HwQueueDestroy(hh));
+	CHECK(t_stats(p.high).completed == 50 && t_stats(p.low).completed == 50);
+	t_pair_close(&p);
 	xs__exit();
 }
 

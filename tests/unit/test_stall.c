@@ -58,25 +58,16 @@ static void run_pair(const char *limit_us, int64_t give_up_us)
 	atomic_store(&g_low_ran, false);
 	g_give_up_us = give_up_us;
 	g_seen = false;
-	HwQueueHandle hl, hh;
-	XQueueHandle low, high;
-	CHECK_OK(HostQueueCreate(&hl));
-	CHECK_OK(HostQueueCreate(&hh));
-	CHECK_OK(XQueueCreate(&low, hl, kPreemptLevelDeactivate, 0));
-	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelDeactivate, 0));
-	CHECK_OK(XHintPriority(low, 0));
-	CHECK_OK(XHintPriority(high, 10));
+	struct t_pair p;
+	t_pair_open(&p, kPreemptLevelDeactivate);
 	t_sleep_us(10000);
-	t_submit_fn(high, high_fn, NULL);
+	t_submit_fn(p.high, high_fn, NULL);
 	t_sleep_us(5000); /* high is busy: low is suspended, its commits held */
-	t_submit_fn(low, low_fn, NULL);
-	CHECK_OK(XQueueWaitAll(high));
-	CHECK_OK(XQueueWaitAll(low));
+	t_submit_fn(p.low, low_fn, NULL);
+	CHECK_OK(XQueueWaitAll(p.high));
+	CHECK_OK(XQueueWaitAll(p.low));
 	CHECK(atomic_load(&g_low_ran));
-	CHECK_OK(XQueueDestroy(low));
-	CHECK_OK(XQueueDestroy(high));
-	CHECK_OK(HwQueueDestroy(hl));
-	CHECK_OK(HwQueueDestroy(hh));
+	t_pair_close(&p);
 	CHECK_OK(XSchedShutdown()); /* writes the trace; the next run reads the environment */
 }
 
@@ -125,31 +116,23 @@ static void drain(void)
 {
 	setenv("XSCHED_STALL_RELEASE_US", "50000", 1);
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
-	HwQueueHandle hl, hh;
-	XQueueHandle high;
-	CHECK_OK(HostQueueCreate(&hl));
-	CHECK_OK(HostQueueCreate(&hh));
-	CHECK_OK(XQueueCreate(&g_low, hl, kPreemptLevelDeactivate, 0));
-	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelDeactivate, 0));
+	struct t_pair p;
+	t_pair_open(&p, kPreemptLevelDeactivate);
+	g_low = p.low;
 	CHECK_OK(XQueueSetLaunchConfig(g_low, 4, 1));
-	CHECK_OK(XHintPriority(g_low, 0));
-	CHECK_OK(XHintPriority(high, 10));
 	t_sleep_us(10000);
 	atomic_store(&g_idle_seen, false);
 	atomic_store(&g_stop, false);
-	t_submit_fn(high, wait_low_idle, NULL);
+	t_submit_fn(p.high, wait_low_idle, NULL);
 	t_sleep_us(5000);
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, low_submitter, NULL) == 0);
-	CHECK_OK(XQueueWaitAll(high));
+	CHECK_OK(XQueueWaitAll(p.high));
 	atomic_store(&g_stop, true);
 	pthread_join(t, NULL);
 	CHECK(atomic_load(&g_idle_seen));
 	CHECK_OK(XQueueWaitAll(g_low));
-	CHECK_OK(XQueueDestroy(g_low));
-	CHECK_OK(XQueueDestroy(high));
-	CHECK_OK(HwQueueDestroy(hl));
-	CHECK_OK(HwQueueDestroy(hh));
+	t_pair_close(&p);
 	CHECK_OK(XSchedShutdown());
 }
 
