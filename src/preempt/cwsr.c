@@ -470,6 +470,18 @@ XResult xs_cwsr_probe(void)
 	return res;
 }
 
+/* A snapshot of this process's queues for a reader, with a session just for the call.
+ * Caller holds cwsr_lock and frees *out (also on failure). */
+static XResult snapshot_once_locked(struct xs_kfd_queue_snapshot_entry **out, size_t *n)
+{
+	XResult res = session_get_locked();
+	if (res != kXSchedSuccess)
+		return res;
+	res = snapshot_locked(0, out, n);
+	session_put_locked();
+	return res;
+}
+
 XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count)
 {
 	struct xs_kfd_queue_snapshot_entry *entries = NULL;
@@ -480,10 +492,8 @@ XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count)
 		return kXSchedErrorInvalidValue;
 	*count = 0;
 	pthread_mutex_lock(&cwsr_lock);
-	res = session_get_locked();
-	if (res != kXSchedSuccess)
-		goto out;
-	res = snapshot_locked(0, &entries, &n);
+	res = snapshot_once_locked(&entries, &n);
+	pthread_mutex_unlock(&cwsr_lock);
 	if (res == kXSchedSuccess) {
 		for (i = 0; i < n && i < cap; i++) {
 			out[i].ring_base_address = entries[i].ring_base_address;
@@ -495,9 +505,6 @@ XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count)
 		*count = n;
 	}
 	free(entries);
-	session_put_locked();
-out:
-	pthread_mutex_unlock(&cwsr_lock);
 	return res;
 }
 
@@ -527,10 +534,8 @@ XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
 		return kXSchedErrorNotAllowed;
 	}
 	pthread_mutex_lock(&cwsr_lock);
-	res = session_get_locked();
-	if (res != kXSchedSuccess)
-		goto out;
-	res = snapshot_locked(0, &entries, &n);
+	res = snapshot_once_locked(&entries, &n);
+	pthread_mutex_unlock(&cwsr_lock);
 	if (res == kXSchedSuccess) {
 		a = find_ring(entries, n, ring_a);
 		b = find_ring(entries, n, ring_b);
@@ -542,9 +547,6 @@ XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
 		}
 	}
 	free(entries);
-	session_put_locked();
-out:
-	pthread_mutex_unlock(&cwsr_lock);
 	return res;
 }
 
