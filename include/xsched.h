@@ -998,10 +998,37 @@ XSCHED_API XResult XHintKDeadline(size_t k);
 XSCHED_API XResult XHintCommitBudget(int64_t budget_us);
 
 /**
+ * @brief Set the co-run budget: the lower-priority work a device keeps committed while a
+ * top-priority XQueue has work (HPF).
+ *
+ * Under HPF, queues below the top priority present on a device are not stopped while a
+ * top-priority queue has work: they keep committing, but the estimated device time still
+ * to run of their committed commands stays within this budget (one command may always
+ * run), and the top queue's hardware priority (CUDA) lets its blocks dispatch first. The
+ * GPU stays busy (work-conserving) while the top queue's slowdown stays bounded, whatever
+ * the number of queues. Waiting queues are served by priority, then in turn by estimated
+ * device time (equal-priority queues share fairly whatever their command kinds). When no
+ * top-priority queue has work, XHintCommitBudget() applies instead. Queues at Lv3 are
+ * suspended outright under HPF, as in XSched.
+ *
+ * Default XSCHED_CORUN_US from the environment, else 500 us, chosen from the frontier of
+ * high-priority p99 against lower-priority throughput measured on an H100 (doc/RESULTS.md,
+ * "Engine v3: the co-run frontier").
+ *
+ * @param budget_us [in] Budget in microseconds, 0..TIMESLICE_MAX; 0 = lower queues commit
+ *                       nothing new while a top-priority queue has work (what they
+ *                       committed runs on).
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue outside the range.
+ * Thread-safety: any thread; applies to the next commit on every device.
+ */
+XSCHED_API XResult XHintCorunBudget(int64_t budget_us);
+
+/**
  * @brief Stop the scheduler thread and release the library's process-wide state.
  *
  * Queues the scheduler suspended are resumed, and the process-wide hints
- * (XHintTimeslice(), XHintKDeadline(), XHintCommitBudget()) return to their defaults;
+ * (XHintTimeslice(), XHintKDeadline(), XHintCommitBudget(), XHintCorunBudget()) return to
+ * their defaults;
  * per-queue hints stay. The threads of devices without XQueues are stopped, and the
  * environment is read again at the next start. A running trace (XSchedTraceStart(),
  * XSCHED_TRACE) is written. Also runs at process exit. Idempotent; a later

@@ -68,6 +68,15 @@ XResult XHintCommitBudget(int64_t budget_us)
 	return kXSchedSuccess;
 }
 
+XResult XHintCorunBudget(int64_t budget_us)
+{
+	XS_CHECK(budget_us >= 0 && budget_us <= TIMESLICE_MAX, kXSchedErrorInvalidValue, "api",
+		 "XHintCorunBudget: %lld us is outside [0, %d] us", (long long)budget_us,
+		 TIMESLICE_MAX);
+	xs_engine_set_corun(budget_us * 1000);
+	return kXSchedSuccess;
+}
+
 XResult XSchedShutdown(void)
 {
 	xs_sched_shutdown();

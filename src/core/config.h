@@ -20,8 +20,11 @@ typedef struct xs_config {
 	bool app_managed;      /* XSCHED_SCHEDULER=APP */
 	int64_t hpf_linger_ns; /* XSCHED_HPF_LINGER_US, default 0 (sched/hpf.c) */
 	int64_t budget_ns;     /* XSCHED_BUDGET_US, default XS_BUDGET_DEFAULT_US (engine) */
+	int64_t corun_ns;      /* XSCHED_CORUN_US, default XS_CORUN_DEFAULT_US (engine) */
 	bool hw_priority;      /* XSCHED_HW_PRIORITY=0 turns it off; default on */
-	unsigned gate_every;   /* XSCHED_GATE_EVERY, 1..1024, default 1 */
+	/* XSCHED_HOST_HW_QUEUES, default 0 = unlimited: the hardware queues host queues are
+	 * taken to share, a model of CUDA connections for tests (hal/host.c). */
+	unsigned host_hw_queues;
 	/* Hardware queues the runtime spreads streams over, 0 = unset (the runtime's default):
 	 * CUDA_DEVICE_MAX_CONNECTIONS and GPU_MAX_HW_QUEUES (hal/gpu.c warns with them). */
 	long cuda_connections, hip_hw_queues;
@@ -36,9 +39,15 @@ typedef struct xs_config {
 	int64_t stall_release_ns;
 } xs_config;
 
-/* Default commitment budget of the work of lower-priority XQueues per device, in us.
- * Chosen from the serve scenario on an H100 (doc/RESULTS.md, "Commitment budget"). */
+/* Default commitment budget of the work of lower-priority XQueues per device, in us: what
+ * a top-priority arrival may find committed. Chosen from the serve scenario on an H100
+ * (doc/RESULTS.md, "Engine v2"). */
 #define XS_BUDGET_DEFAULT_US 1000
+
+/* Default co-run budget, in us: the lower-priority work a device keeps committed while a
+ * top-priority XQueue has work (HPF). Chosen from the measured frontier (doc/RESULTS.md,
+ * "Engine v3: the co-run frontier"). */
+#define XS_CORUN_DEFAULT_US 500
 
 /* Default stall release, in us. Progress is a completion or a launch of a running XQueue;
  * a scope without commands (bindings/python's whole-scope form) shows none while it is

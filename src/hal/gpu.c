@@ -26,9 +26,9 @@
  * done word is widened here to the engine's 64-bit numbers (xs__done). A stream without
  * stream memory operations (Lv1 only) gets its done marks from a host function instead.
  *
- * Waiting (wait_done) polls the done word on the waiting thread: a yield loop for
- * XS__SPIN_NS, then sleeps of XS__NAP_NS, asking the stream for faults every
- * XS__CHECK_NS (a fault stops the stream, so the number would never come).
+ * Waiting: there is no wait_done; the engine reads the done word (done) on the waiting
+ * thread, sleeping until the command is expected to end, and asks the stream for faults
+ * (check) while it waits (a fault stops the stream, so the number would never come).
  *
  * Hardware priority (CUDA): set_priority gives the stream the device's greatest or least
  * priority with cudaStreamSetAttribute(cudaStreamAttributePriority), which takes effect on
@@ -39,7 +39,9 @@
  *
  * A wait-value blocks the hardware queue (CUDA connection, HSA queue) its stream is
  * mapped to; streams beyond CUDA_DEVICE_MAX_CONNECTIONS / GPU_MAX_HW_QUEUES share them,
- * so a decommitted stream can hold back another (documented at CudaQueueCreate).
+ * so a decommitted stream could hold back another. Each queue says how many there are
+ * (xs_hwq.hw_queues); the engine enqueues no gated command on a device with more XQueues
+ * than that (preempt/device.c).
  *
  * Capability probe at creation, per stream: Lv1 always; Lv2 when the device reports
  * stream wait-value support and one wait-value and one write-value on the stream
@@ -82,9 +84,6 @@ enum {
 	XS__DONE_OFF = 64, /* the done word's offset in its slot */
 	XS__PAGE = 4096,   /* bytes per page of slots */
 	XS__SLOTS_PER_PAGE = XS__PAGE / XS__SLOT,
-	XS__SPIN_NS = 100000,   /* wait_done: yield-poll this long */
-	XS__NAP_NS = 20000,     /* then sleep this long between polls */
-	XS__CHECK_NS = 1000000, /* and ask the stream for faults this often */
 };
 
 /* A page of slots, pinned and mapped, for one context (CUDA) or device (HIP). Pages are
@@ -116,12 +115,8 @@ typedef struct xs__gpu_q {
 	void *sig_counter, *sig_gate; /* signal memory holding them instead (HIP CP wait) */
 } xs__gpu_q;
 
-/* Lv2 HwQueues of this runtime per pool of hardware queues (xs_gpu_stream_pool), to warn
- * when there are more than the hardware queues their streams are spread over: then two
- * gated streams may share a hardware queue, and a decommitted one would also stall the
- * other, and any stream of the application on it. Counted up at creation, down at
- * destroy. */
-static atomic_uint xs__gated_live[XS_GPU_POOLS];
+/* Advice logged once per process, not once per stream. */
+static atomic_bool xs__told_lazy, xs__told_hwq;
 
 /* An event record's native event, with what is needed to destroy it from any thread. */
 typedef struct xs__rec_event {
@@ -521,26 +516,6 @@ static XResult xs__check(xs_hwq *q)
 	return xs__fail("stream query", g->stream, err);
 }
 
-static XResult xs__wait_done(xs_hwq *q, uint64_t seq)
-{
-	int64_t start = xs_now_ns(), last_check = start;
-	while (xs__done(q) < seq) {
-		int64_t now = xs_now_ns();
-		if (now - last_check >= XS__CHECK_NS) {
-			last_check = now;
-			if (xs__check(q) != kXSchedSuccess)
-				return kXSchedErrorHardware;
-		}
-		if (now - start < XS__SPIN_NS) {
-			sched_yield();
-		} else {
-			struct timespec ts = {0, XS__NAP_NS};
-			nanosleep(&ts, NULL);
-		}
-	}
-	return kXSchedSuccess;
-}
-
 static uint64_t xs__device_key(xs_hwq *q)
 {
 	return xs_gpu_binding_key(&xs__gq(q)->bind);
@@ -585,8 +560,6 @@ static void xs__destroy(xs_hwq *q)
 		xs__store(g->counter, UINT64_MAX >> 1);
 		xs__store(g->gate, 1);
 	}
-	if (q->max_level >= kPreemptLevelDeactivate)
-		atomic_fetch_sub_explicit(&xs__gated_live[g->pool], 1, memory_order_relaxed);
 	xs__slot_give(g);
 }
 
@@ -619,7 +592,6 @@ static const xs_hal_ops xs__gpu_ops = {
     .reset = xs__reset,
     .commit = xs__commit,
     .done = xs__done,
-    .wait_done = xs__wait_done,
     .check = xs__check,
     .set_run_gate = xs__set_run_gate,
     .gate_check = xs__gate_check,
@@ -674,25 +646,17 @@ static int xs__probe_level(xs__gpu_q *g)
 	return kPreemptLevelDeactivate;
 }
 
-static void xs__count_gated(xs__gpu_q *g)
+/* The hardware queues that streams of @g's pool are spread over, less the null stream's
+ * where it takes one (the engine stops gating beyond them, preempt/device.c). */
+static unsigned xs__hw_queues(xs__gpu_q *g)
 {
 	int pool = xs_gpu_stream_pool(g->stream);
 	g->pool = pool;
-	unsigned n = atomic_fetch_add_explicit(&xs__gated_live[pool], 1, memory_order_relaxed) + 1;
 	long limit = XS_GPU_HWQ_CONFIG(xs_config_get());
 	if (!limit)
 		limit = XS_GPU_HWQ_DEFAULT;
-	limit -= xs_gpu_pool_shared_with_null(pool); /* the null stream takes one there */
-	if (n > (unsigned long)(limit > 0 ? limit : 0))
-		XS_WARN("hal",
-			"%s stream %p is Lv2 HwQueue %u of its hardware queue pool (%s), which "
-			"has %ld hardware queues for such streams (" XS_GPU_HWQ_ENV
-			"%s): a suspended queue may stall every stream that shares its "
-			"hardware queue; raise " XS_GPU_HWQ_ENV
-			" before the first runtime call, " XS_GPU_OWN_QUEUE_HINT
-			"or use Lv1 for some queues",
-			XS_GPU_NAME, (void *)g->stream, n, xs_gpu_pool_name(pool), limit,
-			xs_gpu_pool_shared_with_null(pool) ? ", less the null stream's" : "");
+	limit -= xs_gpu_pool_shared_with_null(pool);
+	return limit > 0 ? (unsigned)limit : 1;
 }
 
 /* Build the queue with the stream's context bound by the caller. */
@@ -717,9 +681,9 @@ static XResult xs__create_bound(xs__gpu_q *g)
 	if (res != kXSchedSuccess)
 		return res;
 	int level = xs__probe_level(g);
+	unsigned hw_queues = xs__hw_queues(g);
 	if (level >= kPreemptLevelDeactivate) {
-		xs__count_gated(g);
-		if (xs_gpu_lazy_loading())
+		if (xs_gpu_lazy_loading() && !atomic_exchange(&xs__told_lazy, true))
 			XS_WARN(
 			    "hal",
 			    "%s stream %p has Lv2, but kernels load lazily "
@@ -729,7 +693,7 @@ static XResult xs__create_bound(xs__gpu_q *g)
 			    "resumes; set CUDA_MODULE_LOADING=EAGER before the first CUDA call, "
 			    "or warm every kernel up before suspensions begin",
 			    XS_GPU_NAME, (void *)g->stream);
-		if (!XS_GPU_HWQ_CONFIG(xs_config_get()))
+		if (!XS_GPU_HWQ_CONFIG(xs_config_get()) && !atomic_exchange(&xs__told_hwq, true))
 			XS_INFO(
 			    "hal",
 			    "%s stream %p has Lv2, but " XS_GPU_HWQ_ENV " is not set: streams "
@@ -738,6 +702,7 @@ static XResult xs__create_bound(xs__gpu_q *g)
 			    XS_GPU_NAME, (void *)g->stream);
 	}
 	xs_hwq_init(&g->base, &xs__gpu_ops, level, g->stream, xs__free);
+	g->base.hw_queues = hw_queues;
 	return kXSchedSuccess;
 }
 

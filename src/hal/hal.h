@@ -24,6 +24,8 @@
  *   while its XQueue runs and closed while it is suspended. gate_check puts a wait for
  *   it on the native queue outside the numbering, meant for stream capture (a graph
  *   then holds one check per kernel and stops at the next one while the gate is closed).
+ * - Hardware queues. Streams beyond xs_hwq.hw_queues share hardware queues, where a stream
+ *   waiting at its counter blocks the others: the engine then enqueues no gated command.
  * - Failure. enqueue returns the command's own launch result; the done mark is enqueued
  *   even when the launch failed (so numbers never stall). If the mark itself cannot be
  *   enqueued, the backend sets q->broken and done() then returns UINT64_MAX: the engine
@@ -75,7 +77,9 @@ typedef struct xs_hal_ops {
 	uint64_t (*started)(xs_hwq *q);
 	/* The last published done number (0 before the first), or UINT64_MAX when broken. */
 	uint64_t (*done)(xs_hwq *q);
-	/* Block until done(q) >= seq; kXSchedErrorHardware if the queue fails meanwhile. */
+	/* Block until done(q) >= seq; kXSchedErrorHardware if the queue fails meanwhile. NULL
+	 * where the engine polls done() itself (GPU backends: it sleeps until a command is
+	 * expected to end, preempt/engine.c). */
 	XResult (*wait_done)(xs_hwq *q, uint64_t seq);
 	/* kXSchedSuccess while the queue works; kXSchedErrorHardware once the device reported
 	 * a failure on it (the progress thread asks when a queue makes no progress). */
@@ -104,8 +108,11 @@ struct xs_lv3; /* preempt/lv3.h: the HAL only carries the pointer */
 struct xs_hwq {
 	xs_obj obj;
 	const xs_hal_ops *ops;
-	int max_level;      /* XPreemptLevel, probed at creation; read-only once published */
-	void *native;       /* the stream for GPU queues, NULL for host queues */
+	int max_level; /* XPreemptLevel, probed at creation; read-only once published */
+	void *native;  /* the stream for GPU queues, NULL for host queues */
+	/* The hardware queues that the device's streams are spread over (CUDA connections,
+	 * HSA queues of a priority pool), 0 = one per stream. Read-only once published. */
+	unsigned hw_queues;
 	atomic_bool broken; /* the done mark could not be enqueued (see the contract) */
 	/* With ops->pushes_done: called by the backend (any thread, no lock of the engine
 	 * held) after it published a done number, once set. Set by the engine before the
@@ -132,6 +139,7 @@ static inline void xs_hwq_init(xs_hwq *q, const xs_hal_ops *ops, int max_level, 
 	q->ops = ops;
 	q->max_level = max_level;
 	q->native = native;
+	q->hw_queues = 0;
 	atomic_init(&q->broken, false);
 	q->on_done = NULL;
 	q->on_done_arg = NULL;

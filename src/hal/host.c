@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/thread.h"
 #include "hal/hal.h"
@@ -348,6 +349,7 @@ XResult xs_host_queue_create(xs_hwq **out)
 	if (!h)
 		return kXSchedErrorUnknown;
 	xs_hwq_init(&h->base, &xs__host_ops, kPreemptLevelDeactivate, NULL, xs__free);
+	h->base.hw_queues = xs_config_get()->host_hw_queues; /* a model, for tests */
 	atomic_init(&h->counter, 0);
 	atomic_init(&h->done_seq, 0);
 	atomic_init(&h->started_seq, 0);

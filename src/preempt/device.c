@@ -1,31 +1,36 @@
-/* Devices: the commitment budget and the two threads that serve every XQueue of a device.
+/* Devices: the two threads that serve every XQueue of a device.
  *
  * The progress thread ("xs-progress") reads the done numbers of the device's active
  * XQueues (hal.h) and completes what they cover; that frees window space and budget,
  * which it hands on by kicks (Lv1: enqueuing runs user code, so the launch thread does it)
  * or commits (Lv2+: one store, done here). Backends that push done numbers (the host
- * backend) wake it; for the others (GPU) it polls while some XQueue has work in flight:
- * a yield loop for XS__SPIN_NS after the last progress, then sleeps of XS__NAP_NS. The
- * wake-up latency this adds to a budget hand-over is measured in doc/RESULTS.md.
+ * backend) wake it. For the others (GPU) it polls while some XQueue has work in flight,
+ * but sleeps between looks: XS__POLL_MIN_NS after a look that found progress, doubling
+ * while nothing completes up to XS__POLL_MAX_NS, and never past the earliest moment a
+ * command is expected to complete (its queue's estimated time per command) or the budget
+ * admits its next waiter (budget.c). Waiters poll for their own commands (engine.c), so
+ * this thread's pace bounds only how soon lower queues refill their windows.
  *
  * The launch thread ("xs-launch") drains the XQueues kicked to it: it enqueues their
  * pending commands (running their launch callbacks) when they may enqueue. A command
  * reaches it only when it could not be enqueued at submit time.
  *
- * Budget (see engine.h): charge at commit, release at completion, FIFO of waiters.
+ * Oversubscription: a device whose streams share fewer hardware queues than it has
+ * XQueues (xs_hwq.hw_queues) is marked oversubscribed, logged once per spell; the engine
+ * then enqueues no command behind a counter on it (engine.h).
  *
  * Stall release: when nothing completes on the device and no running XQueue enqueues a
- * command for XSCHED_STALL_RELEASE_US (default 1 s), while XQueues hold enqueued commands behind
- * their counters (suspended by the scheduler, or held by the budget), the progress thread commits
- * what they hold, once per such spell. A thread may be inside a runtime call that waits for
- * every stream of the context, the held ones too (CUDA loads a module in cudnnCreate, at a
- * lazily loaded kernel's first launch, in cudaFree), and block the launches of the queue
- * that holds the others: nothing else would end that (seen with PyTorch on an H100,
- * doc/python.md). Until a running XQueue progresses again, suspended ones enqueue nothing
- * new behind their counters (the call may wait for every stream to go idle); they stay
- * suspended. A device that runs
- * one command longer than the limit, with nothing else completing, gets the held work
- * committed too: the price of the rule, paid only by such devices.
+ * command for XSCHED_STALL_RELEASE_US (default 1 s), while XQueues hold enqueued commands
+ * behind their counters (suspended by the scheduler, or held by the budget), the progress
+ * thread commits what they hold, once per such spell. A thread may be inside a runtime
+ * call that waits for every stream of the context, the held ones too (CUDA loads a module
+ * in cudnnCreate, at a lazily loaded kernel's first launch, in cudaFree), and block the
+ * launches of the queue that holds the others: nothing else would end that (seen with
+ * PyTorch on an H100, doc/python.md). Until a running XQueue progresses again, suspended
+ * ones enqueue nothing new behind their counters (the call may wait for every stream to
+ * go idle); they stay suspended. A device that runs one command longer than the limit,
+ * with nothing else completing, gets the held work committed too: the price of the rule,
+ * paid only by such devices.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -37,58 +42,34 @@
 #include "preempt/engine_int.h"
 
 enum {
-	XS__SPIN_NS = 50000,    /* yield-poll this long after the last progress */
-	XS__NAP_NS = 10000,     /* then sleep this long between polls */
+	/* GPU polling pace (see above): the first look after progress, and the longest sleep
+	 * while work is in flight. 50 us keeps a 16-deep window of 20 us kernels fed with
+	 * about 20k wake-ups a second at most; 1 ms is also the health-check period. */
+	XS__POLL_MIN_NS = 50000,
+	XS__POLL_MAX_NS = 1000000,
 	XS__CHECK_NS = 1000000, /* ask a silent GPU queue for faults this often */
 };
 
-/* Guards xs__devices, each device's nqueues, and xs__budget_ns. */
+/* Guards xs__devices and each device's nqueues, hw_queues and oversubscribed changes. */
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
 static xs_link *xs__parent_devices;  /* a child's: the parent's, reachable for leak checkers */
 static atomic_bool xs__stall_warned; /* the first stall release is a warning, later ones debug */
-static int64_t xs__budget_ns = -1;   /* -1: from the configuration at first use */
-static atomic_bool xs__hold;         /* xs_engine_set_hold */
 
-/* Ask every device's progress thread to hand budget on (the budget or the hold changed,
- * so waiters may fit now). */
-static void xs__grant_all(void)
+void xs_dev_grant_all(void)
 {
 	xs_mutex_lock(&xs__devs_lock);
 	xs_list_for_each(l, &xs__devices)
 	{
 		xs_device *d = xs_container_of(l, xs_device, link);
 		xs_mutex_lock(&d->lock);
-		if (!xs_list_empty(&d->waiters)) {
-			d->grant = true;
+		if (!xs_list_empty(&d->budget.waiters)) {
+			d->budget.grant = true;
 			xs_cond_signal(&d->progress_cv);
 		}
 		xs_mutex_unlock(&d->lock);
 	}
 	xs_mutex_unlock(&xs__devs_lock);
-}
-
-void xs_engine_set_hold(bool hold)
-{
-	bool was = atomic_exchange_explicit(&xs__hold, hold, memory_order_relaxed);
-	if (was && !hold)
-		xs__grant_all(); /* queues held back may commit now */
-}
-
-void xs_dev_top_set(xs_xqueue *xq, bool busy)
-{
-	if (busy == xq->top_busy)
-		return;
-	xq->top_busy = busy;
-	xs_device *d = xq->dev;
-	xs_mutex_lock(&d->lock);
-	if (busy) {
-		d->top_busy++;
-	} else if (--d->top_busy == 0 && !xs_list_empty(&d->waiters) && !d->grant) {
-		d->grant = true; /* the held queues may commit again */
-		xs_cond_signal(&d->progress_cv);
-	}
-	xs_mutex_unlock(&d->lock);
 }
 
 /* The device the calling thread serves, if it is a device thread. */
@@ -97,126 +78,6 @@ static _Thread_local const xs_device *xs__own;
 bool xs_dev_is_own_thread(const xs_device *dev)
 {
 	return xs__own == dev;
-}
-
-int64_t xs_dev_budget_ns(void)
-{
-	xs_mutex_lock(&xs__devs_lock);
-	if (xs__budget_ns < 0)
-		xs__budget_ns = xs_config_get()->budget_ns;
-	int64_t b = xs__budget_ns;
-	xs_mutex_unlock(&xs__devs_lock);
-	return b;
-}
-
-void xs_engine_set_budget(int64_t budget_ns)
-{
-	xs_mutex_lock(&xs__devs_lock);
-	xs__budget_ns = budget_ns;
-	xs_mutex_unlock(&xs__devs_lock);
-	xs__grant_all(); /* waiters may fit now */
-}
-
-/* ---- budget ---- */
-
-bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd)
-{
-	if (!xq->limited || cmd->charge_ns)
-		return true;
-	xs_device *d = xq->dev;
-	int64_t budget = xs_dev_budget_ns();
-	int64_t est = xq->est_ns > 0 ? xq->est_ns : budget;
-	if (est < 1)
-		est = 1;
-	xs_mutex_lock(&d->lock);
-	/* First come, first served: while XQueues wait, only the first (or the one being
-	 * granted) may take budget. */
-	xs_link *first = xs_list_first(&d->waiters);
-	bool turn = !first || first == &xq->wait_link || d->granting == xq;
-	bool held = d->top_busy && atomic_load_explicit(&xs__hold, memory_order_relaxed);
-	bool room = !held && (d->charged_cmds == 0 || d->charged_ns + est <= budget);
-	bool ok = turn && room;
-	if (ok) {
-		d->charged_ns += est;
-		d->charged_cmds++;
-		if (d->charged_cmds > d->max_cmds)
-			d->max_cmds = d->charged_cmds;
-		cmd->charge_ns = est;
-		if (xs_linked(&xq->wait_link))
-			xs_list_remove(&xq->wait_link);
-	} else if (d->granting == xq) {
-		if (!xs_linked(&xq->wait_link))
-			xs_list_push_front(&d->waiters, &xq->wait_link); /* keeps its turn */
-		d->grant_blocked = !room;
-	} else {
-		if (!xs_linked(&xq->wait_link))
-			xs_list_push_back(&d->waiters, &xq->wait_link);
-		/* Not its turn, but the budget has room: the first waiter must get its turn
-		 * now, or nothing (no completion of a charged command) would give it. */
-		if (!turn && room && !d->grant) {
-			d->grant = true;
-			xs_cond_signal(&d->progress_cv);
-		}
-	}
-	xs_mutex_unlock(&d->lock);
-	return ok;
-}
-
-void xs_dev_uncharge(xs_xqueue *xq, xs_cmd *cmd)
-{
-	if (!cmd->charge_ns)
-		return;
-	xs_device *d = xq->dev;
-	xs_mutex_lock(&d->lock);
-	d->charged_ns -= cmd->charge_ns;
-	d->charged_cmds--;
-	if (!xs_list_empty(&d->waiters) && !d->grant) {
-		d->grant = true;
-		xs_cond_signal(&d->progress_cv);
-	}
-	xs_mutex_unlock(&d->lock);
-	cmd->charge_ns = 0;
-}
-
-void xs_dev_grant(xs_device *d)
-{
-	/* Waiters in arrival order, each given its turn until one finds the budget full. A
-	 * waiter at Lv1 is kicked (its launch thread charges later, in kick order). */
-	for (;;) {
-		xs_mutex_lock(&d->lock);
-		xs_link *l = xs_list_pop_front(&d->waiters);
-		xs_xqueue *xq = l ? xs_container_of(l, xs_xqueue, wait_link) : NULL;
-		if (xq) {
-			xs_obj_ref(&xq->obj);
-			d->granting = xq;
-			d->grant_blocked = false;
-		}
-		xs_mutex_unlock(&d->lock);
-		if (!xq)
-			break;
-		xs_mutex_lock(&xq->lock);
-		d->hooks->progress(xq, false);
-		xs_mutex_unlock(&xq->lock);
-		xs_mutex_lock(&d->lock);
-		d->granting = NULL;
-		bool blocked = d->grant_blocked;
-		xs_mutex_unlock(&d->lock);
-		xs_obj_unref(&xq->obj);
-		if (blocked)
-			break;
-	}
-}
-
-void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
-			    uint64_t *max_cmds)
-{
-	xs_device *d = xq->dev;
-	xs_mutex_lock(&d->lock);
-	*charged_ns = d->charged_ns;
-	*charged_cmds = d->charged_cmds;
-	*max_cmds = d->max_cmds;
-	d->max_cmds = d->charged_cmds;
-	xs_mutex_unlock(&d->lock);
 }
 
 /* ---- kicks and activity ---- */
@@ -286,7 +147,7 @@ static void *xs__launch_main(void *arg)
 		xs_obj_ref(&xq->obj);
 		xs_mutex_unlock(&d->lock);
 		xs_mutex_lock(&xq->lock);
-		d->hooks->progress(xq, true);
+		xs_engine_progress(xq, true);
 		xs_mutex_unlock(&xq->lock);
 		xs_obj_unref(&xq->obj);
 		xs_mutex_lock(&d->lock);
@@ -327,12 +188,6 @@ static size_t xs__snapshot(xs_device *d, xs_xqueue ***v, size_t *cap)
 	return i;
 }
 
-static void xs__nap(int64_t ns)
-{
-	struct timespec ts = {0, (long)ns};
-	nanosleep(&ts, NULL);
-}
-
 /* The stall release's view of its device, kept by the progress thread. */
 typedef struct xs__stall {
 	uint64_t mark;      /* the running queues' progress mark at its last change */
@@ -344,13 +199,13 @@ typedef struct xs__stall {
  * would commit, and in *mark the running queues' enqueued plus completed counts, which
  * move when one of them launches or completes a command (what a release lets go runs on
  * suspended queues and does not move it). */
-static bool xs__look(xs_device *d, xs_xqueue **v, size_t n, uint64_t *mark)
+static bool xs__look(xs_xqueue **v, size_t n, uint64_t *mark)
 {
 	bool holds = false;
 	*mark = 0;
 	for (size_t i = 0; i < n; i++) {
 		xs_mutex_lock(&v[i]->lock);
-		holds |= d->hooks->holds(v[i]);
+		holds |= xs_engine_holds(v[i]);
 		if (v[i]->running)
 			*mark += v[i]->enqueued + v[i]->completed;
 		xs_mutex_unlock(&v[i]->lock);
@@ -364,7 +219,7 @@ static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
 	size_t released = 0;
 	for (size_t i = 0; i < n; i++) {
 		xs_mutex_lock(&v[i]->lock);
-		released += d->hooks->release(v[i]);
+		released += xs_engine_release(v[i]);
 		xs_mutex_unlock(&v[i]->lock);
 	}
 	if (!released)
@@ -390,7 +245,7 @@ static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
 static bool xs__stall_look(xs_device *d, xs_xqueue **v, size_t n, int64_t now, xs__stall *st)
 {
 	uint64_t mark;
-	bool holds = xs__look(d, v, n, &mark);
+	bool holds = xs__look(v, n, &mark);
 	if (mark != st->mark) {
 		st->mark = mark;
 		st->since_ns = now;
@@ -415,12 +270,30 @@ static int64_t xs__idle_wait_ns(const xs_device *d)
 	return w;
 }
 
+/* When the GPU progress thread looks next, after a look at @now that found progress or
+ * not (@since: the last progress), given the earliest expected completion @expect and the
+ * budget's next admission @bnext (0 = none). */
+static int64_t xs__next_look(int64_t now, int64_t since, int64_t expect, int64_t bnext)
+{
+	int64_t nap = (now - since) / 2;
+	if (nap < XS__POLL_MIN_NS)
+		nap = XS__POLL_MIN_NS;
+	if (nap > XS__POLL_MAX_NS)
+		nap = XS__POLL_MAX_NS;
+	int64_t at = now + nap;
+	if (expect > now && expect < at)
+		at = expect;
+	if (bnext && bnext < at)
+		at = bnext > now ? bnext : now;
+	return at;
+}
+
 static void *xs__progress_main(void *arg)
 {
 	xs_device *d = arg;
 	xs__own = d;
 #ifdef PR_SET_TIMERSLACK
-	/* Naps of XS__NAP_NS, not XS__NAP_NS plus the default 50 us of slack. */
+	/* Sleeps end when asked, not up to 50 us (the default slack) later. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
 	XResult init = d->ops->thread_init(d->init_q);
@@ -435,7 +308,7 @@ static void *xs__progress_main(void *arg)
 	bool woke = false; /* waited for work since the last look */
 	for (;;) {
 		xs_mutex_lock(&d->lock);
-		while (!d->stop && xs_list_empty(&d->active) && !d->grant) {
+		while (!d->stop && xs_list_empty(&d->active) && !d->budget.grant) {
 			xs_cond_wait(&d->progress_cv, &d->lock);
 			woke = true;
 		}
@@ -444,9 +317,11 @@ static void *xs__progress_main(void *arg)
 			break;
 		}
 		d->poke = false;
-		bool grant = d->grant;
-		d->grant = false;
+		bool grant = d->budget.grant;
+		d->budget.grant = false;
+		d->wakeups++;
 		size_t n = xs__snapshot(d, &v, &cap);
+		int64_t bnext = xs_budget_next_ns(d);
 		xs_mutex_unlock(&d->lock);
 
 		int64_t now = xs_now_ns();
@@ -459,9 +334,13 @@ static void *xs__progress_main(void *arg)
 			check = !pushes && !holds;
 		}
 		bool progressed = false;
+		int64_t expect = INT64_MAX;
 		for (size_t i = 0; i < n; i++) {
 			xs_mutex_lock(&v[i]->lock);
-			progressed |= d->hooks->reap(v[i], check);
+			progressed |= xs_engine_reap(v[i], check);
+			int64_t e = xs_engine_expect_ns(v[i]);
+			if (e < expect)
+				expect = e;
 			xs_mutex_unlock(&v[i]->lock);
 			xs_obj_unref(&v[i]->obj);
 		}
@@ -469,23 +348,22 @@ static void *xs__progress_main(void *arg)
 			last_check = now;
 			woke = false;
 		}
-		if (grant)
-			xs_dev_grant(d);
-		if (progressed || grant) {
-			last_progress = now;
-			continue;
-		}
-		if (pushes) {
+		if (grant || (bnext && now >= bnext)) {
+			xs_budget_grant(d);
 			xs_mutex_lock(&d->lock);
-			if (!d->poke && !d->stop && !d->grant)
-				xs_cond_timedwait(&d->progress_cv, &d->lock,
-						  now + xs__idle_wait_ns(d));
+			bnext = xs_budget_next_ns(d);
 			xs_mutex_unlock(&d->lock);
-		} else if (now - last_progress < XS__SPIN_NS) {
-			sched_yield();
-		} else {
-			xs__nap(XS__NAP_NS);
 		}
+		if (progressed)
+			last_progress = now;
+		int64_t at = pushes ? now + xs__idle_wait_ns(d)
+				    : xs__next_look(now, last_progress, expect, 0);
+		if (bnext && bnext < at)
+			at = bnext;
+		xs_mutex_lock(&d->lock);
+		if (!d->poke && !d->stop && !d->budget.grant && at > now)
+			xs_cond_timedwait(&d->progress_cv, &d->lock, at);
+		xs_mutex_unlock(&d->lock);
 	}
 	free(v);
 	return NULL;
@@ -506,7 +384,8 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 	xs_list_init(&d->queues);
 	xs_list_init(&d->active);
 	xs_list_init(&d->kicks);
-	xs_list_init(&d->waiters);
+	xs_list_init(&d->budget.waiters);
+	atomic_init(&d->oversubscribed, false);
 	return d;
 }
 
@@ -556,7 +435,26 @@ static void xs__dev_stop(xs_device *d)
 	d->init_q = NULL;
 }
 
-xs_device *xs_dev_attach(xs_xqueue *xq, const xs_dev_hooks *hooks)
+/* Mark @d oversubscribed or not after its XQueue count changed; one log line per spell.
+ * Caller holds xs__devs_lock. */
+static void xs__count_queues(xs_device *d)
+{
+	bool over = d->hw_queues && d->nqueues > d->hw_queues;
+	if (over == atomic_load_explicit(&d->oversubscribed, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&d->oversubscribed, over, memory_order_relaxed);
+	if (over)
+		XS_INFO("engine",
+			"%s device: %u XQueues share %u hardware queues: no command waits at a "
+			"counter on this device while they do (commands are enqueued when "
+			"committed; Lv2 acts as Lv1)",
+			d->ops->name, d->nqueues, d->hw_queues);
+	else
+		XS_INFO("engine", "%s device: %u XQueues on %u hardware queues: counters again",
+			d->ops->name, d->nqueues, d->hw_queues);
+}
+
+xs_device *xs_dev_attach(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
 	uint64_t key = q->ops->device_key(q);
@@ -572,15 +470,16 @@ xs_device *xs_dev_attach(xs_xqueue *xq, const xs_dev_hooks *hooks)
 	}
 	if (!d) {
 		d = xs__dev_new(q, key);
-		if (d) {
-			d->hooks = hooks;
+		if (d)
 			xs_list_push_back(&xs__devices, &d->link);
-		}
 	}
 	if (d && !d->started && !xs__dev_start(d, q))
 		d = NULL;
 	if (d) {
 		d->nqueues++;
+		if (q->hw_queues && (!d->hw_queues || q->hw_queues < d->hw_queues))
+			d->hw_queues = q->hw_queues;
+		xs__count_queues(d);
 		xq->dev = d;
 		if (q->ops->pushes_done) {
 			q->on_done_arg = d;
@@ -604,16 +503,13 @@ void xs_dev_detach(xs_xqueue *xq)
 		xs_list_remove(&xq->act_link);
 	if (xs_linked(&xq->kick_link))
 		xs_list_remove(&xq->kick_link);
-	if (xs_linked(&xq->wait_link)) {
-		xs_list_remove(&xq->wait_link);
-		d->grant = true; /* the next waiter's turn */
-		xs_cond_signal(&d->progress_cv);
-	}
+	xs_budget_forget(xq);
 	xs_mutex_unlock(&d->lock);
 	/* The last XQueue stops the threads, unless it runs on one of them (a launch
 	 * callback that destroys another queue): xs_engine_shutdown() stops those. */
 	if (--d->nqueues == 0 && !xs_dev_is_own_thread(d))
 		xs__dev_stop(d);
+	xs__count_queues(d);
 	xs_mutex_unlock(&xs__devs_lock);
 }
 
@@ -630,7 +526,7 @@ void xs_engine_shutdown(void)
 		 * the process ends, its threads only while it has XQueues. */
 		xs__dev_stop(d);
 	}
-	xs__budget_ns = -1;
+	xs_budget_reset();
 	xs_mutex_unlock(&xs__devs_lock);
 }
 
@@ -640,12 +536,20 @@ void xs_dev_forked(void)
 	xs_mutex_init(&xs__devs_lock);
 	xs__parent_devices = xs_list_first(&xs__devices);
 	xs_list_init(&xs__devices);
-	xs__budget_ns = -1;
-	atomic_store_explicit(&xs__hold, false, memory_order_relaxed);
+	xs_budget_forked();
 	atomic_store_explicit(&xs__stall_warned, false, memory_order_relaxed);
 }
 
 const void *xs_engine_device(const xs_xqueue *xq)
 {
 	return xq->dev;
+}
+
+uint64_t xs_engine_wakeups(const xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	uint64_t w = d->wakeups;
+	xs_mutex_unlock(&d->lock);
+	return w;
 }

@@ -17,6 +17,7 @@
  *   `enqueued`, which counts only enqueue calls that have returned, so a launch result is
  *   always written before its command completes.
  */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "core/config.h"
@@ -142,9 +143,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->running = true;
 	xq->err_pending = kXSchedSuccess;
 	xq->hw_top = -1;
-	static const xs_dev_hooks hooks = {xs_engine_progress, xs_engine_reap, xs_engine_release,
-					   xs_engine_holds};
-	if (!xs_dev_attach(xq, &hooks)) {
+	if (!xs_dev_attach(xq)) {
 		xs_obj_unref(&xq->obj);
 		return kXSchedErrorUnknown;
 	}
@@ -160,7 +159,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
  * producer. Caller holds xq->lock. */
 static void xs__top_update(xs_xqueue *xq)
 {
-	xs_dev_top_set(xq, !xq->limited && xs_engine_ready(xq));
+	xs_budget_top_set(xq, !xq->limited && xs_engine_ready(xq));
 }
 
 /* ---- commit ---- */
@@ -185,6 +184,14 @@ static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 	xq->committed = c;
 	if (xq->hwq->ops->commit)
 		xq->hwq->ops->commit(xq->hwq, c);
+	if (xq->sleepers)
+		xs_cond_broadcast(&xq->cv); /* waiters sleep until their command is committed */
+}
+
+bool xs_engine_gated(const xs_xqueue *xq)
+{
+	return xq->level >= kPreemptLevelDeactivate &&
+	       !atomic_load_explicit(&xq->dev->oversubscribed, memory_order_relaxed);
 }
 
 /* The last command on the HwQueue, the one inside its enqueue call included. */
@@ -203,7 +210,7 @@ static void xs__commit(xs_xqueue *xq)
 	uint64_t top = xs__last_enqueued(xq);
 	/* At Lv1 enqueued means committed, suspended or not: a command enqueued behind the
 	 * counter before the level went down runs as Lv1 work does. */
-	bool lv1 = xq->level < kPreemptLevelDeactivate;
+	bool lv1 = !xs_engine_gated(xq);
 	if ((!xq->running && !lv1) || xq->committed >= top)
 		return;
 	uint64_t c = top;
@@ -214,7 +221,7 @@ static void xs__commit(xs_xqueue *xq)
 			xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
 			if (cmd->seq <= c)
 				continue;
-			if (cmd->seq > top || !xs_dev_charge(xq, cmd))
+			if (cmd->seq > top || !xs_budget_charge(xq, cmd))
 				break;
 			c = cmd->seq;
 		}
@@ -237,7 +244,7 @@ static void xs__commit(xs_xqueue *xq)
 static void xs__decommit(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
-	if (!q->ops->commit || xq->committed <= xq->completed)
+	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= xq->completed)
 		return;
 	xs__store_commit(xq, xq->completed);
 	uint64_t started = q->ops->started ? q->ops->started(q) : xq->completed;
@@ -247,13 +254,13 @@ static void xs__decommit(xs_xqueue *xq)
 	{
 		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
 		if (cmd->seq > started && cmd->gated)
-			xs_dev_uncharge(xq, cmd);
+			xs_budget_uncharge(xq, cmd);
 	}
 }
 
 bool xs_engine_holds(const xs_xqueue *xq)
 {
-	return xq->level >= kPreemptLevelDeactivate && !xq->app_suspended && xq->hwq->ops->commit &&
+	return xs_engine_gated(xq) && !xq->app_suspended && xq->hwq->ops->commit &&
 	       xq->committed < xs__last_enqueued(xq);
 }
 
@@ -274,7 +281,7 @@ bool xs_engine_release(xs_xqueue *xq)
  * after a stall release (device.c: then its stream must be able to go idle). */
 static bool xs__may_launch(const xs_xqueue *xq)
 {
-	return xq->running || (xq->level >= kPreemptLevelDeactivate && !xq->app_suspended &&
+	return xq->running || (xs_engine_gated(xq) && !xq->app_suspended &&
 			       !atomic_load_explicit(&xq->dev->draining, memory_order_relaxed));
 }
 
@@ -299,7 +306,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 		if (!go)
 			return false;
 	}
-	return xq->level >= kPreemptLevelDeactivate || xs_dev_charge(xq, cmd);
+	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd);
 }
 
 /* Enqueue pending commands in order while they may go, on the calling thread. Caller
@@ -328,7 +335,7 @@ static void xs__drain(xs_xqueue *xq)
 		xs_list_push_back(&xq->inflight, &cmd->link);
 		cmd->state = XS_CMD_IN_FLIGHT;
 		uint64_t seq = xq->enqueued + 1;
-		bool gated = xq->level >= kPreemptLevelDeactivate;
+		bool gated = xs_engine_gated(xq);
 		cmd->gated = gated;
 		bool record = cmd->kind == XS_CMD_EVENT_RECORD;
 		bool needs_done = record && (gated || xs__gated_in_flight(xq));
@@ -430,7 +437,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		}
 		cmd->state = XS_CMD_DONE;
 		XS_TRACE(XS_TR_COMPLETE, xq->obj.handle, cmd->seq, cmd->result);
-		xs_dev_uncharge(xq, cmd);
+		xs_budget_uncharge(xq, cmd);
 		if (cmd->kind == XS_CMD_EVENT_RECORD) {
 			atomic_store_explicit(&cmd->u.record.ran, true, memory_order_release);
 			xs_dep_advance(cmd,
@@ -480,15 +487,94 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health)
 
 /* ---- wait ---- */
 
-/* Wait on the device for seq @seq of @xq, then complete what is done. Caller holds
- * xq->lock; it is dropped meanwhile. */
-static void xs__wait_device(xs_xqueue *xq, uint64_t seq)
+/* A thread's wait for the device (xs__wait_device), across its steps. */
+typedef struct xs__waiting {
+	int64_t check_ns; /* the last health check */
+	int64_t over_ns;  /* when the command was first found overdue, 0 = not yet */
+} xs__waiting;
+
+enum {
+	XS__WAIT_CHECK_NS = 1000000,  /* ask a silent GPU queue for faults this often */
+	XS__WAIT_EARLY_NS = 20000,    /* wake at least this long before the expected end */
+	XS__WAIT_SPIN_NS = 50000,     /* then yield-poll until this long past it */
+	XS__WAIT_NAP_MAX_NS = 200000, /* then sleep at most this long between polls */
+	XS__WAIT_IDLE_NS = 20000000,  /* the longest sleep while the command is not committed */
+};
+
+/* When a waiter for @seq of @xq looks again, or 0 to yield-poll now. The command's end is
+ * expected at busy_since + (seq - completed) x est: the waiter sleeps until shortly before
+ * it, yield-polls around it, then sleeps in steps that grow with the delay (a tenth of
+ * it, within XS__WAIT_NAP_MAX_NS). A command not yet committed is not polled for: its
+ * commit wakes the waiter (xs__store_commit). Caller holds xq->lock. */
+static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__waiting *w)
+{
+	if (seq > xq->committed)
+		return now + XS__WAIT_IDLE_NS;
+	if (xq->busy_since_ns && xq->est_ns > 0) {
+		int64_t expect = xq->busy_since_ns + (int64_t)(seq - xq->completed) * xq->est_ns;
+		int64_t early = (expect - now) / 8;
+		if (early < XS__WAIT_EARLY_NS)
+			early = XS__WAIT_EARLY_NS;
+		if (expect - early > now)
+			return expect - early;
+	}
+	if (!w->over_ns)
+		w->over_ns = now;
+	int64_t over = now - w->over_ns;
+	if (over < XS__WAIT_SPIN_NS)
+		return 0;
+	int64_t nap = over / 10 < XS__WAIT_NAP_MAX_NS ? over / 10 : XS__WAIT_NAP_MAX_NS;
+	return now + nap;
+}
+
+/* One step of a wait for seq @seq of @xq: complete what is done, or sleep a while (woken
+ * early by completions and commits). A backend that pushes done numbers (host) blocks in
+ * its own wait_done instead. Caller holds xq->lock; it is dropped meanwhile. */
+static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 {
 	xs_hwq *q = xq->hwq;
-	xs_mutex_unlock(&xq->lock);
-	XResult res = q->ops->wait_done(q, seq);
-	xs_mutex_lock(&xq->lock);
-	xs_engine_reap(xq, res != kXSchedSuccess);
+	if (q->ops->wait_done) {
+		xs_mutex_unlock(&xq->lock);
+		XResult res = q->ops->wait_done(q, seq);
+		xs_mutex_lock(&xq->lock);
+		xs_engine_reap(xq, res != kXSchedSuccess);
+		return;
+	}
+	xs_engine_reap(xq, false);
+	if (xq->completed >= seq)
+		return;
+	int64_t now = xs_now_ns();
+	if (!w->check_ns)
+		w->check_ns = now;
+	if (now - w->check_ns >= XS__WAIT_CHECK_NS) {
+		/* Outside the lock: the runtime may block in it under another thread's call. */
+		w->check_ns = now;
+		xs_mutex_unlock(&xq->lock);
+		XResult res = q->ops->check(q);
+		xs_mutex_lock(&xq->lock);
+		if (res != kXSchedSuccess) {
+			atomic_store_explicit(&q->broken, true, memory_order_relaxed);
+			xs_engine_reap(xq, false); /* fails what is incomplete */
+			return;
+		}
+	}
+	int64_t at = xs__wake_at(xq, seq, now, w);
+	if (!at) {
+		xs_mutex_unlock(&xq->lock);
+		sched_yield();
+		xs_mutex_lock(&xq->lock);
+		return;
+	}
+	xq->sleepers++;
+	xs_cond_timedwait(&xq->cv, &xq->lock, at);
+	xq->sleepers--;
+}
+
+int64_t xs_engine_expect_ns(const xs_xqueue *xq)
+{
+	if (!xq->busy_since_ns || xq->est_ns <= 0 || xq->completed >= xq->enqueued)
+		return INT64_MAX;
+	return xq->busy_since_ns + xq->est_ns;
 }
 
 /* Whether the calling thread runs a command of @xq: a launch callback inside its enqueue,
@@ -569,9 +655,10 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 	XResult res = kXSchedSuccess;
 	if (cmd->state != XS_CMD_DONE && xs__waits_for_itself(xq, cmd->seq, "XQueueWait"))
 		res = kXSchedErrorNotAllowed;
+	xs__waiting w = {0, 0};
 	while (res == kXSchedSuccess && cmd->state != XS_CMD_DONE) {
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
-			xs__wait_device(xq, cmd->seq);
+			xs__wait_device(xq, cmd->seq, &w);
 		else
 			xs_cond_wait(&xq->cv, &xq->lock);
 	}
@@ -590,9 +677,10 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	XResult res = kXSchedSuccess;
 	if (xq->completed < target && xs__waits_for_itself(xq, target, "XQueueWaitAll"))
 		res = kXSchedErrorNotAllowed;
+	xs__waiting w = {0, 0};
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->enqueued > xq->completed)
-			xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target);
+			xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target, &w);
 		else
 			xs_cond_wait(&xq->cv, &xq->lock);
 	}
@@ -785,9 +873,11 @@ void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 		 * enqueued later is waited for, so a level raised meanwhile cannot hold this
 		 * call. */
 		uint64_t target = xs__last_enqueued(xq);
+		xs__waiting w = {0, 0};
 		while (xq->completed < target && !xq->closing) {
 			if (xq->enqueued > xq->completed)
-				xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target);
+				xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target,
+						&w);
 			else
 				xs_cond_wait(&xq->cv, &xq->lock);
 		}
@@ -805,10 +895,11 @@ void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend)
 	xs_mutex_unlock(&xq->lock);
 }
 
-void xs_engine_set_limited(xs_xqueue *xq, bool limited)
+void xs_engine_set_limited(xs_xqueue *xq, bool limited, int64_t prio)
 {
 	xs_hwq *q = xq->hwq;
 	xs_mutex_lock(&xq->lock);
+	xs_budget_set_prio(xq, prio);
 	xq->limited = limited;
 	xs__top_update(xq);
 	xs_engine_progress(xq, false);
@@ -872,10 +963,11 @@ void xs_engine_destroy(xs_xqueue *xq)
 	 * left is enqueued on this thread unless another holds the token. */
 	xq->closing = true;
 	xs__apply(xq);
+	xs__waiting w = {0, 0};
 	while (xq->completed != xq->submitted) {
 		xs_engine_progress(xq, true);
 		if (xq->enqueued > xq->completed)
-			xs__wait_device(xq, xq->enqueued);
+			xs__wait_device(xq, xq->enqueued, &w);
 		else if (xq->completed != xq->submitted)
 			xs_cond_wait(&xq->cv, &xq->lock);
 	}

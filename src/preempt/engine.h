@@ -10,17 +10,25 @@
  *   the application suspends (XQueueSuspend) enqueues nothing new;
  * - the *window* (threshold) bounds enqueued-but-incomplete commands per XQueue; at Lv1 it
  *   also bounds what a suspension waits for;
- * - the *commitment budget* (per device) bounds the committed-but-incomplete work of the
- *   XQueues the scheduler marks *limited* (below the top priority present on the device):
- *   the sum of their commands' estimated durations stays within the budget, and at least
- *   one command may always be committed. A high-priority arrival therefore waits for at
- *   most the budget of lower-priority work, whatever the number of queues;
+ * - the *commitment budget* (per device, budget.c) bounds the committed-but-incomplete
+ *   work of the XQueues the scheduler marks *limited* (below the top priority present on
+ *   the device): the device time still to run of their commands stays within the budget
+ *   (at least one command may always be committed), and within the smaller *co-run
+ *   budget* while a top-priority queue has work (HPF): lower work co-runs, bounded,
+ *   instead of stopping. A high-priority arrival therefore finds at most the budget of
+ *   lower-priority work, whatever the number of queues; waiters are served by priority,
+ *   then fairly by device time;
  * - *direct submission*: XQueueSubmit enqueues on the calling thread when the XQueue may
  *   enqueue (a launch callback then runs inline there); a command waits for the device's
  *   launch thread only when its XQueue cannot enqueue yet;
  * - completion: each command is followed by a done mark (hal.h); the device's progress
  *   thread reads the done numbers, and XQueueWait waits on its own command's number
- *   directly, with no thread hand-off.
+ *   directly, with no thread hand-off. Both sleep until the command is expected to end
+ *   (its queue's estimated time per command) and poll only around that moment;
+ * - *oversubscribed* device: with more XQueues than hardware queues (CUDA connections,
+ *   HSA queues) a stream waiting at its counter would block the other streams of its
+ *   hardware queue, so no command is enqueued behind a counter there: every XQueue
+ *   enqueues only committed work (as at Lv1).
  *
  * Threads: per device (HwQueues with one device key) one progress thread ("xs-progress")
  * and one launch thread ("xs-launch"), started with the device's first XQueue; the
@@ -30,8 +38,11 @@
  * for the dependency lock) -> the dependency lock (deps.c, leaf). No thread holds two
  * XQueue locks. Launch callbacks and host functions run with no library lock held.
  *
- * Layering: the engine includes core/ and hal/ only; it reports upward (queue became
- * ready or idle) through the hook the scheduler registers with xs_engine_set_notify().
+ * Files: engine.c (the XQueue state machine), budget.c (the commitment budget), device.c
+ * (the device threads), deps.c (event dependencies); they call each other directly
+ * (engine_int.h). Layering: the engine includes core/ and hal/ only; it reports upward
+ * (queue became ready or idle) through the hook the scheduler registers with
+ * xs_engine_set_notify().
  */
 #ifndef XS_PREEMPT_ENGINE_H
 #define XS_PREEMPT_ENGINE_H
@@ -62,7 +73,7 @@ typedef struct xs_xqueue {
 	uint64_t issuing;    /* the seq inside an enqueue call now, 0 = none (statistics) */
 	XResult err_pending; /* first failure since XQueueWaitAll last reported one */
 
-	int64_t threshold, batch_size; /* window; batch_size is kept for the API */
+	int64_t threshold, batch_size; /* window; batch_size is kept for the API (unused) */
 	int level;                     /* XPreemptLevel in force */
 	bool launching;         /* the launch token: one thread enqueues at a time, in order */
 	bool app_suspended;     /* XQueueSuspend/Resume */
@@ -85,12 +96,16 @@ typedef struct xs_xqueue {
 	int64_t est_ns;             /* estimated duration of one command (moving average) */
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
 	int hw_top;                 /* hardware priority applied: 1 top, 0 not, -1 none yet */
+	unsigned sleepers;          /* threads asleep on cv in a wait for the device */
 
 	/* Under dev->lock: */
-	xs_link dev_link;  /* dev->queues */
-	xs_link act_link;  /* dev->active: has enqueued, incomplete commands */
-	xs_link kick_link; /* dev->kicks: the launch thread should drain it */
-	xs_link wait_link; /* dev->waiters: waits for budget */
+	xs_link dev_link;    /* dev->queues */
+	xs_link act_link;    /* dev->active: has enqueued, incomplete commands */
+	xs_link kick_link;   /* dev->kicks: the launch thread should drain it */
+	xs_link wait_link;   /* dev->budget.waiters: waits for budget */
+	int64_t prio;        /* the scheduler's priority: the rank among waiters */
+	int64_t vtime_ns;    /* device time charged so far (fair order within a priority) */
+	int64_t wait_est_ns; /* the charge it waits to make */
 	/* Under the dependency lock (deps.c): */
 	xs_link dep_link; /* queues blocked on an event record */
 
@@ -152,9 +167,13 @@ XResult xs_engine_wait_all(xs_xqueue *xq);
  * nothing enqueued is incomplete. */
 void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync);
 void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend);
-/* Scheduler: whether @xq is subject to its device's budget; @top_prio also sets the
- * HwQueue's hardware priority (when XSCHED_HW_PRIORITY is on). */
-void xs_engine_set_limited(xs_xqueue *xq, bool limited);
+/* Scheduler: whether @xq is subject to its device's budget, which also sets the HwQueue's
+ * hardware priority (least when limited, greatest when not; when XSCHED_HW_PRIORITY is
+ * on), and @prio, its rank among the budget's waiters. */
+void xs_engine_set_limited(xs_xqueue *xq, bool limited, int64_t prio);
+/* Whether @xq's commands wait at a counter: Lv2 or above on a device that is not
+ * oversubscribed. Caller holds xq->lock. */
+bool xs_engine_gated(const xs_xqueue *xq);
 /* Change the level (checked by the caller against the HwQueue's maximum). */
 void xs_engine_set_level(xs_xqueue *xq, int level);
 /* Change the window; kXSchedErrorInvalidValue when threshold < batch size. Values <= 0
@@ -178,13 +197,18 @@ static inline bool xs_engine_ready(const xs_xqueue *xq)
  * device). */
 const void *xs_engine_device(const xs_xqueue *xq);
 
-/* Whether, while an XQueue that is not limited has work, limited ones commit nothing new
- * (what they committed runs on). The scheduler turns it on under HPF: the engine then
- * acts on a high-priority arrival at once, without waiting for the scheduler's pass. */
+/* Whether, while an XQueue that is not limited has work, limited ones are held to the
+ * co-run budget (0: commit nothing new; what they committed runs on). The scheduler
+ * turns it on under HPF: the engine then acts on a high-priority arrival at once, without
+ * waiting for the scheduler's pass. */
 void xs_engine_set_hold(bool hold);
 
 /* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
 void xs_engine_set_budget(int64_t budget_ns);
+/* Set the per-process co-run budget in ns (>= 0; 0 = nothing new while held). */
+void xs_engine_set_corun(int64_t corun_ns);
+/* The co-run budget in force, in ns. */
+int64_t xs_engine_corun_ns(void);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
  * queues now (ns, commands) and the most commands charged at once since the last call. */

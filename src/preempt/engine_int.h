@@ -1,73 +1,93 @@
-/* Internals shared by the engine's files (engine.c, device.c, deps.c). Not for other
- * layers: they use engine.h. */
+/* Internals shared by the engine's files (engine.c: the XQueue state machine; budget.c:
+ * the commitment budget; device.c: the device threads; deps.c: event dependencies), which
+ * call each other directly. Not for other layers: they use engine.h. */
 #ifndef XS_PREEMPT_ENGINE_INT_H
 #define XS_PREEMPT_ENGINE_INT_H
 
 #include "preempt/engine.h"
 
-/* What the device threads (device.c) ask of the engine (engine.c), registered at attach:
- * a hook, so that device.c never calls up into engine.c. */
-typedef struct xs_dev_hooks {
-	void (*progress)(xs_xqueue *xq, bool may_launch); /* xs_engine_progress */
-	bool (*reap)(xs_xqueue *xq, bool check_health);   /* xs_engine_reap */
-	bool (*release)(xs_xqueue *xq);                   /* xs_engine_release */
-	bool (*holds)(const xs_xqueue *xq);               /* xs_engine_holds */
-} xs_dev_hooks;
+/* A device's commitment budget (budget.c). Guarded by the device's lock. */
+typedef struct xs_budget {
+	xs_link waiters;       /* XQueues waiting for budget (wait_link), served by rank */
+	int64_t charged_ns;    /* estimated device time of the charged commands */
+	uint64_t charged_cmds; /* the charged (committed, incomplete) commands of limited queues */
+	uint64_t max_cmds;     /* the most charged at once since xs_engine_budget_state */
+	int64_t since_ns;      /* the charged work has run since: the last completion */
+	int64_t vfloor_ns;     /* the virtual time of the last grant (fair order) */
+	xs_xqueue *granting;   /* the waiter xs_budget_grant is serving now, or NULL */
+	bool grant;            /* the progress thread should hand budget on */
+	bool grant_blocked;    /* the one being granted found the budget full */
+} xs_budget;
 
 /* A device: the HwQueues that share one device key (hal.h), their commitment budget and
  * the two threads that serve them. */
 struct xs_device {
 	uint64_t key;
 	const xs_hal_ops *ops;
-	xs_link link;     /* the device list, under the device-list lock (device.c) */
-	unsigned nqueues; /* XQueues attached, under the device-list lock */
+	xs_link link;       /* the device list, under the device-list lock (device.c) */
+	unsigned nqueues;   /* XQueues attached, under the device-list lock */
+	unsigned hw_queues; /* hardware queues its streams share (0 = as many as streams) */
+	/* Lock-free: more XQueues than hardware queues (device.c): no counter waits then. */
+	atomic_bool oversubscribed;
 
-	xs_mutex lock;         /* guards everything below */
-	xs_cond progress_cv;   /* the progress thread: work became active, a done push */
-	xs_cond launch_cv;     /* the launch thread: a kick */
-	xs_link queues;        /* every XQueue of the device (xs_xqueue.dev_link) */
-	xs_link active;        /* XQueues with enqueued, incomplete commands (act_link) */
-	xs_link kicks;         /* XQueues the launch thread should drain (kick_link) */
-	xs_link waiters;       /* XQueues waiting for budget, FIFO (wait_link) */
-	int64_t charged_ns;    /* committed work of limited XQueues, estimated */
-	uint64_t charged_cmds; /* and the number of their committed, incomplete commands */
-	uint64_t max_cmds;     /* the most ever charged at once */
-	unsigned top_busy;     /* XQueues not limited that have work (xs_xqueue.top_busy) */
-	bool poke;             /* a backend pushed a done number since the last look */
-	bool grant;            /* budget was returned while XQueues wait for it */
-	xs_xqueue *granting;   /* the waiter xs_dev_grant is serving now, or NULL */
-	bool grant_blocked;    /* it found the budget full */
-	bool stop;             /* the threads exit */
-	bool started;          /* the threads run */
+	xs_mutex lock;       /* guards everything below */
+	xs_cond progress_cv; /* the progress thread: work became active, a done push, grants */
+	xs_cond launch_cv;   /* the launch thread: a kick */
+	xs_link queues;      /* every XQueue of the device (xs_xqueue.dev_link) */
+	xs_link active;      /* XQueues with enqueued, incomplete commands (act_link) */
+	xs_link kicks;       /* XQueues the launch thread should drain (kick_link) */
+	xs_budget budget;    /* budget.c */
+	unsigned top_busy;   /* XQueues not limited that have work (xs_xqueue.top_busy) */
+	bool poke;           /* a backend pushed a done number since the last look */
+	bool stop;           /* the threads exit */
+	bool started;        /* the threads run */
 	/* Lock-free: set by a stall release, cleared at the next progress; meanwhile suspended
 	 * XQueues enqueue nothing new behind their counters (a runtime call may wait for
 	 * every stream to go idle, not only for what came before it). */
 	atomic_bool draining;
 	int64_t stall_ns; /* the stall release limit (0 = off); set before the threads start */
+	uint64_t wakeups; /* the progress thread's wake-ups (statistics, tests) */
 	pthread_t progress, launcher;
-	const xs_dev_hooks *hooks; /* set at the first attach, read-only after */
-	xs_hwq *init_q;            /* a queue to bind the threads with (holds a reference) */
+	xs_hwq *init_q; /* a queue to bind the threads with (holds a reference) */
 };
 
 /* device.c */
-/* Find or start the device of xq->hwq; @hooks must live for the process. */
-xs_device *xs_dev_attach(xs_xqueue *xq, const xs_dev_hooks *hooks);
+/* Find or start the device of xq->hwq. */
+xs_device *xs_dev_attach(xs_xqueue *xq);
 void xs_dev_detach(xs_xqueue *xq); /* the reverse; xq is drained */
 /* Caller holds xq->lock: */
 void xs_dev_kick(xs_xqueue *xq);       /* the launch thread will drain xq */
 void xs_dev_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
 void xs_dev_deactivate(xs_xqueue *xq); /* and no longer */
-bool xs_dev_charge(xs_xqueue *xq, xs_cmd *cmd);
-/* Return @cmd's charge; when XQueues wait for budget, the progress thread is asked to
- * hand it on (xs_dev_grant). */
-void xs_dev_uncharge(xs_xqueue *xq, xs_cmd *cmd);
-void xs_dev_grant(xs_device *dev);
-/* Count xq in its device's top_busy or not (@busy: not limited and ready, decided by the
- * engine). Caller holds xq->lock. */
-void xs_dev_top_set(xs_xqueue *xq, bool busy);
 /* Whether the calling thread is one of the device threads of @dev. */
 bool xs_dev_is_own_thread(const xs_device *dev);
-int64_t xs_dev_budget_ns(void);
+/* Ask every device's progress thread to hand budget on (a setting changed). No lock. */
+void xs_dev_grant_all(void);
+
+/* budget.c (see there). The process-wide budgets in ns: */
+int64_t xs_budget_ns(void);
+int64_t xs_corun_ns(void);
+/* Charge @cmd of the limited @xq if the budget has room and it is @xq's turn, else queue
+ * @xq as a waiter; true if @cmd may be committed. Caller holds xq->lock. */
+bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd);
+/* Return @cmd's charge; waiters are then handed budget by the progress thread. Caller
+ * holds xq->lock. */
+void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd);
+/* Serve the waiters in rank order while the budget has room (the progress thread). */
+void xs_budget_grant(xs_device *dev);
+/* When the first waiter fits by the passing of time alone (ns, monotonic), 0 if none.
+ * Caller holds dev->lock. */
+int64_t xs_budget_next_ns(const xs_device *dev);
+/* Count xq in its device's top_busy or not (@busy: not limited and ready, decided by the
+ * engine). Caller holds xq->lock. */
+void xs_budget_top_set(xs_xqueue *xq, bool busy);
+/* The rank of @xq among waiters (its scheduler priority). Caller holds xq->lock. */
+void xs_budget_set_prio(xs_xqueue *xq, int64_t prio);
+/* Take @xq off the waiters (detach). Caller holds dev->lock. */
+void xs_budget_forget(xs_xqueue *xq);
+/* The settings from the configuration again at next use (shutdown), and after fork. */
+void xs_budget_reset(void);
+void xs_budget_forked(void);
 
 /* engine.c, caller holds xq->lock: */
 /* Commit what may be committed, and enqueue pending commands: on this thread when
@@ -83,6 +103,9 @@ bool xs_engine_release(xs_xqueue *xq);
 /* Whether @xq holds enqueued commands behind its counter that the device may not run yet
  * and that xs_engine_release would commit (not what XQueueSuspend holds). */
 bool xs_engine_holds(const xs_xqueue *xq);
+/* When @xq's running command is expected to complete (ns, monotonic), INT64_MAX when
+ * unknown or nothing runs. */
+int64_t xs_engine_expect_ns(const xs_xqueue *xq);
 /* Called with xq->lock held by deps.c when a blocked queue may go on. */
 void xs_engine_notify(xs_xqueue *xq);
 

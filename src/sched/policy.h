@@ -31,6 +31,7 @@ typedef struct xs_sched_entry {
 	Laxity laxity_us;       /* XHintLaxity (relative to ready_since_ns), or NO_LAXITY */
 	Priority lax_prio;      /* XHintLaxity, valid when laxity_us != NO_LAXITY */
 	Priority crit_prio;
+	int level;    /* its XPreemptLevel in force */
 	void **slot;  /* per-queue state owned by the policy; starts NULL */
 	bool suspend; /* output: true to suspend it; preset to its current state */
 } xs_sched_entry;

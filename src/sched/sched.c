@@ -30,6 +30,7 @@ typedef struct xs__sq {
 	xs_sched_hints h;
 	void *policy_slot; /* per-queue state of the current policy */
 	int limited;       /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
+	Priority applied;  /* the priority applied with it */
 } xs__sq;
 
 static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
@@ -113,9 +114,10 @@ static void xs__apply_limits(size_t n, bool lift)
 			    xs__entry_q[j]->h.prio > top)
 				top = xs__entry_q[j]->h.prio;
 		int limited = !lift && sq->h.prio < top;
-		if (limited != sq->limited) {
+		if (limited != sq->limited || sq->h.prio != sq->applied) {
 			sq->limited = limited;
-			xs_engine_set_limited(sq->xq, limited);
+			sq->applied = sq->h.prio;
+			xs_engine_set_limited(sq->xq, limited, sq->h.prio);
 		}
 	}
 }
@@ -142,6 +144,7 @@ static int64_t xs__pass(void)
 		e->ready = xs_engine_ready(sq->xq);
 		e->ready_since_ns = sq->xq->ready_since_ns;
 		e->suspend = sq->xq->sched_suspended;
+		e->level = sq->xq->level;
 		xs_mutex_unlock(&sq->xq->lock);
 		e->id = sq->id;
 		e->prio = h->prio;
@@ -162,6 +165,14 @@ static int64_t xs__pass(void)
 	};
 	xs__stats.passes++;
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
+	/* Under HPF with a co-run budget, the engine's hold carries out the suspensions of
+	 * queues below Lv3: they co-run within that budget instead of stopping
+	 * (preempt/budget.c). Lv3 stops its queues outright, as it exists to, and so does
+	 * every level with a co-run budget of 0. */
+	if (xs__policy == &xs_policy_hpf && xs_engine_corun_ns() > 0)
+		for (i = 0; i < n; i++)
+			if (xs__entries[i].level < kPreemptLevelInterrupt)
+				xs__entries[i].suspend = false;
 	for (i = 0; i < n; i++)
 		if (xs__entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
 			xs__entries[i].suspend =

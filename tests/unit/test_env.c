@@ -42,6 +42,9 @@ static bool run_pair(void)
 
 int main(void)
 {
+	/* HPF suspends lower XQueues only with a co-run budget of 0 (else they co-run within
+	 * it, test_corun.c): this test checks the suspensions. */
+	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
 	CHECK(setenv("XSCHED_SCHEDULER", "APP", 1) == 0);
 	CHECK(!run_pair());
 	CHECK(unsetenv("XSCHED_SCHEDULER") == 0);

@@ -87,6 +87,9 @@ static bool high_suspended(void *arg)
 
 int main(void)
 {
+	/* HPF suspends lower XQueues only with a co-run budget of 0 (else they co-run within
+	 * it, test_corun.c): this test checks the suspensions. */
+	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
 	/* Plain HPF: the linger (tested in test_hpf_linger.c) would let a queue that just went
 	 * idle at its old priority suspend the others for 1 ms after the priority changes of
 	 * part 4, whenever the scheduler's pass lands after the baseline is read. */

@@ -57,6 +57,9 @@ static uint64_t two_tasks(void)
 
 int main(void)
 {
+	/* HPF suspends lower XQueues only with a co-run budget of 0 (else they co-run within
+	 * it, test_corun.c): this test checks the suspensions. */
+	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
 	CHECK(setenv("XSCHED_HPF_LINGER_US", "0", 1) == 0);
 	CHECK(two_tasks() >= 2); /* resumed between the tasks, suspended again */
 	CHECK(unsetenv("XSCHED_HPF_LINGER_US") == 0);

@@ -376,6 +376,9 @@ static void test_gate_check(void)
 
 int main(void)
 {
+	/* HPF suspends lower XQueues only with a co-run budget of 0 (else they co-run within
+	 * it, test_corun.c): this test checks the suspensions. */
+	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
 	test_order();
 	test_blocks_while_suspended(kPreemptLevelBlock, false);

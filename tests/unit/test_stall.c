@@ -150,6 +150,9 @@ static bool file_has(const char *path, const char *needle)
 
 int main(void)
 {
+	/* HPF suspends lower XQueues only with a co-run budget of 0 (else they co-run within
+	 * it, test_corun.c): this test checks the suspensions. */
+	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
 	char trace[] = "/tmp/xs_test_stall_XXXXXX";
 	int fd = mkstemp(trace);
 	CHECK(fd >= 0);

@@ -1,0 +1,351 @@
+/* The commitment budget: how much lower-priority work a device may hold committed.
+ *
+ * Per device, the XQueues the scheduler marks *limited* (below the top priority present on
+ * the device) commit a command only when it is *charged*: its estimated device time (the
+ * XQueue's moving average, xs_xqueue.est_ns) is added to the device's charged work and
+ * returned when the command completes (or is decommitted before it started). The cap on
+ * the charged work is
+ *   - the co-run budget (XSCHED_CORUN_US, XHintCorunBudget; at most the commitment
+ *     budget) while an XQueue that is not limited has work and the hold is on (HPF):
+ *     lower work keeps running beside the top queue's, bounded, and the top queue's
+ *     hardware priority lets its blocks dispatch first; a co-run budget of 0 commits
+ *     nothing new meanwhile (and HPF then suspends the lower queues, sched/sched.c);
+ *   - the commitment budget (XSCHED_BUDGET_US, XHintCommitBudget) otherwise: what a
+ *     top-priority arrival finds on the device.
+ * One command may always be charged when nothing is (a command longer than the cap still
+ * runs, one at a time). The bound is device-wide, whatever the number of XQueues.
+ *
+ * No bubbles: the charged work counts device time still to run, not whole commands. The
+ * charged set has run since the last completion (since_ns), so up to that much of it, but
+ * never more than one command's worth, is taken as done; when what remains plus the next
+ * command fits the cap, or what remains is within XS__LEAD_NS, the next command is
+ * committed before the running one completes and the device does not wait for the host
+ * between two lower commands. The progress thread wakes at that moment
+ * (xs_budget_next_ns). So the charged work exceeds the cap by at most one command, and
+ * only in the last part of another's run. A budget of 0 keeps strictly one command.
+ *
+ * Order: waiters are served highest priority first (xs_xqueue.prio, from the scheduler),
+ * and within a priority by least virtual time: the device time a queue was charged so far
+ * (deficit-free fair queuing by estimated device time, as in start-time fair queuing), so
+ * equal-priority queues share the budget in device time whatever their command kinds. A
+ * queue that starts waiting is brought up to the device's virtual floor, so idle spells
+ * bank no credit. A queue that arrives with room in the budget is admitted only if no
+ * waiter ranks before it.
+ *
+ * Locks: everything here is under dev->lock (a leaf for this file); charge and uncharge
+ * are called with xq->lock held (xq->lock -> dev->lock). The process-wide budgets are
+ * atomics read on the hot path.
+ */
+#include <stdlib.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "preempt/engine_int.h"
+
+enum {
+	/* Commit the next command this long before the charged work is expected to end:
+	 * covers the progress thread's wake-up and the counter store's trip to the device
+	 * (tens of us), so a lower queue's next command is there when the device needs it. */
+	XS__LEAD_NS = 100000,
+};
+
+/* The process-wide settings, -1 = from the configuration at first use. */
+static _Atomic int64_t xs__budget_ns = -1, xs__corun_ns = -1;
+static atomic_bool xs__hold; /* xs_engine_set_hold */
+
+static int64_t xs__setting(_Atomic int64_t *v, bool corun)
+{
+	int64_t ns = atomic_load_explicit(v, memory_order_relaxed);
+	if (ns < 0) {
+		const xs_config *c = xs_config_get();
+		ns = corun ? c->corun_ns : c->budget_ns;
+		atomic_store_explicit(v, ns, memory_order_relaxed);
+	}
+	return ns;
+}
+
+int64_t xs_budget_ns(void)
+{
+	return xs__setting(&xs__budget_ns, false);
+}
+
+int64_t xs_engine_corun_ns(void)
+{
+	return xs_corun_ns();
+}
+
+int64_t xs_corun_ns(void)
+{
+	return xs__setting(&xs__corun_ns, true);
+}
+
+void xs_engine_set_budget(int64_t budget_ns)
+{
+	atomic_store_explicit(&xs__budget_ns, budget_ns, memory_order_relaxed);
+	xs_dev_grant_all(); /* waiters may fit now */
+}
+
+void xs_engine_set_corun(int64_t corun_ns)
+{
+	atomic_store_explicit(&xs__corun_ns, corun_ns, memory_order_relaxed);
+	xs_dev_grant_all();
+}
+
+void xs_engine_set_hold(bool hold)
+{
+	bool was = atomic_exchange_explicit(&xs__hold, hold, memory_order_relaxed);
+	if (was && !hold)
+		xs_dev_grant_all(); /* queues held back may commit now */
+}
+
+void xs_budget_reset(void)
+{
+	atomic_store_explicit(&xs__budget_ns, -1, memory_order_relaxed);
+	atomic_store_explicit(&xs__corun_ns, -1, memory_order_relaxed);
+}
+
+void xs_budget_forked(void)
+{
+	xs_budget_reset();
+	atomic_store_explicit(&xs__hold, false, memory_order_relaxed);
+}
+
+/* Ask the progress thread to hand budget on. Caller holds d->lock. */
+static void xs__want_grant(xs_device *d)
+{
+	if (!xs_list_empty(&d->budget.waiters) && !d->budget.grant) {
+		d->budget.grant = true;
+		xs_cond_signal(&d->progress_cv);
+	}
+}
+
+/* The cap in force on @d, in ns; -1 = nothing new may be committed. The co-run budget is
+ * never more than the commitment budget. Caller holds d->lock. */
+static int64_t xs__cap(const xs_device *d)
+{
+	int64_t budget = xs_budget_ns();
+	if (!d->top_busy || !atomic_load_explicit(&xs__hold, memory_order_relaxed))
+		return budget;
+	int64_t corun = xs_corun_ns();
+	return corun <= 0 ? -1 : corun < budget ? corun : budget;
+}
+
+/* How much of the charged work may be taken as done, at most: one command's worth (the
+ * mean), so that a device that runs slower than estimated, or not at all, is never
+ * credited with more than one command it has not finished. Caller holds d->lock. */
+static int64_t xs__credit_max(const xs_budget *b)
+{
+	return b->charged_cmds ? b->charged_ns / (int64_t)b->charged_cmds : 0;
+}
+
+/* Charged device time still to run at @now. Caller holds d->lock. */
+static int64_t xs__remaining(const xs_budget *b, int64_t now)
+{
+	int64_t ran = now - b->since_ns, max = xs__credit_max(b);
+	if (ran < 0)
+		ran = 0;
+	return b->charged_ns - (ran < max ? ran : max);
+}
+
+/* Whether a command of @est ns fits on @d at @now. Caller holds d->lock. */
+static bool xs__room(const xs_device *d, int64_t est, int64_t now)
+{
+	const xs_budget *b = &d->budget;
+	int64_t cap = xs__cap(d);
+	if (cap < 0)
+		return false;
+	if (b->charged_cmds == 0)
+		return true;
+	if (cap == 0)
+		return false; /* a budget of 0: strictly one command at a time */
+	int64_t rem = xs__remaining(b, now);
+	return rem + est <= cap || rem <= XS__LEAD_NS;
+}
+
+/* Whether waiter @w ranks before a queue of priority @prio and virtual time @vt. */
+static bool xs__before(const xs_xqueue *w, int64_t prio, int64_t vt)
+{
+	return w->prio > prio || (w->prio == prio && w->vtime_ns < vt);
+}
+
+/* The waiter served next: highest priority, then least virtual time, then the earliest
+ * to wait. Caller holds d->lock. */
+static xs_xqueue *xs__best(const xs_budget *b)
+{
+	xs_xqueue *best = NULL;
+	xs_list_for_each(l, &b->waiters)
+	{
+		xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
+		if (!best || xs__before(w, best->prio, best->vtime_ns))
+			best = w;
+	}
+	return best;
+}
+
+/* Whether @xq may take budget now as far as the order goes. Caller holds d->lock. */
+static bool xs__turn(const xs_budget *b, const xs_xqueue *xq)
+{
+	if (b->granting)
+		return b->granting == xq;
+	int64_t vt = xq->vtime_ns > b->vfloor_ns ? xq->vtime_ns : b->vfloor_ns;
+	xs_list_for_each(l, &b->waiters)
+	{
+		const xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
+		if (w != xq && xs__before(w, xq->prio, vt))
+			return false;
+	}
+	return true;
+}
+
+bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
+{
+	if (!xq->limited || cmd->charge_ns)
+		return true;
+	xs_device *d = xq->dev;
+	xs_budget *b = &d->budget;
+	int64_t now = xs_now_ns();
+	xs_mutex_lock(&d->lock);
+	/* Before the first completion the estimate is unknown: charge the whole cap. */
+	int64_t est = xq->est_ns > 0 ? xq->est_ns : xs__cap(d);
+	if (est < 1)
+		est = 1;
+	bool room = xs__room(d, est, now);
+	bool ok = room && xs__turn(b, xq);
+	if (ok) {
+		if (b->charged_cmds == 0)
+			b->since_ns = now;
+		b->charged_ns += est;
+		b->charged_cmds++;
+		if (b->charged_cmds > b->max_cmds)
+			b->max_cmds = b->charged_cmds;
+		if (xq->vtime_ns < b->vfloor_ns)
+			xq->vtime_ns = b->vfloor_ns;
+		xq->vtime_ns += est;
+		cmd->charge_ns = est;
+		if (xs_linked(&xq->wait_link))
+			xs_list_remove(&xq->wait_link);
+	} else {
+		xq->wait_est_ns = est;
+		if (!xs_linked(&xq->wait_link)) {
+			if (xq->vtime_ns < b->vfloor_ns)
+				xq->vtime_ns = b->vfloor_ns; /* idle spells bank no credit */
+			xs_list_push_back(&b->waiters, &xq->wait_link);
+		}
+		if (b->granting == xq)
+			b->grant_blocked = !room;
+		else if (room)
+			xs__want_grant(d); /* the waiter that ranks first must get its turn now */
+	}
+	xs_mutex_unlock(&d->lock);
+	return ok;
+}
+
+void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd)
+{
+	if (!cmd->charge_ns)
+		return;
+	xs_device *d = xq->dev;
+	xs_budget *b = &d->budget;
+	xs_mutex_lock(&d->lock);
+	b->charged_ns -= cmd->charge_ns;
+	b->charged_cmds--;
+	b->since_ns = xs_now_ns(); /* what remains has run since now */
+	xs__want_grant(d);
+	xs_mutex_unlock(&d->lock);
+	cmd->charge_ns = 0;
+}
+
+int64_t xs_budget_next_ns(const xs_device *d)
+{
+	const xs_budget *b = &d->budget;
+	if (xs_list_empty(&b->waiters) || b->charged_cmds == 0)
+		return 0;
+	int64_t cap = xs__cap(d);
+	if (cap <= 0)
+		return 0; /* nothing to wait for but a completion */
+	const xs_xqueue *w = xs__best(b);
+	int64_t fit = b->charged_ns + w->wait_est_ns - cap; /* remaining + est <= cap */
+	int64_t lead = b->charged_ns - XS__LEAD_NS;         /* remaining <= lead */
+	int64_t ran = fit < lead ? fit : lead;
+	if (ran > xs__credit_max(b))
+		return 0; /* only a completion makes room */
+	return b->since_ns + (ran > 0 ? ran : 0);
+}
+
+void xs_budget_grant(xs_device *d)
+{
+	/* Waiters in rank order, each given its turn until one finds the budget full. A
+	 * waiter at Lv1 is kicked (its launch thread charges later, in kick order). */
+	for (;;) {
+		xs_mutex_lock(&d->lock);
+		xs_budget *b = &d->budget;
+		xs_xqueue *xq = xs__best(b);
+		if (xq && !xs__room(d, xq->wait_est_ns, xs_now_ns()))
+			xq = NULL;
+		if (xq) {
+			xs_list_remove(&xq->wait_link);
+			if (xq->vtime_ns > b->vfloor_ns)
+				b->vfloor_ns = xq->vtime_ns;
+			xs_obj_ref(&xq->obj);
+			b->granting = xq;
+			b->grant_blocked = false;
+		}
+		xs_mutex_unlock(&d->lock);
+		if (!xq)
+			break;
+		xs_mutex_lock(&xq->lock);
+		xs_engine_progress(xq, false);
+		xs_mutex_unlock(&xq->lock);
+		xs_mutex_lock(&d->lock);
+		b->granting = NULL;
+		bool blocked = b->grant_blocked;
+		xs_mutex_unlock(&d->lock);
+		xs_obj_unref(&xq->obj);
+		if (blocked)
+			break;
+	}
+}
+
+void xs_budget_top_set(xs_xqueue *xq, bool busy)
+{
+	if (busy == xq->top_busy)
+		return;
+	xq->top_busy = busy;
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	if (busy)
+		d->top_busy++;
+	else if (--d->top_busy == 0)
+		xs__want_grant(d); /* the budget's cap grows back */
+	xs_mutex_unlock(&d->lock);
+}
+
+void xs_budget_set_prio(xs_xqueue *xq, int64_t prio)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	xq->prio = prio;
+	xs_mutex_unlock(&d->lock);
+}
+
+void xs_budget_forget(xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	if (xs_linked(&xq->wait_link)) {
+		xs_list_remove(&xq->wait_link);
+		d->budget.grant = true; /* the next waiter's turn */
+		xs_cond_signal(&d->progress_cv);
+	}
+}
+
+void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
+			    uint64_t *max_cmds)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	*charged_ns = d->budget.charged_ns;
+	*charged_cmds = d->budget.charged_cmds;
+	*max_cmds = d->budget.max_cmds;
+	d->budget.max_cmds = d->budget.charged_cmds;
+	xs_mutex_unlock(&d->lock);
+}
