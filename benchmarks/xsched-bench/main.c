@@ -362,7 +362,7 @@ int main(int argc, char **argv)
 		printf(
 		    "backend: host. NO GPU IS USED: every figure below comes from a model of a GPU "
 		    "run on the CPU, not from a GPU.\n"
-		    "targets: not judged here (no MET or MISSED): a model cannot judge GPU "
+		    "targets: not judged on this backend: a model cannot judge GPU "
 		    "targets; their figures are printed for reference.\n");
 		if (fallback)
 			printf("  (no GPU backend: %s)\n", fallback);

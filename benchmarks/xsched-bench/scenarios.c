@@ -519,8 +519,8 @@ static const char *xsb__met_json(const struct xsb_ctx *c, bool ok)
 	return c->be->modeled ? "null" : ok ? "true" : "false";
 }
 
-/* The line before a scenario's target lines; on a modeled backend it says why no row is
- * judged. */
+/* The line before a scenario's target lines (the header says once that a modeled backend
+ * judges nothing). */
 static void xsb__targets_head(const struct xsb_ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void xsb__targets_head(const struct xsb_ctx *c, const char *fmt, ...)
@@ -530,10 +530,7 @@ static void xsb__targets_head(const struct xsb_ctx *c, const char *fmt, ...)
 	printf("  targets: ");
 	vprintf(fmt, ap);
 	va_end(ap);
-	printf("\n");
-	if (c->be->modeled)
-		printf("    (not judged: the host backend is a model of a GPU and cannot judge GPU "
-		       "targets)\n");
+	printf("%s\n", c->be->modeled ? " (not judged on the host model)" : "");
 }
 
 /* The CPU part of a target line: cores busy against the native row's + 0.25. Sets *ok. */
@@ -543,6 +540,8 @@ static void xsb__cpu_part(char *buf, size_t len, const struct xsb_ctx *c, const 
 	*ok = !nat || cpu <= nat->cpu + 0.25;
 	if (!nat || strncmp(mode, "xsched", 6))
 		snprintf(buf, len, "cpu %.2f cores", cpu);
+	else if (c->be->modeled)
+		snprintf(buf, len, "cpu %.2f cores (native %.2f)", cpu, nat->cpu);
 	else
 		snprintf(buf, len, "cpu %s %.2f cores (native %.2f)", xsb__verdict(c, mode, *ok),
 			 cpu, nat->cpu);
@@ -1224,8 +1223,9 @@ static void xsb__corun_print(const struct xsb_ctx *c, const char *config,
 		char cpu[96];
 		struct xsb__row nrow = {.cpu = nat ? nat->cpu : 0};
 		xsb__cpu_part(cpu, sizeof(cpu), c, r->mode, r->cpu, nat ? &nrow : NULL, &cpu_ok);
-		const char *fv =
-		    strncmp(r->mode, "xsched", 6) ? "" : xsb__verdict(c, r->mode, fair);
+		const char *fv = strncmp(r->mode, "xsched", 6) || c->be->modeled
+				     ? ""
+				     : xsb__verdict(c, r->mode, fair);
 		printf("    %-18s %-8s p99 %.3f ms (%.2fx alone), low throughput %.3f; %s; lanes "
 		       "%s%s%.2f .. %.2f x mean, %d at 0\n",
 		       r->mode, xsb__verdict(c, r->mode, ok), r->hi.p99,
