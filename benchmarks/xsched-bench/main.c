@@ -47,7 +47,7 @@ static void xsb__usage(FILE *f)
 	    "  --plot DIR           write per scenario the high lane's latency CDF of every\n"
 	    "                       mode, and for serve and preempt a short timeline, as PNG\n"
 	    "                       and SVG through gnuplot (data and scripts only without it)\n"
-	    "  --quick              a short run (host backend: about 80 s on 2 cores)\n"
+	    "  --quick              a short run (host backend: about 75 s on 2 cores)\n"
 	    "  --quiet              no progress line\n"
 	    "  --seed N             random seed of think times (default 1)\n"
 	    "  --stall S            abort when no task completes for S seconds (default 60)\n"
