@@ -1150,12 +1150,13 @@ static void xsb__corun_row(struct xsb__run *r, const struct xsb__corun_work *w,
 	}
 	/* One JSON line per mode with every low lane. */
 	if (xsb_out.jsonl) {
-		size_t cap = 64 + (size_t)nlow * 96, len = 0;
+		/* At most 160 characters a lane; a lane that would not fit is left out. */
+		size_t cap = 64 + (size_t)nlow * 160, len = 0;
 		char *lanes = malloc(cap);
 		if (!lanes)
 			xsb_die("out of memory");
 		lanes[0] = '\0';
-		for (int i = 0; i < nlow; i++)
+		for (int i = 0; i < nlow && len < cap; i++)
 			len += (size_t)snprintf(
 			    lanes + len, cap - len,
 			    "%s{\"lane\":%d,\"kind\":\"%s\",\"tasks\":%zu,\"tasks_per_s\":%.3f,"
@@ -1311,17 +1312,19 @@ static void xsb__corun_config(struct xsb_ctx *c, struct xsb__corun_work *w,
 		}
 		xsb__run_free(&r);
 	}
-	printf("\ncorun %s: high = %s, Poisson arrivals at %.0f/s; mid = %s, Poisson at %.0f/s; "
-	       "%d low lanes back to back:",
-	       base.config, w->high[hk].desc, rate, w->mid.desc, rate_mid, nlow);
+	printf("\ncorun %s: 1 high, 1 mid and %d low lanes, %.1f s per mode\n"
+	       "  high: %s, Poisson arrivals at %.0f/s; mid: %s (callbacks), Poisson at %.0f/s\n"
+	       "  low, back to back:",
+	       base.config, nlow, dur, w->high[hk].desc, rate, w->mid.desc, rate_mid);
+	const char *sep = "";
 	for (int k = 0; k < XSB_LK_N; k++)
-		if (count[k])
-			printf(" %d %s (%s, %.3f ms alone)", count[k], xsb__lk_name[k],
+		if (count[k]) {
+			printf("%s %d %s (%s, %.3f ms alone)", sep, count[k], xsb__lk_name[k],
 			       w->low[k].desc, w->low_alone_ms[k]);
-	printf("; %.1f s per mode; floor = alone p99 + one low kernel (%s, %.3f ms) = %.3f ms; "
-	       "low thr = the low lanes' work (tasks x their alone time) over native's; lane "
-	       "min/max = a lane's share over the lanes' mean; cpu = cores busy\n",
-	       dur, w->kern[kk].desc, w->kern_ms[kk], floor_ms);
+			sep = ",";
+		}
+	printf("\n  floor = alone p99 + one low kernel (%s, %.3f ms) = %.3f ms\n", w->kern[kk].desc,
+	       w->kern_ms[kk], floor_ms);
 	xsb__corun_print(c, base.config, rows, n, &w->high_alone[hk], floor_ms);
 	free(tasks);
 	free(sub);
@@ -1363,7 +1366,8 @@ int xsb_scenario_corun(struct xsb_ctx *c)
 	}
 	xsb_task_gemms(&w.low[XSB_LK_MIX], 1, 2048, 2048, 2048);
 	xsb_task_streams(&w.low[XSB_LK_MIX], 5);
-	snprintf(w.low[XSB_LK_MIX].desc, sizeof(w.low[0].desc), "SGEMM 2048^3 + 5 x streaming");
+	snprintf(w.low[XSB_LK_MIX].desc, sizeof(w.low[0].desc),
+		 "SGEMM 2048^3 + 5 x streaming as kernel commands");
 	xsb_task_gemms(&w.kern[0], 1, 2048, 2048, 2048);
 	snprintf(w.kern[0].desc, sizeof(w.kern[0].desc), "SGEMM 2048^3");
 	xsb_task_streams(&w.kern[1], 1);
@@ -1373,9 +1377,11 @@ int xsb_scenario_corun(struct xsb_ctx *c)
 	int ret = xsb__corun_low_alone(c, &w);
 	if (!ret)
 		printf(
-		    "\ncorun: 1 high lane (open loop), 1 mid lane (open loop), N low lanes (back "
-		    "to back); streams made by the application without priority; one low "
-		    "kernel alone: %s %.3f ms, %s %.3f ms\n",
+		    "\ncorun: 1 high lane and 1 mid lane (open loop, latency from arrival), N low "
+		    "lanes (back to back), streams made by the application without priority; "
+		    "one low kernel alone: %s %.3f ms, %s %.3f ms. Columns: low thr = the low "
+		    "lanes' work (tasks x their alone time) over native's; lane min/max = a "
+		    "lane's share over the lanes' mean; cpu = cores busy\n",
 		    w.kern[0].desc, w.kern_ms[0], w.kern[1].desc, w.kern_ms[1]);
 	for (size_t s = 0; !ret && s < XSB__NSHAPES; s++) {
 		const struct xsb__shape *sh = &xsb__shapes[s];
