@@ -1,21 +1,33 @@
 /* Overhead of one XQueue against raw launches on the same stream.
  *
+ * Configurations, each on a stream of its own: raw launches ("raw"); an XQueue at the
+ * HwQueue's highest level with nothing set and the top priority (3), "top": what a
+ * latency-critical queue pays with nothing to preempt it; XQueues at Lv1 and at Lv2 of
+ * priority 1 ("lv1", "lv2"), below an idle XQueue of priority 2 on another stream, so
+ * that the scheduler (local, HPF: the library's default) may suspend and limit them at
+ * any time though nothing contends: what a preemptible queue pays. `--app-managed` runs
+ * without the scheduler instead (no idle queue; nothing is limited), as before 0.4.
+ *
  * (a) tasks of 30 SGEMM 2048 x 2048 (cuBLAS through launch callbacks where the build has
- *     it, else the tiled kernel of tests/gpu/kernels.cu): median time per task, raw and
- *     through an XQueue at Lv1 and Lv2 (and at Lv1 with a 32/32 window);
- * (b) a stream of short kernels (one block of 256 threads each): time per kernel, raw
- *     and through an XQueue (default window 16/8 and a deep one, 64/16), at Lv1 and Lv2,
- *     and the process's CPU time per wall second;
- * (c) the cost of one submit (create + submit + destroy of a kernel command, and submit
- *     alone) while the XQueue is suspended, so that no launching competes with it;
- * (d) the round trip of one short kernel (launch or submit, then wait for it), raw and
- *     through an XQueue.
- * Prints one line per measurement ("name value unit") and exits 77 without a device.
- * `--quick` runs fewer repetitions. Timing: host monotonic clock around a stream
- * synchronize or XQueueWait/WaitAll, after warm-up. Each configuration (raw, or an
- * XQueue of its own on a stream of its own) is measured once per round, rounds repeated,
- * so that drifts of the machine fall on all alike; each line gives the median and the
- * quartiles over the rounds. CPU: the process's CPU time per wall time while it ran.
+ *     it, else the tiled kernel of tests/gpu/kernels.cu): time per task (and at Lv1 with
+ *     a 32/32 window);
+ * (b) a stream of tiny kernels (one block of 256 threads each, kernel commands) back to
+ *     back: time per kernel (the XQueues of lv1 and lv2 with the library's window 16/8
+ *     and a deep one, 64/16; top keeps the defaults), and the process's CPU time per wall
+ *     second;
+ * (c) a decode step: a chain of 20 kernels of 10 us (one block each) with one wait at
+ *     the end, per chain p50 and p99;
+ * (d) the round trip of one tiny kernel (launch or submit, then wait for it), p50 and p99;
+ * (e) the cost of one submit (create + submit + destroy of a kernel command, and submit
+ *     alone) while the XQueue is suspended, so that no launching competes with it.
+ * The device blocks on synchronization (cudaDeviceScheduleBlockingSync), so raw waits
+ * sleep as the library's waiters are meant to. Prints one line per measurement ("name
+ * value unit"), then the targets of issue 23 with MET or MISSED, and exits 77 without a
+ * device. `--quick` runs fewer repetitions. Timing: host monotonic clock around a stream
+ * synchronize or XQueueWait/WaitAll, after warm-up. Each configuration is measured once
+ * per round, rounds repeated, so that drifts of the machine fall on all alike; a line
+ * gives the median and the quartiles over the rounds, or p50 and p99 over every sample.
+ * CPU: the process's CPU time per wall time while it ran.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -188,7 +200,8 @@ static struct rate shorts_xq(XQueueHandle xq, int k)
 	return (struct rate){t / k, (cpu_us() - c0) / t};
 }
 
-static int g_reps = 15, g_shorts = 20000, g_rounds = 7, g_trips = 2000;
+static int g_reps = 15, g_shorts = 20000, g_rounds = 7, g_trips = 2000, g_chains = 1000;
+static bool g_app_managed;
 
 /* ---- configurations, measured in interleaved rounds so that drifts of the machine
  * (clocks, other load) fall on all of them alike ---- */
@@ -197,7 +210,8 @@ enum { MAXV = 4096 };
 
 struct config {
 	const char *name;
-	int64_t level; /* 0: raw launches on the stream */
+	int64_t level; /* 0: raw launches on the stream; -1: the HwQueue's highest */
+	Priority prio; /* with the scheduler */
 	gpuStream_t s;
 	HwQueueHandle hwq;
 	XQueueHandle xq;
@@ -208,12 +222,18 @@ struct config {
 
 static struct config g_cfg[] = {
     {.name = "raw", .level = 0},
-    {.name = "lv1", .level = 1},
-    {.name = "lv2", .level = 2},
+    {.name = "top", .level = -1, .prio = 3},
+    {.name = "lv1", .level = 1, .prio = 1},
+    {.name = "lv2", .level = 2, .prio = 1},
     /* Tasks only: a window of 32/32. */
-    {.name = "lv1_w32", .level = 1, .tasks_only = 32},
+    {.name = "lv1_w32", .level = 1, .prio = 1, .tasks_only = 32},
 };
-enum { NCFG = sizeof(g_cfg) / sizeof(g_cfg[0]) };
+enum { NCFG = sizeof(g_cfg) / sizeof(g_cfg[0]), RAW = 0, TOP = 1, LV1 = 2, LV2 = 3 };
+
+/* The idle XQueue of priority 2 above lv1 and lv2 (with the scheduler only). */
+static gpuStream_t g_idle_s;
+static HwQueueHandle g_idle_hwq;
+static XQueueHandle g_idle_xq;
 
 static void cfg_open(struct config *c, int64_t max_level)
 {
@@ -221,9 +241,17 @@ static void cfg_open(struct config *c, int64_t max_level)
 	if (!c->level || c->level > max_level)
 		return;
 	OK(XT_QUEUE_CREATE(&c->hwq, (void *)c->s));
-	OK(XQueueCreate(&c->xq, c->hwq, c->level, 0));
+	OK(XQueueCreate(&c->xq, c->hwq, c->level < 0 ? max_level : c->level, 0));
+	if (!g_app_managed)
+		OK(XHintPriority(c->xq, c->prio));
 	if (c->tasks_only)
 		OK(XQueueSetLaunchConfig(c->xq, c->tasks_only, c->tasks_only));
+}
+
+/* Whether @c keeps the library's launch configuration whatever a measurement sets. */
+static bool cfg_defaults(const struct config *c)
+{
+	return c->level < 0;
 }
 
 static void cfg_close(struct config *c)
@@ -251,6 +279,33 @@ static double pct(double *v, int n, double q)
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	int i = (int)(q * (n - 1) + 0.5);
 	return v[i];
+}
+
+/* Nearest-rank percentile @q (0..1) of @v. */
+static double rank_pct(double *v, int n, double q)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	int r = (int)(q * n + 0.999999);
+	return v[(r < 1 ? 1 : r > n ? n : r) - 1];
+}
+
+/* What the targets need, per configuration. */
+static struct {
+	double gemm_ms, tiny_us, chain_p50, chain_p99, trip_p50, trip_p99;
+	bool have;
+} g_res[NCFG];
+
+/* Print p50 and p99 of c->v in us against @raw (p50 and p99; none for raw itself), keep
+ * them in *p50 and *p99. */
+static void report_pcts(const char *what, struct config *c, const double *raw, double *p50,
+			double *p99)
+{
+	*p50 = rank_pct(c->v, c->n, 0.50);
+	*p99 = rank_pct(c->v, c->n, 0.99);
+	printf("%s_%s p50 %.2f us p99 %.2f us (%d samples)", what, c->name, *p50, *p99, c->n);
+	if (raw)
+		printf(" %+.2f us / %+.2f us vs raw", *p50 - raw[0], *p99 - raw[1]);
+	printf("\n");
 }
 
 /* Print median [p25 .. p75] of c->v with @unit and @scale, against @raw (0: none). */
@@ -284,18 +339,20 @@ static void bench_gemm(void)
 		}
 	}
 	double raw = report("gemm_task", &g_cfg[0], "ms", 1000, 0, true);
+	g_res[0].gemm_ms = raw / 1000;
 	g_cfg[0].n = 0;
 	for (int i = 1; i < NCFG; i++) {
 		if (g_cfg[i].n)
-			report("gemm_task", &g_cfg[i], "ms", 1000, raw, true);
+			g_res[i].gemm_ms =
+			    report("gemm_task", &g_cfg[i], "ms", 1000, raw, true) / 1000;
 		g_cfg[i].n = 0;
 	}
 }
 
-static void bench_shorts(int64_t thr, int64_t batch)
+static void bench_shorts(int64_t thr, int64_t batch, bool keep)
 {
 	for (int i = 0; i < NCFG; i++)
-		if (g_cfg[i].xq && !g_cfg[i].tasks_only)
+		if (g_cfg[i].xq && !g_cfg[i].tasks_only && !cfg_defaults(&g_cfg[i]))
 			OK(XQueueSetLaunchConfig(g_cfg[i].xq, thr, batch));
 	for (int r = -1; r < g_rounds; r++) {
 		for (int i = 0; i < NCFG; i++) {
@@ -313,20 +370,108 @@ static void bench_shorts(int64_t thr, int64_t batch)
 	char what[64];
 	snprintf(what, sizeof(what), "short_w%lld/%lld", (long long)thr, (long long)batch);
 	double raw = report(what, &g_cfg[0], "us/kernel", 1, 0, true);
+	if (keep)
+		g_res[0].tiny_us = raw;
+	g_cfg[0].n = 0;
+	for (int i = 1; i < NCFG; i++) {
+		if (g_cfg[i].n) {
+			double m = report(what, &g_cfg[i], "us/kernel", 1, raw, true);
+			if (keep)
+				g_res[i].tiny_us = m;
+		}
+		g_cfg[i].n = 0;
+	}
+}
+
+/* ---- decode step: a chain of 10 us kernels, one wait at the end ---- */
+
+enum { CHAIN = 20, CHAIN_NS = 10000 };
+static unsigned *g_seq;
+
+static void spin_args(unsigned long long *ticks, void **args)
+{
+	static unsigned idx;
+	static void *nul;
+	*ticks = CHAIN_NS / XT_NS_PER_TICK;
+	args[0] = ticks;
+	args[1] = &g_seq;
+	args[2] = &nul;
+	args[3] = &idx;
+	args[4] = &nul;
+}
+
+static double chain_raw(gpuStream_t s)
+{
+	unsigned long long ticks;
+	void *args[5];
+	spin_args(&ticks, args);
+	dim3 grid = {1, 1, 1}, block = {256, 1, 1};
+	double t0 = now_us();
+	for (int i = 0; i < CHAIN; i++)
+		GPU(gpuLaunchKernel(xt_kernel_spin(), grid, block, args, 0, s));
+	GPU(gpuStreamSynchronize(s));
+	return now_us() - t0;
+}
+
+static double chain_xq(XQueueHandle xq)
+{
+	unsigned long long ticks;
+	void *args[5];
+	spin_args(&ticks, args);
+	size_t sizes[5] = {sizeof(ticks), sizeof(g_seq), sizeof(void *), sizeof(unsigned),
+			   sizeof(void *)};
+	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
+	double t0 = now_us();
+	HwCommandHandle last = 0;
+	for (int i = 0; i < CHAIN; i++) {
+		HwCommandHandle c;
+		OK(HwCommandCreateKernel(&c, xt_kernel_spin(), grid, block, 0, args, sizes, 5));
+		OK(XQueueSubmit(xq, c));
+		if (i + 1 < CHAIN)
+			OK(HwCommandDestroy(c));
+		else
+			last = c;
+	}
+	OK(XQueueWait(xq, last));
+	double t = now_us() - t0;
+	OK(HwCommandDestroy(last));
+	return t;
+}
+
+static void bench_chains(void)
+{
+	for (int i = 0; i < NCFG; i++)
+		if (g_cfg[i].xq && !g_cfg[i].tasks_only && !cfg_defaults(&g_cfg[i]))
+			OK(XQueueSetLaunchConfig(g_cfg[i].xq, XSCHED_DEFAULT_THRESHOLD,
+						 XSCHED_DEFAULT_BATCH_SIZE));
+	int per = g_chains / 10;
+	for (int r = -1; r < 10; r++)
+		for (int i = 0; i < NCFG; i++) {
+			struct config *c = &g_cfg[i];
+			if (!cfg_all(c))
+				continue;
+			for (int k = 0; k < per; k++) {
+				double t = c->level ? chain_xq(c->xq) : chain_raw(c->s);
+				if (r >= 0 && c->n < MAXV)
+					c->v[c->n++] = t;
+			}
+		}
+	char what[64];
+	snprintf(what, sizeof(what), "decode_chain%dx%dus", CHAIN, CHAIN_NS / 1000);
+	double raw[2];
+	report_pcts(what, &g_cfg[0], NULL, &raw[0], &raw[1]);
+	g_res[0].chain_p50 = raw[0];
+	g_res[0].chain_p99 = raw[1];
 	g_cfg[0].n = 0;
 	for (int i = 1; i < NCFG; i++) {
 		if (g_cfg[i].n)
-			report(what, &g_cfg[i], "us/kernel", 1, raw, true);
+			report_pcts(what, &g_cfg[i], raw, &g_res[i].chain_p50, &g_res[i].chain_p99);
 		g_cfg[i].n = 0;
 	}
 }
 
 static void bench_roundtrips(void)
 {
-	for (int i = 0; i < NCFG; i++)
-		if (g_cfg[i].xq && !g_cfg[i].tasks_only)
-			OK(XQueueSetLaunchConfig(g_cfg[i].xq, XSCHED_DEFAULT_THRESHOLD,
-						 XSCHED_DEFAULT_BATCH_SIZE));
 	int per = g_trips / 10;
 	for (int r = -1; r < 10; r++) {
 		for (int i = 0; i < NCFG; i++) {
@@ -349,18 +494,69 @@ static void bench_roundtrips(void)
 			}
 		}
 	}
-	double raw = report("roundtrip", &g_cfg[0], "us", 1, 0, false);
+	double raw[2];
+	report_pcts("roundtrip", &g_cfg[0], NULL, &raw[0], &raw[1]);
+	g_res[0].trip_p50 = raw[0];
+	g_res[0].trip_p99 = raw[1];
 	g_cfg[0].n = 0;
 	for (int i = 1; i < NCFG; i++) {
 		if (g_cfg[i].n)
-			report("roundtrip", &g_cfg[i], "us", 1, raw, false);
+			report_pcts("roundtrip", &g_cfg[i], raw, &g_res[i].trip_p50,
+				    &g_res[i].trip_p99);
 		g_cfg[i].n = 0;
 	}
 }
 
+/* ---- targets (issue 23) ---- */
+
+static void verdict(const char *what, const char *cfg, bool ok, const char *fmt, double a, double b)
+{
+	printf("  %-8s %-14s %-4s ", ok ? "MET" : "MISSED", what, cfg);
+	printf(fmt, a, b);
+	printf("\n");
+}
+
+static void targets(void)
+{
+	printf("targets%s:\n", g_app_managed ? " (without the scheduler: top is not the top "
+					       "priority of anything, judged as the others)"
+					     : "");
+	for (int i = TOP; i <= LV2; i++) {
+		if (!g_cfg[i].xq)
+			continue;
+		double lim = i == TOP ? 0.5 : 1.0;
+		verdict("tiny kernels", g_cfg[i].name, g_res[i].tiny_us <= g_res[RAW].tiny_us + lim,
+			"%.2f us/kernel, raw + %.2f allowed", g_res[i].tiny_us, lim);
+	}
+	for (int i = TOP; i <= LV2; i++) {
+		if (!g_cfg[i].xq)
+			continue;
+		verdict("round trip p50", g_cfg[i].name, g_res[i].trip_p50 <= g_res[RAW].trip_p50,
+			"%.2f us, raw (blocking sync) %.2f us", g_res[i].trip_p50,
+			g_res[RAW].trip_p50);
+		verdict(
+		    "round trip p99", g_cfg[i].name, g_res[i].trip_p99 <= g_res[RAW].trip_p99 + 10,
+		    "%.2f us, raw %.2f us + 10 allowed", g_res[i].trip_p99, g_res[RAW].trip_p99);
+	}
+	for (int i = TOP; i <= LV2; i++) {
+		if (!g_cfg[i].xq)
+			continue;
+		double over = (g_res[i].gemm_ms / g_res[RAW].gemm_ms - 1) * 100;
+		verdict("30 x SGEMM task", g_cfg[i].name, over <= 1.0, "%+.2f%% vs raw (%.3f ms)",
+			over, g_res[i].gemm_ms);
+	}
+	printf("decode chain (no target): p50/p99 over raw's:");
+	for (int i = TOP; i <= LV2; i++)
+		if (g_cfg[i].xq)
+			printf(" %s %+.1f/%+.1f us", g_cfg[i].name,
+			       g_res[i].chain_p50 - g_res[RAW].chain_p50,
+			       g_res[i].chain_p99 - g_res[RAW].chain_p99);
+	printf("\n");
+}
+
 static void submit_cost(void)
 {
-	XQueueHandle xq = g_cfg[1].xq;
+	XQueueHandle xq = g_cfg[LV1].xq;
 	enum { K = 20000 };
 	static HwCommandHandle cmds[K];
 	double best_full = 1e30, best_submit = 1e30;
@@ -395,17 +591,30 @@ static void submit_cost(void)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--quick")) {
-		g_reps = 3;
-		g_shorts = 2000;
-		g_rounds = 2;
-		g_trips = 200;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick")) {
+			g_reps = 3;
+			g_shorts = 2000;
+			g_rounds = 2;
+			g_trips = 200;
+			g_chains = 200;
+		} else if (!strcmp(argv[i], "--app-managed")) {
+			g_app_managed = true;
+		} else {
+			fprintf(stderr, "usage: %s [--quick] [--app-managed]\n", argv[0]);
+			return 2;
+		}
 	}
 	int ndev = 0;
 	if (gpuGetDeviceCount(&ndev) != gpuSuccess || ndev == 0) {
 		printf("no %s device: skipped\n", XT_RUNTIME);
 		return 77;
 	}
+#if defined(XT_CUDA)
+	GPU(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+#else
+	GPU(hipSetDeviceFlags(hipDeviceScheduleBlockingSync));
+#endif
 	gpuDeviceProp prop;
 	GPU(gpuGetDeviceProperties(&prop, 0));
 	time_t now = time(NULL);
@@ -413,7 +622,12 @@ int main(int argc, char **argv)
 	strftime(date, sizeof(date), "%Y-%m-%d", gmtime(&now));
 	printf("device %s, %s, %s, %d repetitions, %d short kernels per run\n", prop.name, date,
 	       GEMM_IMPL, g_reps, g_shorts);
-	OK(XHintSetScheduler(kSchedulerAppManaged, kPolicyUnknown));
+	if (g_app_managed)
+		OK(XHintSetScheduler(kSchedulerAppManaged, kPolicyUnknown));
+	printf("scheduler: %s; raw waits block (cudaDeviceScheduleBlockingSync)\n",
+	       g_app_managed ? "none (--app-managed)"
+			     : "local, HPF; top = priority 3, lv1/lv2 = priority 1 under an idle "
+			       "XQueue of priority 2");
 
 	size_t bytes = (size_t)GEMM_N * GEMM_N * sizeof(float);
 	GPU(gpuMalloc((void **)&g_a, bytes));
@@ -429,6 +643,7 @@ int main(int argc, char **argv)
 	GPU(gpuMemcpy(g_b, h, bytes, gpuMemcpyDefault));
 	free(h);
 	GPU(gpuMalloc((void **)&g_x, (size_t)g_xn * sizeof(float)));
+	GPU(gpuMalloc((void **)&g_seq, sizeof(unsigned)));
 	GPU(gpuMemset(g_x, 0, (size_t)g_xn * sizeof(float)));
 #if defined(XT_CUDA) && defined(XT_HAVE_CUBLAS)
 	if (cublasCreate(&g_blas) != CUBLAS_STATUS_SUCCESS) {
@@ -447,15 +662,28 @@ int main(int argc, char **argv)
 	printf("max preemption level %lld; each line: median [p25 .. p75]\n", (long long)max);
 	for (int i = 0; i < NCFG; i++)
 		cfg_open(&g_cfg[i], max);
+	if (!g_app_managed) {
+		GPU(gpuStreamCreateWithFlags(&g_idle_s, gpuStreamNonBlocking));
+		OK(XT_QUEUE_CREATE(&g_idle_hwq, (void *)g_idle_s));
+		OK(XQueueCreate(&g_idle_xq, g_idle_hwq, max, 0));
+		OK(XHintPriority(g_idle_xq, 2));
+	}
 
 	bench_gemm();
-	bench_shorts(XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE);
-	bench_shorts(64, 16);
+	bench_shorts(XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE, true);
+	bench_shorts(64, 16, false);
+	bench_chains();
 	bench_roundtrips();
 	submit_cost();
+	targets();
 
 	for (int i = 0; i < NCFG; i++)
 		cfg_close(&g_cfg[i]);
+	if (g_idle_xq) {
+		OK(XQueueDestroy(g_idle_xq));
+		OK(HwQueueDestroy(g_idle_hwq));
+		GPU(gpuStreamDestroy(g_idle_s));
+	}
 #if defined(XT_CUDA) && defined(XT_HAVE_CUBLAS)
 	cublasDestroy(g_blas);
 #endif
@@ -463,6 +691,7 @@ int main(int argc, char **argv)
 	GPU(gpuFree(g_b));
 	GPU(gpuFree(g_c));
 	GPU(gpuFree(g_x));
+	GPU(gpuFree(g_seq));
 	OK(XSchedShutdown());
 	return 0;
 }

@@ -6,7 +6,8 @@
  * work; the host backend models a GPU on the CPU (see sim.c) so the benchmark also runs
  * where there is no GPU.
  *
- * Work is described by ops (one GEMM, one spin kernel, one time stamp); a task is an
+ * Work is described by ops (one GEMM, one spin kernel, one streaming kernel, one time
+ * stamp); a task is an
  * array of ops submitted back to back and then waited for. Latency is measured on the host
  * from the first submit of a task to the moment its completion is observed.
  */
@@ -23,14 +24,18 @@
 /* ---- work ---------------------------------------------------------------------------- */
 
 enum xsb_op_kind {
-	XSB_OP_GEMM,  /* C[m x n] = A[m x k] * B[k x n], FP32, column-major */
-	XSB_OP_SPIN,  /* a kernel that fills the device and spins for ns */
-	XSB_OP_STAMP, /* a one-block kernel that records its start time in a stamp slot */
+	XSB_OP_GEMM,   /* C[m x n] = A[m x k] * B[k x n], FP32, column-major */
+	XSB_OP_SPIN,   /* a kernel that fills the device and spins for ns */
+	XSB_OP_STAMP,  /* a one-block kernel that records its start time in a stamp slot */
+	XSB_OP_STREAM, /* a memory-bound kernel: c[i] = 2 * a[i] + 1 for n floats */
 };
+
+/* Floats a streaming kernel reads and writes: 32 MiB each way (about 22 us on an H100). */
+#define XSB_STREAM_FLOATS (8 << 20)
 
 struct xsb_op {
 	enum xsb_op_kind kind;
-	int m, n, k; /* GEMM shape */
+	int m, n, k; /* GEMM shape; STREAM: n floats */
 	int64_t ns;  /* SPIN duration */
 	int slot;    /* STAMP slot, 0 .. XSB_STAMP_SLOTS-1 */
 };
@@ -70,6 +75,17 @@ struct xsb_launch_cfg {
 
 /* ---- lanes --------------------------------------------------------------------------- */
 
+/* Priority tier of a lane: XHintPriority() tier + 1; with hardware priority, the least,
+ * middle or greatest stream priority. */
+enum xsb_tier { XSB_TIER_LOW, XSB_TIER_MID, XSB_TIER_HIGH };
+
+/* How a lane's ops reach an XQueue (native modes launch them directly either way). */
+enum xsb_submit {
+	XSB_SUBMIT_CALLBACK, /* every op a launch callback (HwCommandCreateCallback) */
+	XSB_SUBMIT_KERNEL,   /* streaming kernels as kernel commands (HwCommandCreateKernel;
+			      * host backend: host functions), other ops as callbacks */
+};
+
 struct xsb_lane;
 
 /* Callback data of one op of the task in flight. */
@@ -82,9 +98,11 @@ struct xsb_cbslot {
 struct xsb_lane {
 	int id;
 	bool high;
+	enum xsb_tier tier;
+	enum xsb_submit submit;
 	const struct xsb_backend *be;
 	const struct xsb_mode *mode;
-	int prio_class;    /* hardware priority: 1 high, -1 low, 0 equal */
+	int prio_class;    /* hardware priority: 0 none (equal), else tier + 1 (1 least) */
 	void *stream;      /* the backend's native queue */
 	void *priv;        /* the backend's per-lane state (handles, buffers) */
 	HwQueueHandle hwq; /* xsched modes */
@@ -114,6 +132,9 @@ struct xsb_backend {
 	/* Run @op from a launch callback that was given @hwq; @last: the task's last op. */
 	XResult (*launch_cb)(struct xsb_lane *l, HwQueueHandle hwq, const struct xsb_op *op,
 			     bool last);
+	/* Make @op a command of its own kind for an XQueue on the lane's HwQueue (a kernel
+	 * command on GPUs); NULL, or kXSchedErrorNotSupported, where the op has none. */
+	XResult (*kernel_cmd)(struct xsb_lane *l, struct xsb_cbslot *slot, HwCommandHandle *cmd);
 	/* Wait until everything enqueued with launch() has completed. */
 	int (*sync)(struct xsb_lane *l);
 	/* Wrap the lane's native queue as a HwQueue. */
@@ -138,9 +159,10 @@ bool xsb_cuda_built(void);
 /* ---- lanes through modes (lane.c) ---------------------------------------------------- */
 
 /* Set up a lane for @mode: native queue, and for xsched modes a HwQueue and an XQueue at
- * the mode's level with priority by class and, for low lanes, launch config @cfg. */
+ * the mode's level with priority by tier and, for low lanes, launch config @cfg. */
 int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct xsb_mode *m,
-		  int id, bool high, const struct xsb_sizes *s, const struct xsb_launch_cfg *cfg);
+		  int id, enum xsb_tier tier, enum xsb_submit submit, const struct xsb_sizes *s,
+		  const struct xsb_launch_cfg *cfg);
 void xsb_lane_close(struct xsb_lane *l, const struct xsb_backend *be);
 /* Submit every op of @t in order; does not wait. */
 int xsb_lane_submit(struct xsb_lane *l, const struct xsb_backend *be, const struct xsb_task *t);
@@ -164,6 +186,7 @@ struct xsb_sample {
 	int lane;
 	int task;
 	bool high;
+	enum xsb_tier tier;
 	int64_t start, end; /* CLOCK_MONOTONIC ns */
 	int64_t extra;      /* scenario-defined (preempt: submit-to-completion ns) */
 };
@@ -181,6 +204,10 @@ struct xsb_stats {
 	double p50, p99, max, mean;
 };
 void xsb_stats_of(const double *v, size_t n, struct xsb_stats *st);
+const char *xsb_tier_name(enum xsb_tier t);
+
+/* CPU time of the process (user + system, every thread) in ns. */
+int64_t xsb_cpu_ns(void);
 
 /* Global output settings (main.c). */
 struct xsb_out {
@@ -195,9 +222,10 @@ void xsb_json_sample(const char *scenario, const char *config, const char *mode,
 		     const struct xsb_sample *x, int64_t t0, double latency_ms);
 void xsb_json_raw(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Progress line on stderr (only on a TTY, without --quiet) and the stall watchdog: when no
- * task completes for stall_s seconds, it calls @on_stall once per run (from its own
- * thread) and, if the run stays stuck for as long again, exits with status 3. */
+/* Progress on stderr without --quiet: on a terminal a line redrawn 4 times a second; else
+ * a plain line for a run that has gone on for 10 s, then every 10 s. The stall watchdog:
+ * when no task completes for stall_s seconds, it calls @on_stall once per run (from its
+ * own thread) and, if the run stays stuck for as long again, exits with status 3. */
 void xsb_progress_begin(const char *label, long total, double duration_s);
 void xsb_progress_add(long n);
 void xsb_progress_end(void);
@@ -231,7 +259,10 @@ struct xsb_opts {
 	int threads; /* 0 = scenario default */
 	bool quick;
 	int large_batch;
-	double rate;                  /* two-models request rate */
+	double rate; /* two-models request rate */
+	int lows[8]; /* serve and corun: numbers of low lanes (--lows) */
+	int nlows;
+	const char *shapes;           /* corun: comma-separated shapes (--shapes), or NULL */
 	struct xsb_launch_cfg cfg[4]; /* per level */
 	bool cfg_set[4];
 	uint64_t seed;
@@ -247,6 +278,9 @@ int xsb_scenario_systematic(struct xsb_ctx *c);
 int xsb_scenario_latency(struct xsb_ctx *c);
 int xsb_scenario_two_models(struct xsb_ctx *c);
 int xsb_scenario_serve(struct xsb_ctx *c);
+int xsb_scenario_corun(struct xsb_ctx *c);
+/* The corun shapes, for --help and checking --shapes; NULL after the last. */
+const char *xsb_corun_shape_name(size_t i);
 int xsb_scenario_preempt(struct xsb_ctx *c);
 int xsb_scenario_overhead(struct xsb_ctx *c);
 int xsb_scenario_tune(struct xsb_ctx *c);
@@ -261,6 +295,8 @@ void xsb_resnet18(struct xsb_task *t, int batch);
 void xsb_resnet50(struct xsb_task *t, int batch);
 void xsb_task_free(struct xsb_task *t);
 void xsb_task_gemms(struct xsb_task *t, int count, int m, int n, int k);
+/* Append @count streaming kernels of XSB_STREAM_FLOATS. */
+void xsb_task_streams(struct xsb_task *t, int count);
 void xsb_task_push(struct xsb_task *t, const struct xsb_op *op);
 
 #endif

@@ -4,7 +4,9 @@
  *   [-1, 1)); each lane owns one cuBLAS handle, bound to its stream. In xsched modes the
  *   op runs inside the launch callback, on the library's launcher thread of that lane's
  *   XQueue, which is then the handle's only user.
- * - SPIN and STAMP ops are the benchmark's own kernels (kernels.cu).
+ * - SPIN, STAMP and STREAM ops are the benchmark's own kernels (kernels.cu). A lane that
+ *   submits kernel commands makes each STREAM op a HwCommandCreateKernel() command of
+ *   that kernel (arguments copied at creation) instead of a launch callback.
  * - Streams are non-blocking; with hardware priority they get the device's greatest or
  *   least priority (cudaDeviceGetStreamPriorityRange). The device is set to block on
  *   synchronization, so that 16 waiting application threads and the library's threads
@@ -28,6 +30,9 @@ int xsb_k_spin(void *stream, uint64_t ns, unsigned grid, unsigned block);
 int xsb_k_stamp(void *stream, uint64_t *out);
 int xsb_k_calib(void *stream, uint32_t *flag, uint64_t *out);
 int xsb_k_fill(void *stream, float *p, size_t n, uint32_t seed);
+int xsb_k_stream(void *stream, const float *in, float *out, size_t n);
+void xsb_k_stream_shape(size_t n, unsigned *grid, unsigned *block, unsigned *n4);
+const void *xsb_k_stream_func(void);
 
 #define XSB_CK(call)                                                                               \
 	do {                                                                                       \
@@ -90,6 +95,17 @@ static void xsb__cu_lane_free(struct xsb__cu_lane *c)
 	free(c);
 }
 
+/* The stream priority of hardware priority class @cls: 1 the least, 3 the greatest, 2 the
+ * middle of the device's range. */
+static int xsb__cu_prio(int cls)
+{
+	if (cls >= 3)
+		return xsb__cu.prio_greatest;
+	if (cls == 2)
+		return (xsb__cu.prio_least + xsb__cu.prio_greatest) / 2;
+	return xsb__cu.prio_least;
+}
+
 static int xsb__cu_lane_create(struct xsb_lane *l, const struct xsb_sizes *sz)
 {
 	struct xsb__cu_lane *c = calloc(1, sizeof(*c));
@@ -99,8 +115,7 @@ static int xsb__cu_lane_create(struct xsb_lane *l, const struct xsb_sizes *sz)
 	cudaError_t e;
 	if (l->prio_class)
 		e = cudaStreamCreateWithPriority(&c->s, cudaStreamNonBlocking,
-						 l->prio_class > 0 ? xsb__cu.prio_greatest
-								   : xsb__cu.prio_least);
+						 xsb__cu_prio(l->prio_class));
 	else
 		e = cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking);
 	if (e != cudaSuccess) {
@@ -167,8 +182,27 @@ static int xsb__cu_op(struct xsb_lane *l, cudaStream_t s, const struct xsb_op *o
 	case XSB_OP_STAMP:
 		XSB_CK((cudaError_t)xsb_k_stamp(s, &xsb__cu.stamps_dev[op->slot]));
 		return 0;
+	case XSB_OP_STREAM:
+		XSB_CK((cudaError_t)xsb_k_stream(s, c->a, c->c, (size_t)op->n));
+		return 0;
 	}
 	return -1;
+}
+
+/* A STREAM op as a kernel command; other ops have none here (they go as callbacks). */
+static XResult xsb__cu_kernel_cmd(struct xsb_lane *l, struct xsb_cbslot *slot, HwCommandHandle *cmd)
+{
+	struct xsb__cu_lane *c = l->priv;
+	if (slot->op->kind != XSB_OP_STREAM)
+		return kXSchedErrorNotSupported;
+	unsigned grid, block, n4;
+	xsb_k_stream_shape((size_t)slot->op->n, &grid, &block, &n4);
+	const float *in = c->a;
+	float *out = c->c;
+	void *args[3] = {&in, &out, &n4};
+	size_t sizes[3] = {sizeof(in), sizeof(out), sizeof(n4)};
+	return HwCommandCreateKernel(cmd, xsb_k_stream_func(), (XDim3){grid, 1, 1},
+				     (XDim3){block, 1, 1}, 0, args, sizes, 3);
 }
 
 static int xsb__cu_launch(struct xsb_lane *l, const struct xsb_op *op)
@@ -342,6 +376,7 @@ int xsb_cuda_backend(struct xsb_backend *be, char *why, size_t whylen)
 	be->lane_destroy = xsb__cu_lane_destroy;
 	be->launch = xsb__cu_launch;
 	be->launch_cb = xsb__cu_launch_cb;
+	be->kernel_cmd = xsb__cu_kernel_cmd;
 	be->sync = xsb__cu_sync;
 	be->hwq_create = xsb__cu_hwq_create;
 	be->stamp_read = xsb__cu_stamp_read;

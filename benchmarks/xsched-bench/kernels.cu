@@ -42,6 +42,18 @@ __global__ void xsb_calib_kernel(volatile uint32_t *flag, volatile uint64_t *out
 	__threadfence_system();
 }
 
+/* Memory-bound: out[i] = 2 * in[i] + 1 over @n4 float4s, one float4 per thread, so that
+ * the kernel moves 32 bytes per thread and computes next to nothing. */
+__global__ void xsb_stream_kernel(const float4 *in, float4 *out, unsigned n4)
+{
+	unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n4) {
+		float4 v = in[i];
+		out[i] = make_float4(2.0f * v.x + 1.0f, 2.0f * v.y + 1.0f, 2.0f * v.z + 1.0f,
+				     2.0f * v.w + 1.0f);
+	}
+}
+
 /* Fills @p with values in [-1, 1) from a hash of the index: GEMMs never run on zeros. */
 __global__ void xsb_fill_kernel(float *p, size_t n, uint32_t seed)
 {
@@ -61,6 +73,29 @@ extern "C" int xsb_k_spin(void *stream, uint64_t ns, unsigned grid, unsigned blo
 {
 	xsb_spin_kernel<<<grid, block, 0, (cudaStream_t)stream>>>(ns);
 	return (int)cudaGetLastError();
+}
+
+/* The streaming kernel's launch shape for @n floats (a multiple of 4). */
+extern "C" void xsb_k_stream_shape(size_t n, unsigned *grid, unsigned *block, unsigned *n4)
+{
+	*n4 = (unsigned)(n / 4);
+	*block = 256;
+	*grid = (*n4 + 255) / 256;
+}
+
+extern "C" int xsb_k_stream(void *stream, const float *in, float *out, size_t n)
+{
+	unsigned grid, block, n4;
+	xsb_k_stream_shape(n, &grid, &block, &n4);
+	xsb_stream_kernel<<<grid, block, 0, (cudaStream_t)stream>>>((const float4 *)in,
+								    (float4 *)out, n4);
+	return (int)cudaGetLastError();
+}
+
+/* The streaming kernel's host-side handle, for HwCommandCreateKernel(). */
+extern "C" const void *xsb_k_stream_func(void)
+{
+	return (const void *)xsb_stream_kernel;
 }
 
 extern "C" int xsb_k_stamp(void *stream, uint64_t *out)

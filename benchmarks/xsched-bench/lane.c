@@ -2,8 +2,10 @@
  *
  * Native modes: the application thread enqueues each op on its own stream and waits on
  * the stream. Xsched modes: each op becomes a launch callback command submitted to the
- * lane's XQueue; the library calls it (on its launcher thread) with the stream when the
- * scheduler lets the queue run; the thread waits on the task's last command.
+ * lane's XQueue; the library calls it with the stream when the scheduler lets the queue
+ * run; the thread waits on the task's last command. A lane that submits kernel commands
+ * (XSB_SUBMIT_KERNEL) makes its streaming kernels kernel commands instead (the backend's
+ * kernel_cmd), so that lanes of both kinds can share a device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +34,17 @@ const struct xsb_mode *xsb_mode_find(const char *name)
 }
 
 int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct xsb_mode *m,
-		  int id, bool high, const struct xsb_sizes *s, const struct xsb_launch_cfg *cfg)
+		  int id, enum xsb_tier tier, enum xsb_submit submit, const struct xsb_sizes *s,
+		  const struct xsb_launch_cfg *cfg)
 {
 	memset(l, 0, sizeof(*l));
 	l->id = id;
-	l->high = high;
+	l->tier = tier;
+	l->high = tier == XSB_TIER_HIGH;
+	l->submit = submit;
 	l->be = be;
 	l->mode = m;
-	l->prio_class = m->hwprio ? (high ? 1 : -1) : 0;
+	l->prio_class = m->hwprio ? (int)tier + 1 : 0;
 	if (be->lane_create(l, s))
 		return -1;
 	if (!m->xsched)
@@ -55,8 +60,8 @@ int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct
 		level = kPreemptLevelBlock;
 	r = XQueueCreate(&l->xq, l->hwq, level, kQueueCreateFlagNone);
 	if (r == kXSchedSuccess)
-		r = XHintPriority(l->xq, high ? 2 : 1);
-	if (r == kXSchedSuccess && !high && cfg && m->level)
+		r = XHintPriority(l->xq, (Priority)tier + 1);
+	if (r == kXSchedSuccess && !l->high && cfg && m->level)
 		r = XQueueSetLaunchConfig(l->xq, cfg->threshold, cfg->batch);
 	if (r != kXSchedSuccess) {
 		fprintf(stderr, "xsched-bench: XQueue for lane %d (level %d): error %d\n", id,
@@ -120,7 +125,11 @@ int xsb_lane_submit(struct xsb_lane *l, const struct xsb_backend *be, const stru
 		l->slots[i].op = &t->ops[i];
 		l->slots[i].last = i + 1 == t->n;
 		HwCommandHandle cmd;
-		XResult r = HwCommandCreateCallback(&cmd, xsb__cb, &l->slots[i]);
+		XResult r = kXSchedErrorNotSupported;
+		if (l->submit == XSB_SUBMIT_KERNEL && be->kernel_cmd)
+			r = be->kernel_cmd(l, &l->slots[i], &cmd);
+		if (r == kXSchedErrorNotSupported)
+			r = HwCommandCreateCallback(&cmd, xsb__cb, &l->slots[i]);
 		if (r == kXSchedSuccess)
 			r = XQueueSubmit(l->xq, cmd);
 		if (r != kXSchedSuccess) {

@@ -8,8 +8,8 @@
 
 #include "bench.h"
 
-static const char *const xsb__all[] = {"systematic", "latency",  "two-models", "serve",
-				       "preempt",    "overhead", "tune"};
+static const char *const xsb__all[] = {"systematic", "latency", "two-models", "serve",
+				       "corun",      "preempt", "overhead",   "tune"};
 #define XSB_NSCEN (sizeof(xsb__all) / sizeof(xsb__all[0]))
 
 static void xsb__usage(FILE *f)
@@ -20,15 +20,20 @@ static void xsb__usage(FILE *f)
 	    "Runs GPU work from several threads at two priorities, directly on streams and\n"
 	    "through libxsched, and prints per-mode latency tables.\n"
 	    "\n"
-	    "  --scenario NAME|all  systematic, latency, two-models, serve, preempt, overhead,\n"
-	    "                       tune\n"
+	    "  --scenario NAME|all  systematic, latency, two-models, serve, corun, preempt,\n"
+	    "                       overhead, tune\n"
 	    "                       (a comma-separated list is accepted; default all)\n"
 	    "  --modes LIST         comma-separated: native, native-prio, xsched (the library's\n"
 	    "                       defaults: the highest level, nothing set), xsched-lv1,\n"
 	    "                       xsched-lv2, xsched-lv3, xsched-lv1+prio, xsched-lv2+prio,\n"
 	    "                       xsched-lv3+prio (default: all; levels the hardware lacks\n"
 	    "                       are skipped with a note)\n"
-	    "  --duration S         two-models: seconds per mode (default 60; --quick: 1.5)\n"
+	    "  --duration S         seconds per mode of two-models (default 60; --quick: 1.5),\n"
+	    "                       serve and corun (6; --quick: 1)\n"
+	    "  --lows LIST          serve and corun: numbers of low lanes, comma-separated\n"
+	    "                       (serve 7,15,31; corun 7,31,127; --quick: 7 and 7,31)\n"
+	    "  --shapes LIST        corun: stream-mixed, gemm-mixed, stream-memory,\n"
+	    "                       gemm-compute (default all; --quick: the two mixed ones)\n"
 	    "  --tasks N            tasks per thread (systematic 10, latency 50, preempt 100\n"
 	    "                       samples, overhead 50)\n"
 	    "  --threads N          threads of systematic and tune (16) and latency (8, at most)\n"
@@ -42,7 +47,7 @@ static void xsb__usage(FILE *f)
 	    "  --plot DIR           write per scenario the high lane's latency CDF of every\n"
 	    "                       mode, and for serve and preempt a short timeline, as PNG\n"
 	    "                       and SVG through gnuplot (data and scripts only without it)\n"
-	    "  --quick              a short run (host backend: under a minute on 2 cores)\n"
+	    "  --quick              a short run (host backend: about 75 s on 2 cores)\n"
 	    "  --quiet              no progress line\n"
 	    "  --seed N             random seed of think times (default 1)\n"
 	    "  --stall S            abort when no task completes for S seconds (default 60)\n"
@@ -97,6 +102,43 @@ static int xsb__parse_modes(struct xsb_opts *o, const char *arg)
 	return ret;
 }
 
+static int xsb__parse_lows(struct xsb_opts *o, const char *arg)
+{
+	o->nlows = 0;
+	for (const char *p = arg; *p;) {
+		char *end;
+		long n = strtol(p, &end, 10);
+		if (end == p || n < 1 || n > 255 || (*end && *end != ',') ||
+		    o->nlows >= (int)(sizeof(o->lows) / sizeof(o->lows[0]))) {
+			fprintf(stderr, "xsched-bench: --lows wants up to 8 numbers 1..255, "
+					"comma-separated\n");
+			return -1;
+		}
+		o->lows[o->nlows++] = (int)n;
+		p = *end ? end + 1 : end;
+	}
+	return o->nlows ? 0 : -1;
+}
+
+static int xsb__check_shapes(const char *arg)
+{
+	char *dup = strdup(arg);
+	if (!dup)
+		return -1;
+	int ret = 0;
+	for (char *save = NULL, *tok = strtok_r(dup, ",", &save); tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		ret = -1;
+		for (size_t i = 0; xsb_corun_shape_name(i); i++)
+			if (!strcmp(tok, xsb_corun_shape_name(i)))
+				ret = 0;
+		if (ret)
+			fprintf(stderr, "xsched-bench: unknown corun shape '%s'\n", tok);
+	}
+	free(dup);
+	return ret;
+}
+
 static bool xsb__scenario_selected(const char *list, const char *name)
 {
 	if (!strcmp(list, "all"))
@@ -138,7 +180,9 @@ int main(int argc, char **argv)
 		O_RATE,
 		O_SEED,
 		O_STALL,
-		O_PLOT
+		O_PLOT,
+		O_LOWS,
+		O_SHAPES
 	};
 	static const struct option lo[] = {
 	    {"scenario", required_argument, NULL, O_SCEN},
@@ -157,6 +201,8 @@ int main(int argc, char **argv)
 	    {"seed", required_argument, NULL, O_SEED},
 	    {"stall", required_argument, NULL, O_STALL},
 	    {"plot", required_argument, NULL, O_PLOT},
+	    {"lows", required_argument, NULL, O_LOWS},
+	    {"shapes", required_argument, NULL, O_SHAPES},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -229,6 +275,15 @@ int main(int argc, char **argv)
 			break;
 		case O_PLOT:
 			plot = optarg;
+			break;
+		case O_LOWS:
+			if (xsb__parse_lows(&o, optarg))
+				return 2;
+			break;
+		case O_SHAPES:
+			if (xsb__check_shapes(optarg))
+				return 2;
+			o.shapes = optarg;
 			break;
 		case O_HELP:
 		case 'h':
@@ -306,7 +361,9 @@ int main(int argc, char **argv)
 	if (be.modeled) {
 		printf(
 		    "backend: host. NO GPU IS USED: every figure below comes from a model of a GPU "
-		    "run on the CPU, not from a GPU.\n");
+		    "run on the CPU, not from a GPU.\n"
+		    "targets: not judged on this backend: a model cannot judge GPU "
+		    "targets; their figures are printed for reference.\n");
 		if (fallback)
 			printf("  (no GPU backend: %s)\n", fallback);
 	} else {
@@ -338,8 +395,8 @@ int main(int argc, char **argv)
 	int64_t t0 = xsb_now_ns();
 	static int (*const fns[XSB_NSCEN])(struct xsb_ctx *) = {
 	    xsb_scenario_systematic, xsb_scenario_latency, xsb_scenario_two_models,
-	    xsb_scenario_serve,      xsb_scenario_preempt, xsb_scenario_overhead,
-	    xsb_scenario_tune};
+	    xsb_scenario_serve,      xsb_scenario_corun,   xsb_scenario_preempt,
+	    xsb_scenario_overhead,   xsb_scenario_tune};
 	for (size_t i = 0; i < XSB_NSCEN; i++) {
 		if (!xsb__scenario_selected(o.scenario, xsb__all[i]))
 			continue;

@@ -34,10 +34,24 @@ void xsb_task_gemms(struct xsb_task *t, int count, int m, int n, int k)
 		xsb_task_push(t, &op);
 }
 
+void xsb_task_streams(struct xsb_task *t, int count)
+{
+	struct xsb_op op = {.kind = XSB_OP_STREAM, .n = XSB_STREAM_FLOATS};
+	for (int i = 0; i < count; i++)
+		xsb_task_push(t, &op);
+}
+
 void xsb_task_sizes(const struct xsb_task *t, struct xsb_sizes *s)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const struct xsb_op *op = &t->ops[i];
+		if (op->kind == XSB_OP_STREAM) {
+			if ((size_t)op->n > s->a)
+				s->a = (size_t)op->n;
+			if ((size_t)op->n > s->c)
+				s->c = (size_t)op->n;
+			continue;
+		}
 		if (op->kind != XSB_OP_GEMM)
 			continue;
 		size_t a = (size_t)op->m * (size_t)op->k, b = (size_t)op->k * (size_t)op->n,

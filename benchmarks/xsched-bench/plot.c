@@ -42,7 +42,7 @@ struct xsb__group {
 
 static struct {
 	char dir[512];
-	char caption[512]; /* device and date */
+	char caption[1024]; /* device and date: small-font lines for a title (xsb__caption) */
 	bool on;
 	bool gnuplot;
 	struct xsb__group *g;
@@ -67,6 +67,32 @@ static bool xsb__on_path(const char *prog)
 	return false;
 }
 
+/* Set the caption from @text: lines of at most XSB__CAPTION_COLS characters, broken at
+ * spaces, each in the small font, joined by gnuplot's "\n", so that no title is cut off at
+ * the image's edge. */
+#define XSB__CAPTION_COLS 100
+static void xsb__caption(const char *text)
+{
+	char *out = xsb__plot.caption;
+	size_t cap = sizeof(xsb__plot.caption), len = 0;
+	const char *p = text;
+	while (*p && len + 16 < cap) {
+		size_t n = strlen(p);
+		if (n > XSB__CAPTION_COLS) {
+			n = XSB__CAPTION_COLS;
+			while (n > 20 && p[n] != ' ')
+				n--;
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%s{/*0.8 %.*s}", len ? "\\n" : "",
+					(int)n, p);
+		if (len >= cap)
+			len = cap - 1;
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+}
+
 int xsb_plot_init(const char *dir, const char *device, const char *date, bool modeled)
 {
 	if (strlen(dir) >= sizeof(xsb__plot.dir) - 64) {
@@ -79,8 +105,10 @@ int xsb_plot_init(const char *dir, const char *device, const char *date, bool mo
 		return -1;
 	}
 	snprintf(xsb__plot.dir, sizeof(xsb__plot.dir), "%s", dir);
-	snprintf(xsb__plot.caption, sizeof(xsb__plot.caption), "%s%s, %s",
-		 modeled ? "NO GPU, figures of a model: " : "", device, date);
+	char text[512];
+	snprintf(text, sizeof(text), "%s%s, %s", modeled ? "NO GPU, figures of a model: " : "",
+		 device, date);
+	xsb__caption(text);
 	xsb__plot.on = true;
 	xsb__plot.gnuplot = xsb__on_path("gnuplot");
 	if (xsb__plot.gnuplot)
@@ -296,7 +324,7 @@ static void xsb__write_cdf(const struct xsb__group *g, const char *base)
 	for (int png = 1; png >= 0; png--) {
 		xsb__gp_output(f, base, "cdf", 900, 560, png);
 		fprintf(f,
-			"set title \"%s %s: high-priority %s, CDF per mode\\n{/*0.8 %s}\"\n"
+			"set title \"%s %s: high-priority %s, CDF per mode\\n%s\"\n"
 			"set xlabel '%s (ms, log scale)'\nset ylabel 'fraction of samples'\n"
 			"set logscale x\nset yrange [0:1.02]\nset grid\nset key bottom right\n"
 			"plot ",
@@ -393,7 +421,7 @@ static void xsb__write_timeline(const struct xsb__group *g, const char *base)
 		fprintf(f,
 			"set multiplot layout %d,1 title \"%s %s: each mode around its p99 high %s "
 			"(time 0 = its %s)\\nbars: tasks from submit to observed completion%s"
-			"\\n{/*0.8 %s}\"\n"
+			"\\n%s\"\n"
 			"set xlabel 'ms'\nset ylabel 'lane (0 = high)'\n"
 			"set grid x\nset key outside right\nunset arrow\n"
 			"set arrow 1 from 0, graph 0 to 0, graph 1 nohead dt 2\n",

@@ -4,12 +4,13 @@
  * thread per lane. Lanes 0 .. nhigh-1 are high priority, the rest low. A run goes:
  * open the lanes (in lane order, so streams map to connections the same way in every
  * mode), each thread runs one untimed warm-up task, all meet at a barrier, the clock
- * starts, and each thread runs its loop:
+ * starts, and each thread runs its loop (lanes nhigh .. nhigh+nmid-1 are of the middle
+ * tier, corun only; they loop as high lanes do in open loops):
  * - closed loop (systematic, latency, overhead, tune): a high lane runs its tasks back to
  *   back (after an optional random think time); a low lane runs at least as many and
  *   goes on until every high lane is done, so no high task runs without contention;
- * - open loop (two-models, serve): the high lane's requests arrive at a fixed rate
- *   (two-models) or at random, exponential gaps (serve: Poisson arrivals), and a
+ * - open loop (two-models, serve, corun): the high lane's requests arrive at a fixed rate
+ *   (two-models) or at random, exponential gaps (serve, corun: Poisson arrivals), and a
  *   request's latency counts from its arrival; the low lanes run back to back until the
  *   duration is over;
  * - preempt: low lanes keep the device full with spin kernels; the high lane submits a
@@ -17,6 +18,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +35,18 @@ struct xsb__run {
 	const struct xsb_launch_cfg *cfg; /* for low lanes; NULL = library default */
 	enum xsb__body body;
 	int nlanes, nhigh;
+	int nmid; /* lanes of the middle tier, after the high ones (open loop only) */
 	const struct xsb_task *task_high, *task_low;
+	/* Optional, per lane: its task (else task_high or task_low) and how it submits (else
+	 * callbacks). */
+	const struct xsb_task *const *lane_task;
+	const enum xsb_submit *lane_submit;
 	int ntasks;        /* closed: tasks per high lane (and at least per low lane) */
 	int ntasks_low;    /* closed: if > 0, the least a low lane runs instead */
 	double think_ms;   /* closed: high lanes think U(0, think_ms) before each task */
 	double duration_s; /* open */
 	double rate;       /* open: high requests per second */
+	double rate_mid;   /* open: mid-tier requests per second */
 	bool poisson;      /* open: exponential gaps of mean 1/rate instead of fixed ones */
 	int nsamples;      /* preempt */
 	int64_t spin_ns;   /* preempt */
@@ -46,6 +54,7 @@ struct xsb__run {
 	struct xsb_samples *smp;
 	pthread_barrier_t bar;
 	int64_t t0;
+	double cpu_cores; /* the process's CPU time over wall time, start to last thread */
 	atomic_int highs_left;
 	atomic_bool stop;
 	atomic_int err;
@@ -68,6 +77,7 @@ struct xsb__row {
 	struct xsb_stats st;
 	double thr; /* low tasks per second (low rows) */
 	double total_s;
+	double cpu;     /* cores busy over the run (the process's CPU time / wall time) */
 	char note[200]; /* a skipped mode says why */
 	bool skipped;
 };
@@ -79,6 +89,11 @@ struct xsb__table {
 
 /* ---- threads --------------------------------------------------------------------------- */
 
+static enum xsb_tier xsb__tier(const struct xsb__run *r, int i)
+{
+	return i < r->nhigh ? XSB_TIER_HIGH : i < r->nhigh + r->nmid ? XSB_TIER_MID : XSB_TIER_LOW;
+}
+
 static void xsb__record(struct xsb__run *r, int i, int task, int64_t start, int64_t end,
 			int64_t extra)
 {
@@ -86,6 +101,7 @@ static void xsb__record(struct xsb__run *r, int i, int task, int64_t start, int6
 	struct xsb_sample x = {.lane = i,
 			       .task = task,
 			       .high = r->lanes[i].high,
+			       .tier = r->lanes[i].tier,
 			       .start = start,
 			       .end = end,
 			       .extra = extra};
@@ -130,13 +146,13 @@ static void xsb__open(struct xsb__run *r, int i, struct xsb_lane *l, const struc
 	const struct xsb_backend *be = r->c->be;
 	int64_t end = r->t0 + (int64_t)(r->duration_s * 1e9);
 	double next_s = 0; /* serve: the next arrival, in s after t0 */
+	double rate = l->high ? r->rate : r->rate_mid;
 	for (int k = 0; !atomic_load(&r->stop); k++) {
 		int64_t arrival;
-		if (l->high) {
+		if (l->tier != XSB_TIER_LOW) {
 			if (r->poisson)
-				next_s += -log(1.0 - xsb_rand01(rng)) / r->rate;
-			arrival =
-			    r->t0 + (int64_t)((r->poisson ? next_s : (double)k / r->rate) * 1e9);
+				next_s += -log(1.0 - xsb_rand01(rng)) / rate;
+			arrival = r->t0 + (int64_t)((r->poisson ? next_s : (double)k / rate) * 1e9);
 			if (arrival >= end)
 				break;
 			xsb_sleep_until(arrival);
@@ -204,7 +220,9 @@ static void *xsb__thread(void *arg)
 	int i = a->i;
 	struct xsb_lane *l = &r->lanes[i];
 	const struct xsb_backend *be = r->c->be;
-	const struct xsb_task *t = l->high ? r->task_high : r->task_low;
+	const struct xsb_task *t = r->lane_task ? r->lane_task[i]
+				   : l->high    ? r->task_high
+						: r->task_low;
 	struct xsb_rng rng = {r->c->o->seed * 1000003u + (uint64_t)i};
 
 	if (be->thread_init() || xsb_lane_run(l, be, t)) /* the run-up: one untimed task */
@@ -233,19 +251,24 @@ static void *xsb__thread(void *arg)
 static int xsb__run(struct xsb__run *r)
 {
 	const struct xsb_backend *be = r->c->be;
-	struct xsb_sizes sz = {0, 0, 0};
-	xsb_task_sizes(r->task_high, &sz);
+	struct xsb_sizes common = {0, 0, 0};
+	xsb_task_sizes(r->task_high, &common);
 	if (r->task_low)
-		xsb_task_sizes(r->task_low, &sz);
+		xsb_task_sizes(r->task_low, &common);
 	r->lanes = calloc((size_t)r->nlanes, sizeof(*r->lanes));
 	r->smp = calloc((size_t)r->nlanes, sizeof(*r->smp));
 	if (!r->lanes || !r->smp)
 		xsb_die("out of memory for lanes");
 	int opened = 0;
-	for (; opened < r->nlanes; opened++)
-		if (xsb_lane_open(&r->lanes[opened], be, r->mode, opened, opened < r->nhigh, &sz,
-				  r->cfg))
+	for (; opened < r->nlanes; opened++) {
+		struct xsb_sizes own = {0, 0, 0};
+		if (r->lane_task)
+			xsb_task_sizes(r->lane_task[opened], &own);
+		if (xsb_lane_open(&r->lanes[opened], be, r->mode, opened, xsb__tier(r, opened),
+				  r->lane_submit ? r->lane_submit[opened] : XSB_SUBMIT_CALLBACK,
+				  r->lane_task ? &own : &common, r->cfg))
 			break;
+	}
 	if (opened < r->nlanes) {
 		for (int i = 0; i < opened; i++)
 			xsb_lane_close(&r->lanes[i], be);
@@ -284,9 +307,12 @@ static int xsb__run(struct xsb__run *r)
 	pthread_mutex_unlock(&xsb__cur_lock);
 	pthread_barrier_wait(&r->bar);
 	r->t0 = xsb_now_ns();
+	int64_t cpu0 = xsb_cpu_ns();
 	pthread_barrier_wait(&r->bar);
 	for (int i = 0; i < r->nlanes; i++)
 		pthread_join(th[i], NULL);
+	int64_t wall = xsb_now_ns() - r->t0;
+	r->cpu_cores = wall > 0 ? (double)(xsb_cpu_ns() - cpu0) / (double)wall : 0;
 	xsb_progress_end();
 	pthread_mutex_lock(&xsb__cur_lock);
 	xsb__cur = NULL;
@@ -365,10 +391,11 @@ static void xsb__run_free(struct xsb__run *r)
 
 /* ---- results --------------------------------------------------------------------------- */
 
-/* Statistics of one class of @r, its low throughput and its total time; writes the
+/* Statistics of one tier of @r, its throughput (low tier) and its total time; writes the
  * samples to the JSON lines file. */
-static void xsb__collect(struct xsb__run *r, bool high, struct xsb__row *row)
+static void xsb__collect(struct xsb__run *r, enum xsb_tier tier, struct xsb__row *row)
 {
+	bool high = tier == XSB_TIER_HIGH;
 	size_t n = 0;
 	for (int i = 0; i < r->nlanes; i++)
 		n += r->smp[i].n;
@@ -382,7 +409,7 @@ static void xsb__collect(struct xsb__run *r, bool high, struct xsb__row *row)
 			const struct xsb_sample *x = &r->smp[i].v[j];
 			if (x->end > last_all)
 				last_all = x->end;
-			if (x->high != high)
+			if (x->tier != tier)
 				continue;
 			double ms = (double)(x->end - x->start) / 1e6;
 			v[m++] = ms;
@@ -393,19 +420,20 @@ static void xsb__collect(struct xsb__run *r, bool high, struct xsb__row *row)
 	}
 	memset(row, 0, sizeof(*row));
 	snprintf(row->mode, sizeof(row->mode), "%s", r->mode->name);
-	snprintf(row->cls, sizeof(row->cls), "%s", high ? "high" : "low");
+	snprintf(row->cls, sizeof(row->cls), "%s", xsb_tier_name(tier));
 	xsb_stats_of(v, m, &row->st);
 	row->total_s = (double)(last_all - r->t0) / 1e9;
-	if (!high && m && last > r->t0)
+	row->cpu = r->cpu_cores;
+	if (tier == XSB_TIER_LOW && m && last > r->t0)
 		row->thr = (double)m / ((double)(last - r->t0) / 1e9);
 	free(v);
 	if (high)
 		xsb_plot_run(r->scenario, r->config, r->mode->name, r->smp, r->nlanes, r->t0);
 	xsb_json_raw("{\"type\":\"summary\",\"scenario\":\"%s\",\"config\":\"%s\",\"mode\":\"%s\","
 		     "\"class\":\"%s\",\"n\":%zu,\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
-		     "\"mean_ms\":%.4f,\"tasks_per_s\":%.3f,\"total_s\":%.4f}",
+		     "\"mean_ms\":%.4f,\"tasks_per_s\":%.3f,\"total_s\":%.4f,\"cpu_cores\":%.3f}",
 		     r->scenario, r->config, r->mode->name, row->cls, row->st.n, row->st.p50,
-		     row->st.p99, row->st.max, row->st.mean, row->thr, row->total_s);
+		     row->st.p99, row->st.max, row->st.mean, row->thr, row->total_s, row->cpu);
 }
 
 static struct xsb__row *xsb__table_add(struct xsb__table *t)
@@ -441,12 +469,12 @@ static void xsb__print_as(const struct xsb__table *t, const struct xsb_stats *al
 			  const char *alone_label, bool ratios)
 {
 	const struct xsb__row *nat = xsb__find(t, "native", "low");
-	printf("  %-18s %-5s %6s %9s %9s %9s %7s %7s %8s %8s\n", "mode", "class", "n", "p50 ms",
-	       "p99 ms", "max ms", "p50/al", "p99/al", "low thr", "total s");
+	printf("  %-18s %-5s %6s %9s %9s %9s %7s %7s %8s %8s %5s\n", "mode", "class", "n", "p50 ms",
+	       "p99 ms", "max ms", "p50/al", "p99/al", "low thr", "total s", "cpu");
 	if (alone)
-		printf("  %-18s %-5s %6zu %9.3f %9.3f %9.3f %7s %7s %8s %8s\n", alone_label, "high",
-		       alone->n, alone->p50, alone->p99, alone->max, ratios ? "1.00" : "-",
-		       ratios ? "1.00" : "-", "-", "-");
+		printf("  %-18s %-5s %6zu %9.3f %9.3f %9.3f %7s %7s %8s %8s %5s\n", alone_label,
+		       "high", alone->n, alone->p50, alone->p99, alone->max, ratios ? "1.00" : "-",
+		       ratios ? "1.00" : "-", "-", "-", "-");
 	for (int i = 0; i < t->n; i++) {
 		const struct xsb__row *r = &t->rows[i];
 		if (r->skipped) {
@@ -460,8 +488,9 @@ static void xsb__print_as(const struct xsb__table *t, const struct xsb_stats *al
 		}
 		if (!strcmp(r->cls, "low") && nat && nat->thr > 0)
 			snprintf(thr, sizeof(thr), "%.3f", r->thr / nat->thr);
-		printf("  %-18s %-5s %6zu %9.3f %9.3f %9.3f %7s %7s %8s %8.2f\n", r->mode, r->cls,
-		       r->st.n, r->st.p50, r->st.p99, r->st.max, p50r, p99r, thr, r->total_s);
+		printf("  %-18s %-5s %6zu %9.3f %9.3f %9.3f %7s %7s %8s %8.2f %5.2f\n", r->mode,
+		       r->cls, r->st.n, r->st.p50, r->st.p99, r->st.max, p50r, p99r, thr,
+		       r->total_s, r->cpu);
 	}
 }
 
@@ -470,14 +499,66 @@ static void xsb__print(const struct xsb__table *t, const struct xsb_stats *alone
 	xsb__print_as(t, alone, "alone", true);
 }
 
-/* Verdicts on the targets: high p99 <= 1.3x alone, and (when @thr_target) low throughput
- * >= 90% of native. */
-static void xsb__verdicts(const char *what, const struct xsb__table *t,
-			  const struct xsb_stats *alone, bool thr_target)
+/* The word a target line gives a row: baselines are references, "(ref)"; on a modeled
+ * backend nothing is judged ("(model)"); the library's default row ("xsched") is the one
+ * the targets are for, MET or MISSED; other xsched rows say "(within)" or "(over)". */
+static const char *xsb__verdict(const struct xsb_ctx *c, const char *mode, bool ok)
+{
+	if (strncmp(mode, "xsched", 6))
+		return "(ref)";
+	if (c->be->modeled)
+		return "(model)";
+	if (!strcmp(mode, "xsched"))
+		return ok ? "MET" : "MISSED";
+	return ok ? "(within)" : "(over)";
+}
+
+/* The JSON value of a verdict: null where the backend cannot judge. */
+static const char *xsb__met_json(const struct xsb_ctx *c, bool ok)
+{
+	return c->be->modeled ? "null" : ok ? "true" : "false";
+}
+
+/* The line before a scenario's target lines (the header says once that a modeled backend
+ * judges nothing). */
+static void xsb__targets_head(const struct xsb_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void xsb__targets_head(const struct xsb_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("  targets: ");
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("%s\n", c->be->modeled ? " (not judged on the host model)" : "");
+}
+
+/* The CPU part of a target line: cores busy against the native row's + 0.25. Sets *ok. */
+static void xsb__cpu_part(char *buf, size_t len, const struct xsb_ctx *c, const char *mode,
+			  double cpu, const struct xsb__row *nat, bool *ok)
+{
+	*ok = !nat || cpu <= nat->cpu + 0.25;
+	if (!nat || strncmp(mode, "xsched", 6))
+		snprintf(buf, len, "cpu %.2f cores", cpu);
+	else if (c->be->modeled)
+		snprintf(buf, len, "cpu %.2f cores (native %.2f)", cpu, nat->cpu);
+	else
+		snprintf(buf, len, "cpu %s %.2f cores (native %.2f)", xsb__verdict(c, mode, *ok),
+			 cpu, nat->cpu);
+}
+
+/* Verdicts on the targets: high p99 <= @max_ratio x alone and (when @min_thr > 0) low
+ * throughput >= @min_thr of native's; CPU <= native's + 0.25 cores. */
+static void xsb__verdicts(const struct xsb_ctx *c, const char *what, const struct xsb__table *t,
+			  const struct xsb_stats *alone, double max_ratio, double min_thr)
 {
 	const struct xsb__row *nat = xsb__find(t, "native", "low");
-	printf("  targets (%s): high p99 <= 1.3x alone%s\n", what,
-	       thr_target ? ", low throughput >= 0.90 of native" : "");
+	char thr_text[64] = "";
+	if (min_thr > 0)
+		snprintf(thr_text, sizeof(thr_text), " at >= %.2f of native low throughput",
+			 min_thr);
+	xsb__targets_head(c, "%s: high p99 <= %.2fx alone%s; cpu <= native + 0.25 cores", what,
+			  max_ratio, thr_text);
 	for (int i = 0; i < t->n; i++) {
 		const struct xsb__row *h = &t->rows[i];
 		if (h->skipped || strcmp(h->cls, "high") || !alone || alone->p99 <= 0)
@@ -485,19 +566,23 @@ static void xsb__verdicts(const char *what, const struct xsb__table *t,
 		const struct xsb__row *lo = xsb__find(t, h->mode, "low");
 		double ratio = h->st.p99 / alone->p99;
 		double frac = (lo && nat && nat->thr > 0) ? lo->thr / nat->thr : -1;
-		bool ok = ratio <= 1.3 && (!thr_target || frac >= 0.90);
-		/* Baselines are references: targets are the library's. */
-		const char *v = strncmp(h->mode, "xsched", 6) ? "(ref)" : ok ? "MET" : "MISSED";
+		bool ok = ratio <= max_ratio && (min_thr <= 0 || frac >= min_thr);
+		bool cpu_ok;
+		char cpu[96];
+		xsb__cpu_part(cpu, sizeof(cpu), c, h->mode, h->cpu, xsb__find(t, "native", "high"),
+			      &cpu_ok);
 		if (frac >= 0)
-			printf("    %-18s %-6s p99 %.2fx alone, low throughput %.3f\n", h->mode, v,
-			       ratio, frac);
+			printf("    %-18s %-8s p99 %.2fx alone, low throughput %.3f; %s\n", h->mode,
+			       xsb__verdict(c, h->mode, ok), ratio, frac, cpu);
 		else
-			printf("    %-18s %-6s p99 %.2fx alone%s\n", h->mode, v, ratio,
-			       thr_target ? ", low throughput n/a (no native run)" : "");
+			printf("    %-18s %-8s p99 %.2fx alone%s; %s\n", h->mode,
+			       xsb__verdict(c, h->mode, ok), ratio,
+			       min_thr > 0 ? ", low throughput n/a (no native run)" : "", cpu);
 		xsb_json_raw(
 		    "{\"type\":\"target\",\"what\":\"%s\",\"mode\":\"%s\",\"p99_ratio\":%.4f,"
-		    "\"low_thr_frac\":%.4f,\"met\":%s}",
-		    what, h->mode, ratio, frac, ok ? "true" : "false");
+		    "\"low_thr_frac\":%.4f,\"cpu_cores\":%.3f,\"met\":%s,\"cpu_met\":%s}",
+		    what, h->mode, ratio, frac, h->cpu, xsb__met_json(c, ok),
+		    xsb__met_json(c, cpu_ok));
 	}
 }
 
@@ -556,7 +641,7 @@ static int xsb__alone(struct xsb_ctx *c, const char *scenario, const struct xsb_
 		return -1;
 	}
 	struct xsb__row row;
-	xsb__collect(&r, true, &row);
+	xsb__collect(&r, XSB_TIER_HIGH, &row);
 	*out = row.st;
 	xsb__run_free(&r);
 	return 0;
@@ -587,9 +672,9 @@ static void xsb__modes(struct xsb_ctx *c, struct xsb__run *base, struct xsb__tab
 			continue;
 		}
 		if (r.nhigh > 0)
-			xsb__collect(&r, true, xsb__table_add(tab));
+			xsb__collect(&r, XSB_TIER_HIGH, xsb__table_add(tab));
 		if (r.nlanes > r.nhigh)
-			xsb__collect(&r, false, xsb__table_add(tab));
+			xsb__collect(&r, XSB_TIER_LOW, xsb__table_add(tab));
 		xsb__run_free(&r);
 	}
 }
@@ -663,7 +748,7 @@ int xsb_scenario_systematic(struct xsb_ctx *c)
 		       base.config, threads, ntasks, t.desc);
 		xsb__print(&tab, &alone);
 		if (highs[h] == 1)
-			xsb__verdicts("systematic 1H", &tab, &alone, true);
+			xsb__verdicts(c, "systematic 1H", &tab, &alone, 1.05, 0.95);
 	}
 	xsb_task_free(&t);
 	return 0;
@@ -737,7 +822,7 @@ int xsb_scenario_two_models(struct xsb_ctx *c)
 		return -1;
 	}
 	struct xsb__row arow;
-	xsb__collect(&ar, true, &arow);
+	xsb__collect(&ar, XSB_TIER_HIGH, &arow);
 	xsb__run_free(&ar);
 	struct xsb_stats alone = arow.st;
 
@@ -757,13 +842,53 @@ int xsb_scenario_two_models(struct xsb_ctx *c)
 	       "back; %.1f s per mode, alone %.1f s; low rows: one sample per forward pass\n",
 	       small.desc, c->o->rate, large.desc, dur, alone_s);
 	xsb__print(&tab, &alone);
-	xsb__verdicts("two-models", &tab, &alone, false);
+	xsb__verdicts(c, "two-models", &tab, &alone, 1.10, 0.97);
 	xsb_task_free(&small);
 	xsb_task_free(&large);
 	return 0;
 }
 
 /* ---- serve ----------------------------------------------------------------------------- */
+
+/* The latency bound of the serve-like targets: max(1.5 x alone p99, @floor_ms). */
+static double xsb__serve_bound(const struct xsb_stats *alone, double floor_ms)
+{
+	return 1.5 * alone->p99 > floor_ms ? 1.5 * alone->p99 : floor_ms;
+}
+
+/* Target lines of a serve-like table: high p99 <= max(1.5 x alone, floor) at >= 0.90 of
+ * native low throughput; CPU <= native + 0.25 cores. */
+static void xsb__serve_verdicts(const struct xsb_ctx *c, const char *config,
+				const struct xsb__table *tab, const struct xsb_stats *alone,
+				double floor_ms)
+{
+	double bound = xsb__serve_bound(alone, floor_ms);
+	const struct xsb__row *nat = xsb__find(tab, "native", "low");
+	xsb__targets_head(c,
+			  "high p99 <= max(1.5 x alone p99, floor) = %.3f ms at >= 0.90 of native "
+			  "low throughput; cpu <= native + 0.25 cores",
+			  bound);
+	for (int i = 0; i < tab->n; i++) {
+		const struct xsb__row *h = &tab->rows[i];
+		if (h->skipped || strcmp(h->cls, "high"))
+			continue;
+		const struct xsb__row *lo = xsb__find(tab, h->mode, "low");
+		double frac = lo && nat && nat->thr > 0 ? lo->thr / nat->thr : -1;
+		bool ok = h->st.p99 <= bound && frac >= 0.90, cpu_ok;
+		char cpu[96];
+		xsb__cpu_part(cpu, sizeof(cpu), c, h->mode, h->cpu,
+			      xsb__find(tab, "native", "high"), &cpu_ok);
+		printf("    %-18s %-8s p99 %.3f ms (%.2fx alone, %.2fx floor), low throughput "
+		       "%.3f; %s\n",
+		       h->mode, xsb__verdict(c, h->mode, ok), h->st.p99, h->st.p99 / alone->p99,
+		       h->st.p99 / floor_ms, frac, cpu);
+		xsb_json_raw("{\"type\":\"target\",\"what\":\"serve %s\",\"mode\":\"%s\","
+			     "\"p99_ms\":%.4f,\"bound_ms\":%.4f,\"floor_ms\":%.4f,"
+			     "\"low_thr_frac\":%.4f,\"cpu_cores\":%.3f,\"met\":%s,\"cpu_met\":%s}",
+			     config, h->mode, h->st.p99, bound, floor_ms, frac, h->cpu,
+			     xsb__met_json(c, ok), xsb__met_json(c, cpu_ok));
+	}
+}
 
 /* Whether @m is one of serve's default modes: the baselines, the library's defaults and
  * the explicit levels, without the "+prio" combinations (--modes can ask for them). */
@@ -780,9 +905,9 @@ int xsb_scenario_serve(struct xsb_ctx *c)
 	snprintf(req.desc, sizeof(req.desc), "20 x SGEMM 1024^3");
 	static const int lows_full[3] = {7, 15, 31}, lows_quick[1] = {7};
 	static const int sizes_full[2] = {2048, 4096}, sizes_quick[1] = {4096};
-	const int *lows = c->o->quick ? lows_quick : lows_full;
+	const int *lows = c->o->nlows ? c->o->lows : c->o->quick ? lows_quick : lows_full;
 	const int *sizes = c->o->quick ? sizes_quick : sizes_full;
-	int nl = c->o->quick ? 1 : 3, ns = c->o->quick ? 1 : 2;
+	int nl = c->o->nlows ? c->o->nlows : c->o->quick ? 1 : 3, ns = c->o->quick ? 1 : 2;
 	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 1.0 : 6.0);
 	double rate = 40.0; /* requests per second: mean gap 25 ms */
 
@@ -804,7 +929,7 @@ int xsb_scenario_serve(struct xsb_ctx *c)
 		return -1;
 	}
 	struct xsb__row arow;
-	xsb__collect(&ar, true, &arow);
+	xsb__collect(&ar, XSB_TIER_HIGH, &arow);
 	xsb__run_free(&ar);
 	struct xsb_stats alone = arow.st;
 	printf("\nserve: high = %s, Poisson arrivals at %.0f/s, latency from arrival; alone p50 "
@@ -821,7 +946,6 @@ int xsb_scenario_serve(struct xsb_ctx *c)
 			continue;
 		}
 		double floor_ms = alone.p99 + kst.p50;
-		double bound = 2 * alone.p99 > floor_ms ? 2 * alone.p99 : floor_ms;
 		for (int li = 0; li < nl; li++) {
 			struct xsb__run base = {.c = c,
 						.scenario = "serve",
@@ -850,33 +974,7 @@ int xsb_scenario_serve(struct xsb_ctx *c)
 			    "back; %.1f s per mode; floor = alone p99 + one low kernel = %.3f ms\n",
 			    base.config, lows[li], low.desc, kst.p50, dur, floor_ms);
 			xsb__print(&tab, &alone);
-			const struct xsb__row *nat = xsb__find(&tab, "native", "low");
-			printf("  target: xsched default high p99 <= max(2 x alone, floor) = %.3f "
-			       "ms at "
-			       ">= 0.95 of native low throughput\n",
-			       bound);
-			for (int i = 0; i < tab.n; i++) {
-				const struct xsb__row *h = &tab.rows[i];
-				if (h->skipped || strcmp(h->cls, "high") ||
-				    strncmp(h->mode, "xsched", 6))
-					continue;
-				const struct xsb__row *lo = xsb__find(&tab, h->mode, "low");
-				double frac = lo && nat && nat->thr > 0 ? lo->thr / nat->thr : -1;
-				bool ok = h->st.p99 <= bound && frac >= 0.95;
-				bool dflt = !strcmp(h->mode, "xsched");
-				printf(
-				    "    %-18s %-9s p99 %.3f ms (%.2fx alone, %.2fx floor), low "
-				    "throughput %.3f\n",
-				    h->mode,
-				    dflt ? (ok ? "MET" : "MISSED") : (ok ? "(within)" : "(over)"),
-				    h->st.p99, h->st.p99 / alone.p99, h->st.p99 / floor_ms, frac);
-				xsb_json_raw(
-				    "{\"type\":\"target\",\"what\":\"serve %s\",\"mode\":\"%s\","
-				    "\"p99_ms\":%.4f,\"bound_ms\":%.4f,\"floor_ms\":%.4f,"
-				    "\"low_thr_frac\":%.4f,\"met\":%s}",
-				    base.config, h->mode, h->st.p99, bound, floor_ms, frac,
-				    ok ? "true" : "false");
-			}
+			xsb__serve_verdicts(c, base.config, &tab, &alone, floor_ms);
 		}
 		xsb_task_free(&low);
 	}
@@ -884,7 +982,452 @@ int xsb_scenario_serve(struct xsb_ctx *c)
 	return 0;
 }
 
+/* ---- corun ------------------------------------------------------------------------------- */
+
+/* What the low lanes of corun run, lane by lane. Each kind's share is measured against its
+ * own task time alone, so lanes of different command sizes compare. */
+enum xsb__lk { XSB_LK_SGEMM, XSB_LK_STREAM_KERN, XSB_LK_STREAM_CB, XSB_LK_MIX, XSB_LK_N };
+
+static const char *const xsb__lk_name[XSB_LK_N] = {"sgemm-cb", "stream-kern", "stream-cb", "mixed"};
+
+/* A corun shape: the high request (a chain of SGEMM 1024 launch callbacks, or a chain of
+ * streaming kernel commands) and the low lanes' work (compute-bound, memory-bound, or a
+ * mix of both and of both command kinds). */
+struct xsb__shape {
+	const char *name;
+	bool high_stream;
+	int low; /* 0 compute, 1 memory, 2 mixed */
+};
+
+static const struct xsb__shape xsb__shapes[] = {
+    {"stream-mixed", true, 2},
+    {"gemm-mixed", false, 2},
+    {"stream-memory", true, 1},
+    {"gemm-compute", false, 0},
+};
+#define XSB__NSHAPES (sizeof(xsb__shapes) / sizeof(xsb__shapes[0]))
+
+const char *xsb_corun_shape_name(size_t i)
+{
+	return i < XSB__NSHAPES ? xsb__shapes[i].name : NULL;
+}
+
+static enum xsb__lk xsb__lane_kind(const struct xsb__shape *sh, int j)
+{
+	if (sh->low == 0)
+		return XSB_LK_SGEMM;
+	if (sh->low == 1)
+		return j % 2 ? XSB_LK_STREAM_CB : XSB_LK_STREAM_KERN;
+	return (enum xsb__lk)(j % 4);
+}
+
+/* Whether @m is one of corun's default modes: the baselines, the library's defaults and
+ * Lv1 (--modes chooses others). */
+static bool xsb__corun_mode(const struct xsb_ctx *c, const struct xsb_mode *m)
+{
+	if (c->o->modes_given)
+		return true;
+	return !strcmp(m->name, "native") || !strcmp(m->name, "native-prio") ||
+	       !strcmp(m->name, "xsched") || !strcmp(m->name, "xsched-lv1");
+}
+
+/* The work of corun, made once, and what it takes alone (measured once per program run). */
+struct xsb__corun_work {
+	struct xsb_task high[2]; /* [0] SGEMM chain, [1] streaming chain */
+	struct xsb_task mid;
+	struct xsb_task low[XSB_LK_N];
+	struct xsb_task kern[2]; /* one low kernel: [0] SGEMM 2048, [1] streaming */
+	struct xsb_stats high_alone[2];
+	double low_alone_ms[XSB_LK_N];
+	double kern_ms[2];
+	bool high_done[2], low_done;
+};
+
+/* One mode's row of a corun table. */
+struct xsb__crow {
+	char mode[40];
+	bool skipped;
+	char note[200];
+	struct xsb_stats hi, mid;
+	double work;               /* low lanes' work per second, in alone device-seconds */
+	double lane_min, lane_max; /* least and greatest lane share over the lanes' mean */
+	int zero;                  /* low lanes that completed nothing */
+	double cpu;
+};
+
+static int xsb__corun_alone(struct xsb_ctx *c, struct xsb__corun_work *w, int hk, double dur,
+			    double rate)
+{
+	if (w->high_done[hk])
+		return 0;
+	struct xsb__run ar = {.c = c,
+			      .scenario = "corun",
+			      .mode = xsb_mode_find("native"),
+			      .body = XSB_OPEN,
+			      .poisson = true,
+			      .nlanes = 1,
+			      .nhigh = 1,
+			      .task_high = &w->high[hk],
+			      .task_low = &w->high[hk],
+			      .duration_s = dur,
+			      .rate = rate};
+	snprintf(ar.config, sizeof(ar.config), "%s/alone", hk ? "stream" : "gemm");
+	int ret = xsb__run(&ar);
+	if (!ret) {
+		struct xsb__row row;
+		xsb__collect(&ar, XSB_TIER_HIGH, &row);
+		w->high_alone[hk] = row.st;
+		w->high_done[hk] = true;
+	}
+	xsb__run_free(&ar);
+	return ret;
+}
+
+static int xsb__corun_low_alone(struct xsb_ctx *c, struct xsb__corun_work *w)
+{
+	if (w->low_done)
+		return 0;
+	int n = c->o->quick ? 5 : 20;
+	struct xsb_stats st;
+	for (int k = 0; k < XSB_LK_N; k++) {
+		if (k == XSB_LK_STREAM_CB) { /* the same work as stream-kern, natively */
+			w->low_alone_ms[k] = w->low_alone_ms[XSB_LK_STREAM_KERN];
+			continue;
+		}
+		if (xsb__alone(c, "corun-alone", &w->low[k], n, &st))
+			return -1;
+		w->low_alone_ms[k] = st.p50;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (xsb__alone(c, "corun-alone", &w->kern[k], n, &st))
+			return -1;
+		w->kern_ms[k] = st.p50;
+	}
+	w->low_done = true;
+	return 0;
+}
+
+/* Fill @row from run @r: the high and mid latencies, the low lanes' shares (tasks times
+ * the kind's alone time, per second of the run), the CPU. */
+static void xsb__corun_row(struct xsb__run *r, const struct xsb__corun_work *w,
+			   const struct xsb__shape *sh, struct xsb__crow *row)
+{
+	struct xsb__row tmp;
+	xsb__collect(r, XSB_TIER_HIGH, &tmp);
+	row->hi = tmp.st;
+	xsb__collect(r, XSB_TIER_MID, &tmp);
+	row->mid = tmp.st;
+	xsb__collect(r, XSB_TIER_LOW, &tmp);
+	row->cpu = r->cpu_cores;
+	int first = r->nhigh + r->nmid, nlow = r->nlanes - first;
+	int64_t last = r->t0;
+	for (int i = first; i < r->nlanes; i++)
+		for (size_t j = 0; j < r->smp[i].n; j++)
+			if (r->smp[i].v[j].end > last)
+				last = r->smp[i].v[j].end;
+	double win_s = (double)(last - r->t0) / 1e9;
+	double *share = calloc((size_t)nlow, sizeof(*share));
+	if (!share)
+		xsb_die("out of memory");
+	double sum = 0;
+	for (int i = first; i < r->nlanes; i++) {
+		enum xsb__lk k = xsb__lane_kind(sh, i - first);
+		share[i - first] =
+		    win_s > 0 ? (double)r->smp[i].n * w->low_alone_ms[k] / 1e3 / win_s : 0;
+		sum += share[i - first];
+	}
+	double mean = nlow ? sum / nlow : 0;
+	row->work = sum;
+	row->lane_min = row->lane_max = 0;
+	row->zero = 0;
+	for (int i = 0; i < nlow; i++) {
+		double q = mean > 0 ? share[i] / mean : 0;
+		if (i == 0 || q < row->lane_min)
+			row->lane_min = q;
+		if (i == 0 || q > row->lane_max)
+			row->lane_max = q;
+		row->zero += r->smp[first + i].n == 0;
+	}
+	/* One JSON line per mode with every low lane. */
+	if (xsb_out.jsonl) {
+		/* At most 160 characters a lane; a lane that would not fit is left out. */
+		size_t cap = 64 + (size_t)nlow * 160, len = 0;
+		char *lanes = malloc(cap);
+		if (!lanes)
+			xsb_die("out of memory");
+		lanes[0] = '\0';
+		for (int i = 0; i < nlow && len < cap; i++)
+			len += (size_t)snprintf(
+			    lanes + len, cap - len,
+			    "%s{\"lane\":%d,\"kind\":\"%s\",\"tasks\":%zu,\"tasks_per_s\":%.3f,"
+			    "\"share\":%.4f}",
+			    i ? "," : "", first + i, xsb__lk_name[xsb__lane_kind(sh, i)],
+			    r->smp[first + i].n,
+			    win_s > 0 ? (double)r->smp[first + i].n / win_s : 0,
+			    mean > 0 ? share[i] / mean : 0);
+		xsb_json_raw(
+		    "{\"type\":\"corun\",\"config\":\"%s\",\"mode\":\"%s\",\"high_p50_ms\":%.4f,"
+		    "\"high_p99_ms\":%.4f,\"mid_p50_ms\":%.4f,\"mid_p99_ms\":%.4f,"
+		    "\"low_work\":%.4f,\"cpu_cores\":%.3f,\"lanes\":[%s]}",
+		    r->config, r->mode->name, row->hi.p50, row->hi.p99, row->mid.p50, row->mid.p99,
+		    row->work, row->cpu, lanes);
+		free(lanes);
+	}
+	free(share);
+}
+
+static const struct xsb__crow *xsb__crow_find(const struct xsb__crow *rows, int n, const char *mode)
+{
+	for (int i = 0; i < n; i++)
+		if (!rows[i].skipped && !strcmp(rows[i].mode, mode))
+			return &rows[i];
+	return NULL;
+}
+
+/* The table and target lines of one corun configuration. */
+static void xsb__corun_print(const struct xsb_ctx *c, const char *config,
+			     const struct xsb__crow *rows, int n, const struct xsb_stats *alone,
+			     double floor_ms)
+{
+	const struct xsb__crow *nat = xsb__crow_find(rows, n, "native");
+	printf("  %-18s %9s %9s %7s %7s %9s %8s %8s %8s %5s\n", "mode", "high p50", "high p99",
+	       "p99/al", "p99/fl", "mid p99", "low thr", "lane min", "lane max", "cpu");
+	printf("  %-18s %9.3f %9.3f %7s %7.2f %9s %8s %8s %8s %5s\n", "alone", alone->p50,
+	       alone->p99, "1.00", alone->p99 / floor_ms, "-", "-", "-", "-", "-");
+	for (int i = 0; i < n; i++) {
+		const struct xsb__crow *r = &rows[i];
+		if (r->skipped) {
+			printf("  %-18s skipped: %s\n", r->mode, r->note);
+			continue;
+		}
+		char thr[16] = "-";
+		if (nat && nat->work > 0)
+			snprintf(thr, sizeof(thr), "%.3f", r->work / nat->work);
+		printf("  %-18s %9.3f %9.3f %7.2f %7.2f %9.3f %8s %8.2f %8.2f %5.2f\n", r->mode,
+		       r->hi.p50, r->hi.p99, alone->p99 > 0 ? r->hi.p99 / alone->p99 : 0,
+		       r->hi.p99 / floor_ms, r->mid.p99, thr, r->lane_min, r->lane_max, r->cpu);
+	}
+	double bound = xsb__serve_bound(alone, floor_ms);
+	xsb__targets_head(
+	    c,
+	    "high p99 <= max(1.5 x alone p99, floor) = %.3f ms at >= 0.90 of native "
+	    "low throughput; cpu <= native + 0.25 cores; each low lane within [0.5, 2] "
+	    "x the lanes' mean, none at 0",
+	    bound);
+	for (int i = 0; i < n; i++) {
+		const struct xsb__crow *r = &rows[i];
+		if (r->skipped)
+			continue;
+		double frac = nat && nat->work > 0 ? r->work / nat->work : -1;
+		bool ok = r->hi.p99 <= bound && frac >= 0.90, cpu_ok;
+		bool fair = r->lane_min >= 0.5 && r->lane_max <= 2.0 && !r->zero;
+		char cpu[96];
+		struct xsb__row nrow = {.cpu = nat ? nat->cpu : 0};
+		xsb__cpu_part(cpu, sizeof(cpu), c, r->mode, r->cpu, nat ? &nrow : NULL, &cpu_ok);
+		const char *fv = strncmp(r->mode, "xsched", 6) || c->be->modeled
+				     ? ""
+				     : xsb__verdict(c, r->mode, fair);
+		printf("    %-18s %-8s p99 %.3f ms (%.2fx alone), low throughput %.3f; %s; lanes "
+		       "%s%s%.2f .. %.2f x mean, %d at 0\n",
+		       r->mode, xsb__verdict(c, r->mode, ok), r->hi.p99,
+		       alone->p99 > 0 ? r->hi.p99 / alone->p99 : 0, frac, cpu, fv, *fv ? " " : "",
+		       r->lane_min, r->lane_max, r->zero);
+		xsb_json_raw("{\"type\":\"target\",\"what\":\"corun %s\",\"mode\":\"%s\","
+			     "\"p99_ms\":%.4f,\"bound_ms\":%.4f,\"floor_ms\":%.4f,"
+			     "\"low_thr_frac\":%.4f,\"cpu_cores\":%.3f,\"lane_min\":%.4f,"
+			     "\"lane_max\":%.4f,\"lanes_at_0\":%d,\"met\":%s,\"cpu_met\":%s,"
+			     "\"fair_met\":%s}",
+			     config, r->mode, r->hi.p99, bound, floor_ms, frac, r->cpu, r->lane_min,
+			     r->lane_max, r->zero, xsb__met_json(c, ok), xsb__met_json(c, cpu_ok),
+			     xsb__met_json(c, fair));
+	}
+}
+
+/* One configuration: @sh with @nlow low lanes, under every corun mode. */
+static void xsb__corun_config(struct xsb_ctx *c, struct xsb__corun_work *w,
+			      const struct xsb__shape *sh, int nlow, double dur, double rate,
+			      double rate_mid)
+{
+	int hk = sh->high_stream ? 1 : 0;
+	int nlanes = 2 + nlow;
+	const struct xsb_task **tasks = calloc((size_t)nlanes, sizeof(*tasks));
+	enum xsb_submit *sub = calloc((size_t)nlanes, sizeof(*sub));
+	struct xsb__crow *rows = calloc(c->o->nmodes, sizeof(*rows));
+	if (!tasks || !sub || !rows)
+		xsb_die("out of memory");
+	tasks[0] = &w->high[hk];
+	sub[0] = hk ? XSB_SUBMIT_KERNEL : XSB_SUBMIT_CALLBACK;
+	tasks[1] = &w->mid;
+	sub[1] = XSB_SUBMIT_CALLBACK;
+	int count[XSB_LK_N] = {0};
+	for (int j = 0; j < nlow; j++) {
+		enum xsb__lk k = xsb__lane_kind(sh, j);
+		tasks[2 + j] = &w->low[k];
+		sub[2 + j] = k == XSB_LK_STREAM_KERN || k == XSB_LK_MIX ? XSB_SUBMIT_KERNEL
+									: XSB_SUBMIT_CALLBACK;
+		count[k]++;
+	}
+	/* One low kernel: the longest single kernel of the low lanes. */
+	int kk = sh->low == 1 ? 1 : 0;
+	double floor_ms = w->high_alone[hk].p99 + w->kern_ms[kk];
+	struct xsb__run base = {.c = c,
+				.scenario = "corun",
+				.body = XSB_OPEN,
+				.poisson = true,
+				.nlanes = nlanes,
+				.nhigh = 1,
+				.nmid = 1,
+				.task_high = &w->high[hk],
+				.task_low = &w->low[0],
+				.lane_task = tasks,
+				.lane_submit = sub,
+				.duration_s = dur,
+				.rate = rate,
+				.rate_mid = rate_mid};
+	snprintf(base.config, sizeof(base.config), "%s/%s-1H+1M+%dL", hk ? "stream" : "gemm",
+		 strchr(sh->name, '-') + 1, nlow);
+	int n = 0;
+	for (size_t mi = 0; mi < c->o->nmodes; mi++) {
+		const struct xsb_mode *m = c->o->modes[mi];
+		if (!xsb__corun_mode(c, m))
+			continue;
+		struct xsb__crow *row = &rows[n++];
+		snprintf(row->mode, sizeof(row->mode), "%s", m->name);
+		const char *why = xsb__mode_unavailable(c, m);
+		if (why) {
+			row->skipped = true;
+			snprintf(row->note, sizeof(row->note), "%s", why);
+			continue;
+		}
+		struct xsb__run r = base;
+		r.mode = m;
+		r.cfg = xsb__cfg(c, m);
+		if (xsb__run(&r)) {
+			row->skipped = true;
+			snprintf(row->note, sizeof(row->note),
+				 "the run failed (see the errors above)");
+			c->fails++;
+		} else {
+			xsb__corun_row(&r, w, sh, row);
+		}
+		xsb__run_free(&r);
+	}
+	printf("\ncorun %s: 1 high, 1 mid and %d low lanes, %.1f s per mode\n"
+	       "  high: %s, Poisson arrivals at %.0f/s; mid: %s (callbacks), Poisson at %.0f/s\n"
+	       "  low, back to back:",
+	       base.config, nlow, dur, w->high[hk].desc, rate, w->mid.desc, rate_mid);
+	const char *sep = "";
+	for (int k = 0; k < XSB_LK_N; k++)
+		if (count[k]) {
+			printf("%s %d %s (%s, %.3f ms alone)", sep, count[k], xsb__lk_name[k],
+			       w->low[k].desc, w->low_alone_ms[k]);
+			sep = ",";
+		}
+	printf("\n  floor = alone p99 + one low kernel (%s, %.3f ms) = %.3f ms\n", w->kern[kk].desc,
+	       w->kern_ms[kk], floor_ms);
+	xsb__corun_print(c, base.config, rows, n, &w->high_alone[hk], floor_ms);
+	free(tasks);
+	free(sub);
+	free(rows);
+}
+
+static bool xsb__shape_selected(const struct xsb_ctx *c, const struct xsb__shape *sh)
+{
+	const char *list = c->o->shapes;
+	if (!list)
+		return c->o->quick ? sh->low == 2 : true;
+	size_t n = strlen(sh->name);
+	for (const char *p = list; (p = strstr(p, sh->name)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+int xsb_scenario_corun(struct xsb_ctx *c)
+{
+	static const int lows_full[3] = {7, 31, 127}, lows_quick[2] = {7, 31};
+	const int *lows = c->o->nlows ? c->o->lows : c->o->quick ? lows_quick : lows_full;
+	int nl = c->o->nlows ? c->o->nlows : c->o->quick ? 2 : 3;
+	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 1.0 : 6.0);
+	double rate = 40.0, rate_mid = 25.0;
+	struct xsb__corun_work w;
+	memset(&w, 0, sizeof(w));
+	xsb_task_gemms(&w.high[0], 20, 1024, 1024, 1024);
+	snprintf(w.high[0].desc, sizeof(w.high[0].desc), "20 x SGEMM 1024^3 (callbacks)");
+	xsb_task_streams(&w.high[1], 96);
+	snprintf(w.high[1].desc, sizeof(w.high[1].desc), "96 x streaming kernel (kernel commands)");
+	xsb_task_gemms(&w.mid, 4, 2048, 2048, 2048);
+	snprintf(w.mid.desc, sizeof(w.mid.desc), "4 x SGEMM 2048^3");
+	xsb_task_gemms(&w.low[XSB_LK_SGEMM], 1, 2048, 2048, 2048);
+	snprintf(w.low[XSB_LK_SGEMM].desc, sizeof(w.low[0].desc), "SGEMM 2048^3");
+	for (int k = XSB_LK_STREAM_KERN; k <= XSB_LK_STREAM_CB; k++) {
+		xsb_task_streams(&w.low[k], 10);
+		snprintf(w.low[k].desc, sizeof(w.low[k].desc), "10 x streaming");
+	}
+	xsb_task_gemms(&w.low[XSB_LK_MIX], 1, 2048, 2048, 2048);
+	xsb_task_streams(&w.low[XSB_LK_MIX], 5);
+	snprintf(w.low[XSB_LK_MIX].desc, sizeof(w.low[0].desc),
+		 "SGEMM 2048^3 + 5 x streaming as kernel commands");
+	xsb_task_gemms(&w.kern[0], 1, 2048, 2048, 2048);
+	snprintf(w.kern[0].desc, sizeof(w.kern[0].desc), "SGEMM 2048^3");
+	xsb_task_streams(&w.kern[1], 1);
+	snprintf(w.kern[1].desc, sizeof(w.kern[1].desc), "streaming kernel, %d MiB each way",
+		 (int)((size_t)XSB_STREAM_FLOATS * 4 >> 20));
+
+	int ret = xsb__corun_low_alone(c, &w);
+	if (!ret)
+		printf(
+		    "\ncorun: 1 high lane and 1 mid lane (open loop, latency from arrival), N low "
+		    "lanes (back to back), streams made by the application without priority; "
+		    "one low kernel alone: %s %.3f ms, %s %.3f ms. Columns: low thr = the low "
+		    "lanes' work (tasks x their alone time) over native's; lane min/max = a "
+		    "lane's share over the lanes' mean; cpu = cores busy\n",
+		    w.kern[0].desc, w.kern_ms[0], w.kern[1].desc, w.kern_ms[1]);
+	for (size_t s = 0; !ret && s < XSB__NSHAPES; s++) {
+		const struct xsb__shape *sh = &xsb__shapes[s];
+		if (!xsb__shape_selected(c, sh))
+			continue;
+		int hk = sh->high_stream ? 1 : 0;
+		if (xsb__corun_alone(c, &w, hk, dur, rate)) {
+			ret = -1;
+			break;
+		}
+		for (int li = 0; li < nl; li++)
+			xsb__corun_config(c, &w, sh, lows[li], dur, rate, rate_mid);
+	}
+	for (int k = 0; k < 2; k++) {
+		xsb_task_free(&w.high[k]);
+		xsb_task_free(&w.kern[k]);
+	}
+	xsb_task_free(&w.mid);
+	for (int k = 0; k < XSB_LK_N; k++)
+		xsb_task_free(&w.low[k]);
+	return ret;
+}
+
 /* ---- preempt ----------------------------------------------------------------------------- */
+
+/* Target lines of preempt: submit-to-start p50 <= native-prio's. */
+static void xsb__preempt_verdicts(const struct xsb_ctx *c, const char *config,
+				  const struct xsb__table *tab)
+{
+	const struct xsb__row *ref = xsb__find(tab, "native-prio", "high");
+	if (!ref)
+		return;
+	xsb__targets_head(c, "submit-to-start p50 <= native-prio's (%.3f ms)", ref->st.p50);
+	for (int i = 0; i < tab->n; i++) {
+		const struct xsb__row *h = &tab->rows[i];
+		if (h->skipped || strcmp(h->cls, "high"))
+			continue;
+		bool ok = h->st.p50 <= ref->st.p50;
+		printf("    %-18s %-8s p50 %.3f ms (%.2fx native-prio)\n", h->mode,
+		       xsb__verdict(c, h->mode, ok), h->st.p50,
+		       ref->st.p50 > 0 ? h->st.p50 / ref->st.p50 : 0);
+		xsb_json_raw("{\"type\":\"target\",\"what\":\"preempt %s\",\"mode\":\"%s\","
+			     "\"p50_ms\":%.4f,\"ref_p50_ms\":%.4f,\"met\":%s}",
+			     config, h->mode, h->st.p50, ref->st.p50, xsb__met_json(c, ok));
+	}
+}
 
 int xsb_scenario_preempt(struct xsb_ctx *c)
 {
@@ -924,7 +1467,7 @@ int xsb_scenario_preempt(struct xsb_ctx *c)
 			c->fails++;
 		if (!xsb__run(&ir)) {
 			struct xsb__row row;
-			xsb__collect(&ir, true, &row);
+			xsb__collect(&ir, XSB_TIER_HIGH, &row);
 			idle = row.st;
 		}
 		xsb__run_free(&ir);
@@ -933,6 +1476,7 @@ int xsb_scenario_preempt(struct xsb_ctx *c)
 		       "rows = one sample per low task of %d kernels\n",
 		       (double)spins[d] / 1e6, k);
 		xsb__print_as(&tab, &idle, "idle device", false);
+		xsb__preempt_verdicts(c, base.config, &tab);
 		xsb_task_free(&low);
 	}
 	return 0;
@@ -986,7 +1530,7 @@ int xsb_scenario_overhead(struct xsb_ctx *c)
 				c->fails++;
 			} else {
 				struct xsb__row row;
-				xsb__collect(&r, true, &row);
+				xsb__collect(&r, XSB_TIER_HIGH, &row);
 				st[w] = row.st;
 			}
 			xsb__run_free(&r);
@@ -1065,19 +1609,19 @@ int xsb_scenario_tune(struct xsb_ctx *c)
 	snprintf(nr.config, sizeof(nr.config), "two-models");
 	struct xsb__row row;
 	if (!xsb__run(&ar)) {
-		xsb__collect(&ar, true, &row);
+		xsb__collect(&ar, XSB_TIER_HIGH, &row);
 		two_alone_p99 = row.st.p99;
 	}
 	xsb__run_free(&ar);
 	if (!xsb__run(&nr)) {
-		xsb__collect(&nr, false, &row);
+		xsb__collect(&nr, XSB_TIER_LOW, &row);
 		two_nat_thr = row.thr;
 	}
 	xsb__run_free(&nr);
 
 	printf("\ntune: launch config of the low XQueues (threshold:batch), per mode. systematic "
 	       "1H+%dL: the high thread runs %d tasks, low threads stop when it is done; "
-	       "two-models: %.0f s, low = ResNet-50 batch %d (one queue of short kernels)\n",
+	       "two-models: %.1f s, low = ResNet-50 batch %d (one queue of short kernels)\n",
 	       threads - 1, ntasks, dur, c->o->large_batch);
 	printf("  %-18s %6s | %-28s | %-22s\n", "", "", "systematic: high", "two-models");
 	printf("  %-18s %6s | %8s %8s %8s | %9s %11s\n", "mode", "T:B", "p50 ms", "p99 ms",
@@ -1103,12 +1647,12 @@ int xsb_scenario_tune(struct xsb_ctx *c)
 			struct xsb__row hi = {0}, qhi = {0}, qlo = {0};
 			bool ok = !xsb__run(&r);
 			if (ok)
-				xsb__collect(&r, true, &hi);
+				xsb__collect(&r, XSB_TIER_HIGH, &hi);
 			xsb__run_free(&r);
 			ok = ok && !xsb__run(&q);
 			if (ok) {
-				xsb__collect(&q, true, &qhi);
-				xsb__collect(&q, false, &qlo);
+				xsb__collect(&q, XSB_TIER_HIGH, &qhi);
+				xsb__collect(&q, XSB_TIER_LOW, &qlo);
 			}
 			xsb__run_free(&q);
 			if (!ok) {

@@ -7,7 +7,9 @@
  * The model (one thread, "xsb-gpu", advancing in real time):
  * - the device runs one kernel at a time (a 2048^3 SGEMM fills an H200); a kernel's time
  *   is its FLOPs over 49 TFLOP/s (30 x SGEMM 2048^3 = 10.5 ms, as measured on an H200),
- *   at least 8 us; a spin kernel takes its stated time; a stamp kernel 2 us;
+ *   at least 8 us; a streaming kernel moves 8 bytes per float at 3 TB/s (about what an
+ *   H100's memory sustains: 22 us for XSB_STREAM_FLOATS); a spin kernel takes its
+ *   stated time; a stamp kernel 2 us;
  * - streams are in order; each maps to one of N connections (hardware work queues,
  *   CUDA_DEVICE_MAX_CONNECTIONS, default 8), round robin by lane; a connection passes
  *   its commands to the device in order, so a command whose stream is still busy holds
@@ -40,6 +42,7 @@
 #include "bench.h"
 
 #define XSB_SIM_FLOPS    49e12
+#define XSB_SIM_BYTES_S  3e12
 #define XSB_SIM_FLOOR_NS 8000
 #define XSB_SIM_STAMP_NS 2000
 #define XSB_SIM_MAX_CONN 32
@@ -102,6 +105,10 @@ static int64_t xsb__sim_dur(const struct xsb_op *op)
 		return op->ns;
 	case XSB_OP_STAMP:
 		return XSB_SIM_STAMP_NS;
+	case XSB_OP_STREAM: {
+		double ns = 8.0 * op->n / XSB_SIM_BYTES_S * 1e9;
+		return ns < XSB_SIM_FLOOR_NS ? XSB_SIM_FLOOR_NS : (int64_t)ns;
+	}
 	}
 	return XSB_SIM_FLOOR_NS;
 }
@@ -311,6 +318,21 @@ static XResult xsb__host_launch_cb(struct xsb_lane *l, HwQueueHandle hwq, const 
 	return kXSchedSuccess;
 }
 
+/* A kernel command's stand-in on a host queue: a host function (a command kind of its
+ * own, as a kernel is on a GPU) that runs the op as the launch callback does. */
+static XResult xsb__host_func(void *data)
+{
+	struct xsb_cbslot *slot = data;
+	return xsb__host_launch_cb(slot->lane, 0, slot->op, slot->last);
+}
+
+static XResult xsb__host_kernel_cmd(struct xsb_lane *l, struct xsb_cbslot *slot,
+				    HwCommandHandle *cmd)
+{
+	(void)l;
+	return HwCommandCreateHostFunc(cmd, xsb__host_func, slot);
+}
+
 static int xsb__host_sync(struct xsb_lane *l)
 {
 	xsb__sim_sync(l->stream);
@@ -375,7 +397,7 @@ int xsb_host_backend(struct xsb_backend *be, char *why, size_t whylen)
 	be->name = "host";
 	snprintf(be->device, sizeof(be->device),
 		 "host model of a GPU (one kernel at a time, SGEMM at 49 TFLOP/s as measured on "
-		 "an H200, %d connections)",
+		 "an H200, streaming kernels at 3 TB/s, %d connections)",
 		 nconn);
 	be->modeled = true;
 	be->max_level = (int)level;
@@ -384,6 +406,7 @@ int xsb_host_backend(struct xsb_backend *be, char *why, size_t whylen)
 	be->lane_destroy = xsb__host_lane_destroy;
 	be->launch = xsb__host_launch;
 	be->launch_cb = xsb__host_launch_cb;
+	be->kernel_cmd = xsb__host_kernel_cmd;
 	be->sync = xsb__host_sync;
 	be->hwq_create = xsb__host_hwq_create;
 	be->stamp_read = xsb__host_stamp_read;
