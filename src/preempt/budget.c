@@ -12,8 +12,12 @@
  *     nothing new meanwhile (and HPF then suspends the lower queues, sched/sched.c);
  *   - the commitment budget (XSCHED_BUDGET_US, XHintCommitBudget) otherwise: what a
  *     top-priority arrival finds on the device.
- * One command may always be charged when nothing is (a command longer than the cap still
- * runs, one at a time). The bound is device-wide, whatever the number of XQueues.
+ * Outside the co-run, one command may always be charged when nothing is (a command longer
+ * than the budget still runs, one at a time). In the co-run only commands that fit are
+ * charged: a lower command longer than the co-run budget waits until the top queues are
+ * idle (measured on an H100: one SGEMM 2048 co-running with a chain of SGEMM 1024 made
+ * each high kernel wait for its long blocks, 4x the chain's alone time). The bound is
+ * device-wide, whatever the number of XQueues.
  *
  * No bubbles: the charged work counts device time still to run, not whole commands. The
  * charged set has run since the last completion (since_ns), so up to that much of it, but
@@ -119,12 +123,19 @@ static void xs__want_grant(xs_device *d)
 	}
 }
 
+/* Whether the top-priority queues of @d have work and hold the others to the co-run
+ * budget. Caller holds d->lock. */
+static bool xs__held(const xs_device *d)
+{
+	return d->top_busy && atomic_load_explicit(&xs__hold, memory_order_relaxed);
+}
+
 /* The cap in force on @d, in ns; -1 = nothing new may be committed. The co-run budget is
  * never more than the commitment budget. Caller holds d->lock. */
 static int64_t xs__cap(const xs_device *d)
 {
 	int64_t budget = xs_budget_ns();
-	if (!d->top_busy || !atomic_load_explicit(&xs__hold, memory_order_relaxed))
+	if (!xs__held(d))
 		return budget;
 	int64_t corun = xs_corun_ns();
 	return corun <= 0 ? -1 : corun < budget ? corun : budget;
@@ -154,6 +165,8 @@ static bool xs__room(const xs_device *d, int64_t est, int64_t now)
 	int64_t cap = xs__cap(d);
 	if (cap < 0)
 		return false;
+	if (xs__held(d))
+		return xs__remaining(b, now) + est <= cap; /* co-run: only what fits */
 	if (b->charged_cmds == 0)
 		return true;
 	if (cap == 0)
@@ -168,22 +181,33 @@ static bool xs__before(const xs_xqueue *w, int64_t prio, int64_t vt)
 	return w->prio > prio || (w->prio == prio && w->vtime_ns < vt);
 }
 
+/* The space left for one more command while held (co-run), else INT64_MAX: waiters
+ * whose command does not fit then give way to those whose command does. Caller holds
+ * d->lock. */
+static int64_t xs__space(const xs_device *d, int64_t now)
+{
+	if (!xs__held(d))
+		return INT64_MAX;
+	return xs__cap(d) - xs__remaining(&d->budget, now);
+}
+
 /* The waiter served next: highest priority, then least virtual time, then the earliest
- * to wait. Caller holds d->lock. */
-static xs_xqueue *xs__best(const xs_budget *b)
+ * to wait, among those whose command fits @space. Caller holds d->lock. */
+static xs_xqueue *xs__best(const xs_budget *b, int64_t space)
 {
 	xs_xqueue *best = NULL;
 	xs_list_for_each(l, &b->waiters)
 	{
 		xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
-		if (!best || xs__before(w, best->prio, best->vtime_ns))
+		if (w->wait_est_ns <= space && (!best || xs__before(w, best->prio, best->vtime_ns)))
 			best = w;
 	}
 	return best;
 }
 
-/* Whether @xq may take budget now as far as the order goes. Caller holds d->lock. */
-static bool xs__turn(const xs_budget *b, const xs_xqueue *xq)
+/* Whether @xq may take budget now as far as the order goes (a waiter that ranks before
+ * it and fits @space goes first). Caller holds d->lock. */
+static bool xs__turn(const xs_budget *b, const xs_xqueue *xq, int64_t space)
 {
 	if (b->granting)
 		return b->granting == xq;
@@ -191,7 +215,7 @@ static bool xs__turn(const xs_budget *b, const xs_xqueue *xq)
 	xs_list_for_each(l, &b->waiters)
 	{
 		const xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
-		if (w != xq && xs__before(w, xq->prio, vt))
+		if (w != xq && w->wait_est_ns <= space && xs__before(w, xq->prio, vt))
 			return false;
 	}
 	return true;
@@ -210,7 +234,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
 	if (est < 1)
 		est = 1;
 	bool room = xs__room(d, est, now);
-	bool ok = room && xs__turn(b, xq);
+	bool ok = room && xs__turn(b, xq, xs__space(d, now));
 	if (ok) {
 		if (b->charged_cmds == 0)
 			b->since_ns = now;
@@ -263,10 +287,13 @@ int64_t xs_budget_next_ns(const xs_device *d)
 	int64_t cap = xs__cap(d);
 	if (cap <= 0)
 		return 0; /* nothing to wait for but a completion */
-	const xs_xqueue *w = xs__best(b);
+	bool held = xs__held(d);
+	const xs_xqueue *w = xs__best(b, held ? cap : INT64_MAX);
+	if (!w)
+		return 0; /* no waiter's command fits the co-run budget at all */
 	int64_t fit = b->charged_ns + w->wait_est_ns - cap; /* remaining + est <= cap */
 	int64_t lead = b->charged_ns - XS__LEAD_NS;         /* remaining <= lead */
-	int64_t ran = fit < lead ? fit : lead;
+	int64_t ran = held || fit < lead ? fit : lead;      /* no lead rule in the co-run */
 	if (ran > xs__credit_max(b))
 		return 0; /* only a completion makes room */
 	return b->since_ns + (ran > 0 ? ran : 0);
@@ -279,8 +306,9 @@ void xs_budget_grant(xs_device *d)
 	for (;;) {
 		xs_mutex_lock(&d->lock);
 		xs_budget *b = &d->budget;
-		xs_xqueue *xq = xs__best(b);
-		if (xq && !xs__room(d, xq->wait_est_ns, xs_now_ns()))
+		int64_t now = xs_now_ns();
+		xs_xqueue *xq = xs__best(b, xs__space(d, now));
+		if (xq && !xs__room(d, xq->wait_est_ns, now))
 			xq = NULL;
 		if (xq) {
 			xs_list_remove(&xq->wait_link);

@@ -75,6 +75,9 @@ static void run(gpuStream_t sl, gpuStream_t sh, HwQueueHandle hl, HwQueueHandle 
 int main(void)
 {
 	xt_require_gpu();
+	/* HPF suspends lower XQueues only with a co-run budget of 0 (else they co-run within
+	 * it): this test checks the suspensions. */
+	CHECK_OK(XHintCorunBudget(0));
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
 	gpuStream_t sl = xt_stream(), sh = xt_stream();
 	HwQueueHandle hl = xt_hwq(sl), hh = xt_hwq(sh);
