@@ -8,7 +8,7 @@
  * - kind and payload: written at creation, read-only after;
  * - xq: set once by XQueueSubmit (compare-and-swap from NULL), never cleared;
  * - owner: written before submission, read-only after;
- * - link, seq, state, charge_ns, gated: written under the owning XQueue's lock (engine);
+ * - link, seq, state, charge_ns, ready_ns, gated: written under the owning XQueue's lock (engine);
  * - result: written by whoever finishes the command (the thread that enqueued it, on a
  *   failed launch; a host function trampoline; the engine at completion), each step
  *   ordered by the XQueue's lock or the done number that follows it; read under the
@@ -119,6 +119,7 @@ typedef struct xs_cmd {
 	enum xs_cmd_state state;
 	bool gated;        /* enqueued behind a counter wait (Lv2 and up) */
 	int64_t charge_ns; /* budget charged for it while committed (0 = not charged) */
+	int64_t ready_ns;  /* when the charged work ahead of it was expected done (0 = none) */
 	pthread_t owner;   /* XS_CMD_INLINE: its submitter; written before it is submitted */
 	XResult result;
 } xs_cmd;

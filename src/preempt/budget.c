@@ -246,6 +246,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
 			xq->vtime_ns = b->vfloor_ns;
 		xq->vtime_ns += est;
 		cmd->charge_ns = est;
+		cmd->ready_ns = now + xs__remaining(b, now) - est; /* before it: the rest */
 		if (xs_linked(&xq->wait_link))
 			xs_list_remove(&xq->wait_link);
 	} else {
@@ -277,6 +278,7 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd)
 	xs__want_grant(d);
 	xs_mutex_unlock(&d->lock);
 	cmd->charge_ns = 0;
+	cmd->ready_ns = 0;
 }
 
 int64_t xs_budget_next_ns(const xs_device *d)

@@ -418,9 +418,18 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 	int64_t now = xs_now_ns();
 	uint64_t n = done - xq->completed;
 	if (xq->busy_since_ns && n) {
-		/* The moving average (1/8) of the time per command since work was committed:
-		 * what a commit of this queue will cost the device. */
-		int64_t per = (now - xq->busy_since_ns) / (int64_t)n;
+		/* The moving average (1/8) of the device time per command: the time since work
+		 * was committed, less the charged work of other queues that was expected to run
+		 * before it (else a queue of short commands behind long ones would be taken for
+		 * a queue of long commands, and charged, and served, as one). What a commit of
+		 * this queue costs the device. */
+		xs_cmd *head = xs_container_of(xq->inflight.next, xs_cmd, link);
+		int64_t start = xq->busy_since_ns;
+		if (head->ready_ns > start && head->ready_ns < now)
+			start = head->ready_ns;
+		int64_t per = (now - start) / (int64_t)n;
+		if (per < 1000)
+			per = 1000; /* 1 us: no command is free */
 		xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
 	}
 	while (!xs_list_empty(&xq->inflight)) {
