@@ -233,7 +233,8 @@ typedef int64_t Deadline;
 #define NO_DEADLINE -1
 
 /**
- * Launch-config defaults: at most 16 commands in flight, completion tracked every 8.
+ * Launch-config defaults: at most 16 commands in flight; batch size 8 (kept for XSched
+ * compatibility, see XQueueSetLaunchConfig()).
  * Source: XSched's protocol/include/xsched/protocol/def.h (threshold 16, batch size 8).
  */
 #define XSCHED_DEFAULT_THRESHOLD  16
@@ -293,8 +294,9 @@ XSCHED_API XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t lev
  * Drain, not cancel: every command already submitted is still launched (overriding any
  * suspension, by the application or the scheduler) and waited for, so each waiter gets
  * that command's own result and nothing is lost. The handle becomes invalid at once:
- * concurrent XQueueSubmit() calls get kXSchedErrorNotFound. Returns after the XQueue's
- * threads have exited; blocks as long as its commands run. The HwQueue stays alive.
+ * concurrent XQueueSubmit() calls get kXSchedErrorNotFound. Returns once every command
+ * has completed and the device's library threads no longer use the XQueue (it owns no
+ * thread); blocks as long as its commands run. The HwQueue stays alive.
  *
  * @param xq [in] The XQueue; 0 is accepted and does nothing.
  * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not a live XQueue.
@@ -336,14 +338,16 @@ XSCHED_API XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level);
 /**
  * @brief Set the in-flight threshold and the batch size of progressive launching (Lv1).
  *
- * At most @p threshold commands of the XQueue are launched and not yet known complete;
- * every @p batch_size launched commands (and whenever launching pauses) the library
- * records a completion point. A suspend at Lv1 waits for up to @p threshold commands.
- * Takes effect for the next launch; commands already in flight are not affected.
+ * At most @p threshold commands of the XQueue are launched and not yet known complete.
+ * A suspend at Lv1 waits for up to @p threshold commands. Takes effect for the next
+ * launch; commands already in flight are not affected. @p batch_size is XSched's number
+ * of commands per completion point: it is checked, kept and returned by
+ * XQueueGetLaunchConfig() but changes nothing here, where every command has its own
+ * completion mark.
  *
  * @param xq         [in] The XQueue.
  * @param threshold  [in] Commands in flight, >= 1; <= 0 keeps the current value.
- * @param batch_size [in] Commands per completion point, >= 1; <= 0 keeps the current value.
+ * @param batch_size [in] XSched's batch size, >= 1 (not used); <= 0 keeps the current value.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
  *         kXSchedErrorInvalidValue if the resulting threshold < batch size (nothing changes).
  * Thread-safety: any thread.
@@ -354,7 +358,8 @@ XSCHED_API XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int
  * @brief Read the in-flight threshold and the batch size.
  * @param xq         [in]  The XQueue.
  * @param threshold  [out] Commands in flight; may be null.
- * @param batch_size [out] Commands per completion point; may be null.
+ * @param batch_size [out] The batch size last set (not used; see XQueueSetLaunchConfig());
+ *                        may be null.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq.
  * Thread-safety: any thread.
  */

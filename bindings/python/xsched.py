@@ -6,13 +6,17 @@ it, and a scheduler thread suspends and resumes XQueues by policy (HPF: highest 
 first).  The library never creates or destroys a GPU context, so it works after PyTorch
 created its own.  See doc/python.md.
 
-Quick start::
+Quick start (README.md has complete programs, for the host backend and for a GPU)::
 
-    import torch, xsched
+    import xsched
+    with xsched.HostQueue() as hwq, xsched.XQueue(hwq, priority=10) as xq:
+        cmd = xq.submit_callable(sum, range(1000))      # runs when the scheduler allows
+        print(cmd.wait())                               # 499500
+
+    import torch
     s = torch.cuda.Stream()
     with xsched.XQueue(s, priority=10) as xq:          # wraps the stream, HPF priority 10
-        cmd = xq.submit_callable(model, x)              # model(x) runs on s, on a library
-        y = cmd.wait()                                  # thread, when the scheduler allows
+        y = xq.submit_callable(model, x).wait()         # model(x) runs on s
 
 Objects and lifetime:
 
@@ -62,7 +66,7 @@ __all__ = [
     "NotSupportedError", "BadResponseError", "UnknownError", "LibraryNotFoundError",
     "QueueStats", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command", "Scope",
     "host_func", "launch_callback", "set_scheduler", "shutdown", "set_timeslice", "trace",
-    "set_k_deadline", "stream_pointer", "hw_queue_for", "error_for", "check", "has_function",
+    "set_k_deadline", "set_commit_budget", "stream_pointer", "hw_queue_for", "error_for", "check", "has_function",
     "library_path", "lib",
     "PRIORITY_NO_EXECUTE", "PRIORITY_MIN", "PRIORITY_DEFAULT", "PRIORITY_MAX",
     "UTILIZATION_MIN", "UTILIZATION_DEFAULT", "UTILIZATION_MAX",
@@ -178,7 +182,6 @@ class XSchedError(Exception):
     ``func`` the C function that returned it (or None).
     """
     code: Result = Result.ERROR_UNKNOWN
-    c_name = "kXSchedErrorUnknown"
 
     def __init__(self, message: str = "", code: Optional[int] = None,
                  func: Optional[str] = None):
@@ -234,16 +237,9 @@ class LibraryNotFoundError(ImportError):
     """libxsched.so could not be found or loaded."""
 
 
-_C_NAMES = {
-    Result.SUCCESS: "kXSchedSuccess",
-    Result.ERROR_HARDWARE: "kXSchedErrorHardware",
-    Result.ERROR_INVALID_VALUE: "kXSchedErrorInvalidValue",
-    Result.ERROR_NOT_FOUND: "kXSchedErrorNotFound",
-    Result.ERROR_NOT_ALLOWED: "kXSchedErrorNotAllowed",
-    Result.ERROR_NOT_SUPPORTED: "kXSchedErrorNotSupported",
-    Result.ERROR_BAD_RESPONSE: "kXSchedErrorBadResponse",
-    Result.ERROR_UNKNOWN: "kXSchedErrorUnknown",
-}
+# The C names, derived from the member names (ERROR_NOT_FOUND: kXSchedErrorNotFound);
+# tests/python/test_header.py checks them against include/xsched.h.
+_C_NAMES = {r: "kXSched" + "".join(w.capitalize() for w in r.name.split("_")) for r in Result}
 _ERROR_CLASSES = {cls.code: cls for cls in (HardwareError, InvalidValueError, NotFoundError,
                                             NotAllowedError, NotSupportedError,
                                             BadResponseError, UnknownError)}
@@ -406,6 +402,7 @@ _PROTOTYPES = {
     "XHintDeadline": [XQueueHandle, c_int64],
     "XHintLaxity": [XQueueHandle, c_int64, c_int32, c_int32],
     "XHintKDeadline": [c_size_t],
+    "XHintCommitBudget": [c_int64],
 }
 
 
@@ -1718,6 +1715,12 @@ def set_timeslice(us: int) -> None:
 def set_k_deadline(k: int) -> None:
     """XHintKDeadline: how many queues KEDF runs at once, when the library has it."""
     _call("XHintKDeadline", int(k))
+
+
+def set_commit_budget(us: int) -> None:
+    """XHintCommitBudget: how much lower-priority work, in estimated device time (us), a
+    device may hold committed (every policy; default XSCHED_BUDGET_US or 1000)."""
+    _call("XHintCommitBudget", int(us))
 
 
 def shutdown() -> None:

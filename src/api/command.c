@@ -18,8 +18,7 @@ static XResult xs__register(HwCommandHandle *hw_cmd, xs_cmd *cmd)
 XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, void *data)
 {
 	if (!hw_cmd || !launch) {
-		XS_WARN("core", "HwCommandCreateCallback: %s is null",
-			hw_cmd ? "launch" : "hw_cmd");
+		XS_WARN("api", "HwCommandCreateCallback: %s is null", hw_cmd ? "launch" : "hw_cmd");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_CALLBACK);
@@ -33,7 +32,7 @@ XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, 
 XResult HwCommandCreateHostFunc(HwCommandHandle *hw_cmd, HostFunction fn, void *data)
 {
 	if (!hw_cmd || !fn) {
-		XS_WARN("core", "HwCommandCreateHostFunc: %s is null", hw_cmd ? "fn" : "hw_cmd");
+		XS_WARN("api", "HwCommandCreateHostFunc: %s is null", hw_cmd ? "fn" : "hw_cmd");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_HOST_FUNC);
@@ -57,35 +56,35 @@ static XResult xs__create_kernel(const char *fn, enum xs_cmd_kind kind, HwComman
 				 void **args, const size_t *arg_sizes, size_t num_args)
 {
 	if (!hw_cmd || !func) {
-		XS_WARN("core", "%s: %s is null", fn, hw_cmd ? "the kernel" : "hw_cmd");
+		XS_WARN("api", "%s: %s is null", fn, hw_cmd ? "the kernel" : "hw_cmd");
 		return kXSchedErrorInvalidValue;
 	}
 	if (!xs__dim_ok(grid) || !xs__dim_ok(block)) {
-		XS_WARN("core", "%s: grid %ux%ux%u or block %ux%ux%u has a zero dimension", fn,
+		XS_WARN("api", "%s: grid %ux%ux%u or block %ux%ux%u has a zero dimension", fn,
 			grid.x, grid.y, grid.z, block.x, block.y, block.z);
 		return kXSchedErrorInvalidValue;
 	}
 	if (num_args && (!args || !arg_sizes)) {
-		XS_WARN("core", "%s: %zu arguments but %s is null", fn, num_args,
+		XS_WARN("api", "%s: %zu arguments but %s is null", fn, num_args,
 			args ? "arg_sizes" : "args");
 		return kXSchedErrorInvalidValue;
 	}
 	const size_t align = 16;
 	if (num_args > SIZE_MAX / 2 / sizeof(void *)) {
-		XS_WARN("core", "%s: %zu arguments is too many", fn, num_args);
+		XS_WARN("api", "%s: %zu arguments is too many", fn, num_args);
 		return kXSchedErrorInvalidValue;
 	}
 	size_t head = (num_args * sizeof(void *) + align - 1) & ~(align - 1);
 	size_t total = head;
 	for (size_t i = 0; i < num_args; i++) {
 		if (!args[i] || !arg_sizes[i]) {
-			XS_WARN("core", "%s: argument %zu has %s", fn, i,
+			XS_WARN("api", "%s: argument %zu has %s", fn, i,
 				args[i] ? "size 0" : "a null pointer");
 			return kXSchedErrorInvalidValue;
 		}
 		size_t sz = (arg_sizes[i] + align - 1) & ~(align - 1);
 		if (arg_sizes[i] > SIZE_MAX / 2 || total > SIZE_MAX / 2 - sz) {
-			XS_WARN("core", "%s: argument %zu is too large (%zu bytes)", fn, i,
+			XS_WARN("api", "%s: argument %zu is too large (%zu bytes)", fn, i,
 				arg_sizes[i]);
 			return kXSchedErrorInvalidValue;
 		}
@@ -137,7 +136,7 @@ XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function, XDi
 XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *src, size_t bytes)
 {
 	if (!hw_cmd || !dst || !src || !bytes) {
-		XS_WARN("core", "HwCommandCreateMemcpy: %s",
+		XS_WARN("api", "HwCommandCreateMemcpy: %s",
 			!hw_cmd ? "hw_cmd is null"
 			: !dst  ? "dst is null"
 			: !src  ? "src is null"
@@ -156,7 +155,7 @@ XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *sr
 XResult HwCommandCreateMemset(HwCommandHandle *hw_cmd, void *dst, uint8_t value, size_t bytes)
 {
 	if (!hw_cmd || !dst || !bytes) {
-		XS_WARN("core", "HwCommandCreateMemset: %s",
+		XS_WARN("api", "HwCommandCreateMemset: %s",
 			!hw_cmd ? "hw_cmd is null"
 			: !dst  ? "dst is null"
 				: "bytes is 0");
@@ -174,7 +173,7 @@ XResult HwCommandCreateMemset(HwCommandHandle *hw_cmd, void *dst, uint8_t value,
 XResult HwCommandCreateEventRecord(HwCommandHandle *hw_cmd)
 {
 	if (!hw_cmd) {
-		XS_WARN("core", "HwCommandCreateEventRecord: hw_cmd is null");
+		XS_WARN("api", "HwCommandCreateEventRecord: hw_cmd is null");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_EVENT_RECORD);
@@ -186,17 +185,17 @@ XResult HwCommandCreateEventRecord(HwCommandHandle *hw_cmd)
 XResult HwCommandCreateEventWait(HwCommandHandle *hw_cmd, HwCommandHandle record_cmd)
 {
 	if (!hw_cmd) {
-		XS_WARN("core", "HwCommandCreateEventWait: hw_cmd is null");
+		XS_WARN("api", "HwCommandCreateEventWait: hw_cmd is null");
 		return kXSchedErrorInvalidValue;
 	}
 	xs_obj *robj = xs_handle_get(record_cmd, XS_KIND_COMMAND);
 	if (!robj) {
-		XS_WARN("core", "HwCommandCreateEventWait: 0x%llx is not a live command",
+		XS_WARN("api", "HwCommandCreateEventWait: 0x%llx is not a live command",
 			(unsigned long long)record_cmd);
 		return kXSchedErrorNotFound;
 	}
 	if (xs_cmd_of(robj)->kind != XS_CMD_EVENT_RECORD) {
-		XS_WARN("core", "HwCommandCreateEventWait: command 0x%llx is not an event record",
+		XS_WARN("api", "HwCommandCreateEventWait: command 0x%llx is not an event record",
 			(unsigned long long)record_cmd);
 		xs_obj_unref(robj);
 		return kXSchedErrorInvalidValue;
@@ -216,7 +215,7 @@ XResult HwCommandDestroy(HwCommandHandle hw_cmd)
 		return kXSchedSuccess;
 	xs_obj *obj = xs_handle_unregister(hw_cmd, XS_KIND_COMMAND);
 	if (!obj) {
-		XS_WARN("core", "HwCommandDestroy: 0x%llx is not a live command",
+		XS_WARN("api", "HwCommandDestroy: 0x%llx is not a live command",
 			(unsigned long long)hw_cmd);
 		return kXSchedErrorNotFound;
 	}

@@ -1,5 +1,6 @@
 #include "core/log.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -60,4 +61,32 @@ void xs_log_write(enum xs_log_level level, const char *topic, const char *fmt, .
 		line[len + 1] = '\0';
 	}
 	fputs(line, stderr);
+}
+
+/* Every XResult, once. The switch below has no default, so -Wswitch (in -Wall, an error in
+ * CI) names a value added to the header and not here; the count checks the list against
+ * the header's dense range 0..kXSchedErrorBadResponse plus kXSchedErrorUnknown. */
+#define XS__RESULTS(X)                                                                             \
+	X(kXSchedSuccess)                                                                          \
+	X(kXSchedErrorHardware)                                                                    \
+	X(kXSchedErrorInvalidValue)                                                                \
+	X(kXSchedErrorNotFound)                                                                    \
+	X(kXSchedErrorNotAllowed)                                                                  \
+	X(kXSchedErrorNotSupported)                                                                \
+	X(kXSchedErrorBadResponse)                                                                 \
+	X(kXSchedErrorUnknown)
+#define XS__ONE(r) +1
+static_assert(0 XS__RESULTS(XS__ONE) == kXSchedErrorBadResponse + 2,
+	      "XS__RESULTS lists every XResult value once");
+
+const char *xs_result_name(XResult r)
+{
+#define XS__CASE(r)                                                                                \
+	case r:                                                                                    \
+		return #r;
+	switch (r) {
+		XS__RESULTS(XS__CASE)
+	}
+#undef XS__CASE
+	return "XResult(unknown)";
 }

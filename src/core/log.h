@@ -1,7 +1,8 @@
 /* Logging: silent unless XSCHED_LOG=debug|info|warn|error is set.
  *
  * Every message goes to stderr as "xsched[<topic>] <level>: <text>".
- * Topics name the subsystem ("core", "hal", "sched", "lv1", "lv2", "cwsr").
+ * Topics name the subsystem: "api" (argument checks and API calls), "core", "hal"
+ * (backends), "engine" (launching, gates, budget), "sched", "trace", "lv3" and "cwsr".
  * The level is read from the environment once, on first use.
  *
  * Thread-safety: all functions may be called from any thread.
@@ -10,6 +11,8 @@
 #define XS_CORE_LOG_H
 
 #include <stdbool.h>
+
+#include "xsched.h"
 
 enum xs_log_level {
 	XS_LOG_DEBUG = 0,
@@ -30,6 +33,10 @@ void xs_log_write(enum xs_log_level level, const char *topic, const char *fmt, .
 
 /* Override the level read from XSCHED_LOG (tests use this). */
 void xs_log_set_level(enum xs_log_level level);
+
+/* The name of @r as the header spells it ("kXSchedErrorNotFound"), for messages; a value
+ * that is no XResult gives "XResult(unknown)". Static storage. */
+const char *xs_result_name(XResult r);
 
 #define XS_LOG(level, topic, ...)                                                                  \
 	do {                                                                                       \
