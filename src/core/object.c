@@ -17,7 +17,9 @@ static size_t xs__count;
  * that never changes. */
 static _Atomic uint64_t xs__next = 1;
 static uint64_t xs__fork_next; /* xs__next at the last fork in a child, 0 = not forked */
-static void *xs__parent_root;  /* a child's: the parent's tree, reachable for leak checkers */
+/* A child's: the parent's tree, kept reachable for leak checkers. volatile: a variable that
+ * is only written would otherwise be dropped by the compiler, with the store. */
+static void *volatile xs__parent_root;
 
 void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj))
 {
