@@ -521,8 +521,11 @@ XSCHED_API XResult XQueueQuery(XQueueHandle xq, XQueueState *state);
  * @param flags [in] 0 or kQueueSuspendFlagSyncHwQueue (return once in-flight commands
  *                   have completed; Lv1 only).
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
- *         kXSchedErrorNotSupported for other flags, or SyncHwQueue above Lv1.
- * Thread-safety: any thread.
+ *         kXSchedErrorNotSupported for other flags, or SyncHwQueue above Lv1;
+ *         kXSchedErrorNotAllowed for SyncHwQueue from a command of @p xq itself (a host
+ *         function, or a launch callback running inside its enqueue): it would wait for
+ *         itself. The XQueue is then not suspended.
+ * Thread-safety: any thread; with SyncHwQueue, not from a command of @p xq (above).
  */
 XSCHED_API XResult XQueueSuspend(XQueueHandle xq, int64_t flags);
 

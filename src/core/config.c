@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -7,10 +8,22 @@
 #include "core/log.h"
 #include "core/thread.h"
 
-/* Guards xs__cfg and xs__loaded. Held only while the struct is (re)filled. */
+/* Settings are snapshots: each load fills a new struct, which is never written again and
+ * lives as long as the process, so that a thread still reading the one it got while
+ * another thread resets and loads again (XSchedShutdown, then any call) reads whole,
+ * unchanging values. A load whose values equal the newest snapshot's reuses it: memory
+ * grows only when the environment changed between two uses of the library. */
+typedef struct xs__snap {
+	xs_config cfg;
+	struct xs__snap *prev; /* older snapshots (kept: a reader may hold one) */
+} xs__snap;
+
+/* Guards xs__newest and the loads. */
 static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
-static xs_config xs__cfg;
-static bool xs__loaded;
+static xs__snap *xs__newest;
+/* The snapshot in force, NULL = read the environment at the next use. Stored under
+ * xs__lock (release), read without it (acquire). */
+static _Atomic(const xs_config *) xs__cur;
 
 /* An integer variable in [lo, hi], or @def (with one warning) when it is anything else. */
 static int64_t xs__int(const char *name, int64_t lo, int64_t hi, int64_t def)
@@ -53,26 +66,56 @@ static void xs__load(xs_config *c)
 	    xs__int("XSCHED_STALL_RELEASE_US", 0, 100000000, XS_STALL_RELEASE_DEFAULT_US) * 1000;
 }
 
+/* A snapshot of the environment now: the newest one when nothing changed, else a new
+ * one (NULL when out of memory). Caller holds xs__lock. */
+static const xs_config *xs__snapshot(void)
+{
+	xs__snap *s = calloc(1, sizeof(*s)); /* zeroed: padding compares equal */
+	if (!s)
+		return xs__newest ? &xs__newest->cfg : NULL;
+	xs__load(&s->cfg);
+	if (xs__newest && !memcmp(&s->cfg, &xs__newest->cfg, sizeof(s->cfg))) {
+		free(s);
+		return &xs__newest->cfg;
+	}
+	s->prev = xs__newest;
+	xs__newest = s;
+	return &s->cfg;
+}
+
 const xs_config *xs_config_get(void)
 {
+	const xs_config *c = atomic_load_explicit(&xs__cur, memory_order_acquire);
+	if (c)
+		return c;
 	xs_mutex_lock(&xs__lock);
-	if (!xs__loaded) {
-		xs__load(&xs__cfg);
-		xs__loaded = true;
+	c = atomic_load_explicit(&xs__cur, memory_order_relaxed);
+	if (!c) {
+		c = xs__snapshot();
+		atomic_store_explicit(&xs__cur, c, memory_order_release);
 	}
 	xs_mutex_unlock(&xs__lock);
-	return &xs__cfg;
+	if (!c) { /* out of memory before any snapshot: the defaults of an empty environment */
+		static const xs_config none = {.budget_ns = XS_BUDGET_DEFAULT_US * 1000,
+					       .hw_priority = true,
+					       .gate_every = 1,
+					       .trace_events = 65536,
+					       .stall_release_ns =
+						   XS_STALL_RELEASE_DEFAULT_US * 1000};
+		c = &none;
+	}
+	return c;
 }
 
 void xs_config_forked(void)
 {
 	xs_mutex_init(&xs__lock);
-	xs__loaded = false;
+	atomic_store_explicit(&xs__cur, NULL, memory_order_relaxed);
 }
 
 void xs_config_reset(void)
 {
 	xs_mutex_lock(&xs__lock);
-	xs__loaded = false;
+	atomic_store_explicit(&xs__cur, NULL, memory_order_release);
 	xs_mutex_unlock(&xs__lock);
 }

@@ -3,11 +3,12 @@
  * xs_config_get() reads every variable the first time it is called (and again after
  * xs_config_reset(), which XSchedShutdown() calls so that a process can change them
  * between two uses of the library), warns once about each bad value in the same way, and
- * returns a pointer to the same immutable struct until the next reset. No other file
+ * returns a pointer to the same immutable snapshot until the next reset. No other file
  * calls getenv(), and nothing reads the environment on a library thread.
  *
- * Thread-safety: any thread; the returned struct must not be kept across
- * XSchedShutdown().
+ * Thread-safety: any thread. A snapshot is never written after it is made and lives as
+ * long as the process, so a thread may go on reading one while another resets and loads
+ * a newer one; keeping it across XSchedShutdown() gives the old values.
  */
 #ifndef XS_CORE_CONFIG_H
 #define XS_CORE_CONFIG_H

@@ -6,17 +6,25 @@
 #include "core/log.h"
 #include "core/thread.h"
 
-/* Guards xs__root, xs__next and xs__count. A leaf lock: nothing else is taken under it. */
+/* Guards xs__root and xs__count. A leaf lock: nothing else is taken under it. */
 static xs_mutex xs__table_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *xs__root; /* tsearch(3) tree of xs_obj *, ordered by handle */
-static uint64_t xs__next = 1;
 static size_t xs__count;
+/* The next library-issued handle number. Taken when an object is made, not when it is
+ * registered: the handle is written once, before any other thread can see the object,
+ * so that the layers which reach an object before its handle is registered (the
+ * scheduler and the engine during XQueueCreate, which trace it by handle) read a value
+ * that never changes. */
+static _Atomic uint64_t xs__next = 1;
 static uint64_t xs__fork_next; /* xs__next at the last fork in a child, 0 = not forked */
-static void *xs__parent_root;  /* a child's: the parent's tree, reachable for leak checkers */
+/* A child's: the parent's tree, kept reachable for leak checkers. volatile: a variable that
+ * is only written would otherwise be dropped by the compiler, with the store. */
+static void *volatile xs__parent_root;
 
 void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj))
 {
-	obj->handle = 0;
+	obj->handle =
+	    ((uint64_t)kind << 56) | atomic_fetch_add_explicit(&xs__next, 1, memory_order_relaxed);
 	obj->kind = kind;
 	atomic_init(&obj->refs, 1);
 	obj->free = free_fn;
@@ -48,7 +56,8 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key)
 {
 	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__table_lock);
-	obj->handle = key ? key : ((uint64_t)obj->kind << 56) | xs__next++;
+	if (key)
+		obj->handle = key; /* a GPU HwQueue: not reachable by another thread before */
 	xs_obj **slot = tsearch(obj, &xs__root, xs__cmp);
 	if (!slot)
 		res = kXSchedErrorUnknown;
@@ -93,7 +102,7 @@ void xs_handles_forked(void)
 	xs__parent_root = xs__root;
 	xs__root = NULL; /* the parent's objects stay allocated, unreachable by handle */
 	xs__count = 0;
-	xs__fork_next = xs__next;
+	xs__fork_next = atomic_load_explicit(&xs__next, memory_order_relaxed);
 }
 
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)

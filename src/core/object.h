@@ -30,14 +30,15 @@ typedef struct xs_obj {
 	void (*free)(struct xs_obj *obj); /* called once, when refs reaches 0 */
 } xs_obj;
 
-/* Set up @obj with one reference (the caller's). */
+/* Set up @obj with one reference (the caller's) and its library-issued handle (the value
+ * xs_handle_register publishes unless it is given a key). */
 void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj));
 void xs_obj_ref(xs_obj *obj);
 void xs_obj_unref(xs_obj *obj); /* NULL ok */
 
-/* Register @obj under a fresh library-issued handle (or @key when nonzero, for GPU
- * HwQueues) and take the table's reference. Returns kXSchedErrorNotAllowed if @key is
- * already registered, kXSchedErrorUnknown if out of memory. */
+/* Register @obj under its library-issued handle (or @key when nonzero, for GPU HwQueues,
+ * before any other thread can reach @obj) and take the table's reference. Returns
+ * kXSchedErrorNotAllowed if @key is already registered, kXSchedErrorUnknown if out of memory. */
 XResult xs_handle_register(xs_obj *obj, uint64_t key);
 
 /* Find the live object of @kind behind @handle and take a reference; NULL if none. */

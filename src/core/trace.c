@@ -16,59 +16,105 @@ typedef struct xs__ring {
 	xs_trace_ev *ev;
 	uint64_t cap, head, count, dropped; /* head: next slot; count: events kept */
 	uint64_t gen;                       /* the trace its events belong to */
-	struct xs__ring *next;              /* xs__rings, under xs__lock; never freed */
+	/* Under xs__lock: */
+	struct xs__ring *next; /* xs__rings */
+	bool owned;            /* a live thread records into it (its xs__mine) */
 } xs__ring;
 
-/* Guards the list of rings, the trace's path and the ring size. A ring, once made, lives
- * as long as the process (a thread may hold a pointer to it at any time) and is reused,
- * emptied, by its thread's next trace. */
+/* Guards the list of rings, their owned flags and the trace's path. A ring belongs to one
+ * thread while that thread lives (the thread keeps a pointer to it without a lock); when
+ * the thread exits, the ring goes back (xs__ring_release) with the events it holds: a
+ * thread that records later takes it over and adds its own events, and a ring nobody owns
+ * is freed once its events are written (xs_trace_stop). So the memory of the rings follows
+ * the number of recording threads alive at once, not of every thread that ever recorded. */
 static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
 static xs__ring *xs__rings;
 static char *xs__path;
 static _Atomic uint64_t xs__gen = 1; /* the current trace; changed under xs__lock */
-static uint64_t xs__cap = 65536;
+/* The ring size: stored under xs__lock before the generation changes, read by recording
+ * threads without it (relaxed: a thread that sees an older generation may still take the
+ * new size, which is harmless). */
+static _Atomic uint64_t xs__cap = 65536;
 static _Thread_local xs__ring *xs__mine;
+static pthread_key_t xs__key; /* its destructor gives a thread's ring back */
+static pthread_once_t xs__key_once = PTHREAD_ONCE_INIT;
+static bool xs__key_ok;
+
+/* The pthread key's destructor, at the exit of a thread that recorded: the ring keeps
+ * its events for the file and goes to the next thread that records. */
+static void xs__ring_release(void *arg)
+{
+	xs__ring *r = arg;
+	xs_mutex_lock(&xs__lock);
+	r->owned = false;
+	xs_mutex_unlock(&xs__lock);
+	xs__mine = NULL;
+}
+
+static void xs__key_init(void)
+{
+	xs__key_ok = pthread_key_create(&xs__key, xs__ring_release) == 0;
+}
+
+/* A ring that no live thread owns, taken for the calling thread, or a new one (not locked,
+ * events of an earlier thread possibly kept); NULL when out of memory. */
+static xs__ring *xs__ring_take(void)
+{
+	pthread_once(&xs__key_once, xs__key_init);
+	xs_mutex_lock(&xs__lock);
+	xs__ring *r = xs__rings;
+	while (r && r->owned)
+		r = r->next;
+	if (r)
+		r->owned = true;
+	xs_mutex_unlock(&xs__lock);
+	if (!r) {
+		uint64_t cap = atomic_load_explicit(&xs__cap, memory_order_relaxed);
+		r = calloc(1, sizeof(*r));
+		if (r)
+			r->ev = calloc(cap, sizeof(*r->ev));
+		if (!r || !r->ev) {
+			free(r);
+			return NULL;
+		}
+		xs_mutex_init(&r->lock);
+		r->cap = cap;
+		r->owned = true;
+		xs_mutex_lock(&xs__lock);
+		r->next = xs__rings;
+		xs__rings = r;
+		xs_mutex_unlock(&xs__lock);
+	}
+	/* Without the key the ring stays owned for the life of the process (as before). */
+	if (xs__key_ok)
+		pthread_setspecific(xs__key, r);
+	xs__mine = r;
+	return r;
+}
 
 /* The calling thread's ring for the current trace, locked; NULL when out of memory. */
 static xs__ring *xs__ring_get(void)
 {
 	uint64_t gen = atomic_load_explicit(&xs__gen, memory_order_acquire);
-	xs__ring *r = xs__mine;
-	if (r) {
-		xs_mutex_lock(&r->lock);
-		if (r->gen == gen)
-			return r;
-		uint64_t cap = xs__cap; /* set before the generation changed */
-		if (cap != r->cap) {
-			xs_trace_ev *ev = calloc(cap, sizeof(*ev));
-			if (!ev) {
-				xs_mutex_unlock(&r->lock);
-				return NULL;
-			}
-			free(r->ev);
-			r->ev = ev;
-			r->cap = cap;
-		}
-		r->head = r->count = r->dropped = 0;
-		r->gen = gen;
-		return r;
-	}
-	r = calloc(1, sizeof(*r));
-	if (r)
-		r->ev = calloc(xs__cap, sizeof(*r->ev));
-	if (!r || !r->ev) {
-		free(r);
+	xs__ring *r = xs__mine ? xs__mine : xs__ring_take();
+	if (!r)
 		return NULL;
-	}
-	xs_mutex_init(&r->lock);
-	r->cap = xs__cap;
-	r->gen = gen;
-	xs_mutex_lock(&xs__lock);
-	r->next = xs__rings;
-	xs__rings = r;
-	xs_mutex_unlock(&xs__lock);
-	xs__mine = r;
 	xs_mutex_lock(&r->lock);
+	if (r->gen == gen)
+		return r; /* this trace's: its events (an earlier owner's too) stay */
+	uint64_t cap = atomic_load_explicit(&xs__cap, memory_order_relaxed);
+	if (cap != r->cap) {
+		xs_trace_ev *ev = calloc(cap, sizeof(*ev));
+		if (!ev) {
+			xs_mutex_unlock(&r->lock);
+			return NULL;
+		}
+		free(r->ev);
+		r->ev = ev;
+		r->cap = cap;
+	}
+	r->head = r->count = r->dropped = 0;
+	r->gen = gen;
 	return r;
 }
 
@@ -102,7 +148,7 @@ XResult xs_trace_start(const char *path, int64_t ring_events)
 		return kXSchedErrorUnknown;
 	}
 	if (ring_events > 0)
-		xs__cap = (uint64_t)ring_events;
+		atomic_store_explicit(&xs__cap, (uint64_t)ring_events, memory_order_relaxed);
 	atomic_fetch_add_explicit(&xs__gen, 1, memory_order_acq_rel); /* rings start empty */
 	atomic_store_explicit(&xs_trace_on, true, memory_order_release);
 	xs_mutex_unlock(&xs__lock);
@@ -173,6 +219,23 @@ static uint64_t xs__keep_last_names(xs_trace_ev *ev, uint64_t n)
 	return gone;
 }
 
+/* Free the rings of exited threads (their events were copied out). Caller holds
+ * xs__lock. */
+static void xs__free_unowned(void)
+{
+	for (xs__ring **p = &xs__rings; *p;) {
+		xs__ring *r = *p;
+		if (r->owned) {
+			p = &r->next;
+			continue;
+		}
+		*p = r->next;
+		xs_mutex_destroy(&r->lock);
+		free(r->ev);
+		free(r);
+	}
+}
+
 XResult xs_trace_stop(void)
 {
 	xs_mutex_lock(&xs__lock);
@@ -188,8 +251,11 @@ XResult xs_trace_stop(void)
 	/* Copy out every ring's events of this trace; a thread still inside an emit holds
 	 * its ring's lock, so each copy sees whole events. */
 	uint64_t n = 0, dropped = 0, k = 0;
-	for (xs__ring *r = xs__rings; r; r = r->next)
-		n += r->cap;
+	for (xs__ring *r = xs__rings; r; r = r->next) {
+		xs_mutex_lock(&r->lock); /* its thread may be resizing it for the next trace */
+		n += r->gen == gen ? r->count : 0;
+		xs_mutex_unlock(&r->lock);
+	}
 	xs_trace_ev *all = malloc((n ? n : 1) * sizeof(*all));
 	for (xs__ring *r = xs__rings; r && all; r = r->next) {
 		xs_mutex_lock(&r->lock);
@@ -201,6 +267,7 @@ XResult xs_trace_stop(void)
 		}
 		xs_mutex_unlock(&r->lock);
 	}
+	xs__free_unowned();
 	xs_mutex_unlock(&xs__lock);
 
 	XResult res = kXSchedSuccess;
@@ -252,10 +319,16 @@ void xs_trace_counts(uint64_t *kept, uint64_t *dropped)
 
 void xs_trace_forked(void)
 {
+	/* The parent's trace is not the child's: its path is released and its events are
+	 * dropped at the child's first trace. Only the forking thread lives on: the rings of
+	 * the parent's other threads go to the child's threads. */
 	atomic_store_explicit(&xs_trace_on, false, memory_order_relaxed);
 	xs_mutex_init(&xs__lock);
-	for (xs__ring *r = xs__rings; r; r = r->next)
+	for (xs__ring *r = xs__rings; r; r = r->next) {
 		xs_mutex_init(&r->lock); /* a parent's thread may have held one */
+		r->owned = r == xs__mine;
+	}
+	free(xs__path);
 	xs__path = NULL;
 	atomic_fetch_add_explicit(&xs__gen, 1, memory_order_relaxed);
 }

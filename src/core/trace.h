@@ -9,7 +9,9 @@
  *
  * Memory: one ring of XSCHED_TRACE_EVENTS events (default 65536, 32 bytes each) per
  * thread that records, allocated at its first event; a full ring drops its oldest event
- * and counts it ("dropped" in the file). Rings are freed when the file is written.
+ * and counts it ("dropped" in the file). When a thread exits, its ring (with its events)
+ * goes to the next thread that records; rings no thread owns are freed when the file is
+ * written. So the rings follow the recording threads alive at once.
  *
  * Cost: off, each trace point is one relaxed load and a branch predicted not taken
  * (XS_TRACE); on, a clock read and a store under the thread's own ring lock (uncontended
@@ -69,7 +71,8 @@ XResult xs_trace_start(const char *path, int64_t ring_events);
 XResult xs_trace_stop(void);
 /* Events kept and dropped so far (tests). */
 void xs_trace_counts(uint64_t *kept, uint64_t *dropped);
-/* In a child after fork(): tracing off, the parent's rings forgotten. */
+/* In a child after fork(): tracing off, the parent's path released, the rings of its
+ * other threads free for the child's. */
 void xs_trace_forked(void);
 
 #endif

@@ -1,0 +1,67 @@
+/* Issue 22, item 2: a gate check (XQueueEnqueueGateCheck) on a low-priority XQueue with the
+ * commitment budget. Three Lv1 XQueues under HPF (high 10, mid 5, low 0; low and mid
+ * limited). On low: a running command, a gate check behind it, then a command that is
+ * committed and charged to the budget. High gets work: low is suspended and its run gate
+ * closes, so the charged command stays behind the gate check. When high goes idle, mid
+ * (ready, above low) keeps low suspended and waits for budget that only low's stuck
+ * command holds. Mid's command must still complete. Fails (not hangs) after 3 s. */
+#include "hang_util.h"
+
+static atomic_bool g_release_low, g_release_high;
+
+int main(void)
+{
+	h_watchdog(20, "item 2 (a gate check with the commitment budget)");
+	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+	HwQueueHandle hh, hm, hl;
+	XQueueHandle high, mid, low;
+	CHECK_OK(HostQueueCreate(&hh));
+	CHECK_OK(HostQueueCreate(&hm));
+	CHECK_OK(HostQueueCreate(&hl));
+	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelBlock, 0));
+	CHECK_OK(XQueueCreate(&mid, hm, kPreemptLevelBlock, 0));
+	CHECK_OK(XQueueCreate(&low, hl, kPreemptLevelBlock, 0));
+	CHECK_OK(XHintPriority(high, 10));
+	CHECK_OK(XHintPriority(mid, 5));
+	CHECK_OK(XHintPriority(low, 0));
+	h_wait_field(low, H_LIMITED, true);
+	h_wait_field(mid, H_LIMITED, true);
+	/* Low learns a short time per command, so that two of its commands fit the budget. */
+	int64_t us = 100;
+	for (int i = 0; i < 20; i++)
+		t_submit_fn(low, t_sleep_fn, &us);
+	CHECK_OK(XQueueWaitAll(low));
+
+	HwCommandHandle l0 = h_submit(low, h_block_fn, &g_release_low);
+	CHECK_OK(XQueueEnqueueGateCheck(low));
+	HwCommandHandle l1 = h_submit(low, h_nop_fn, NULL); /* charged, behind the check */
+	CHECK(t_stats(low).launched == 22);
+	HwCommandHandle h0 = h_submit(high, h_block_fn, &g_release_high);
+	h_wait_field(low, H_SCHED_SUSPENDED, true); /* its run gate is closed */
+	atomic_store(&g_release_low, true);         /* low's executor stops at the gate */
+	HwCommandHandle m0 = h_submit(mid, h_nop_fn, NULL);
+	atomic_store(&g_release_high, true); /* high goes idle: mid is the top ready queue */
+	CHECK_OK(XQueueWait(high, h0));
+	int64_t end = t_now_us() + 3000000;
+	while (t_stats(mid).completed < 1)
+		if (t_now_us() > end)
+			h_hang(
+			    "item 2: mid's command waits for budget held by low's command behind "
+			    "its closed run gate");
+		else
+			t_sleep_us(1000);
+	CHECK_OK(XQueueWait(mid, m0));
+	CHECK_OK(XQueueWaitAll(low));
+	HwCommandHandle cmds[] = {l0, l1, h0, m0};
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(HwCommandDestroy(cmds[i]));
+	CHECK_OK(XQueueDestroy(high));
+	CHECK_OK(XQueueDestroy(mid));
+	CHECK_OK(XQueueDestroy(low));
+	CHECK_OK(HwQueueDestroy(hh));
+	CHECK_OK(HwQueueDestroy(hm));
+	CHECK_OK(HwQueueDestroy(hl));
+	CHECK_OK(XSchedShutdown());
+	printf("item 2: mid ran although low's charged command sat behind a gate check\n");
+	return 0;
+}
