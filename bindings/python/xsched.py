@@ -403,6 +403,7 @@ _PROTOTYPES = {
     "XHintLaxity": [XQueueHandle, c_int64, c_int32, c_int32],
     "XHintKDeadline": [c_size_t],
     "XHintCommitBudget": [c_int64],
+    "XHintCorunBudget": [c_int64],
 }
 
 
@@ -1721,6 +1722,13 @@ def set_commit_budget(us: int) -> None:
     """XHintCommitBudget: how much lower-priority work, in estimated device time (us), a
     device may hold committed (every policy; default XSCHED_BUDGET_US or 1000)."""
     _call("XHintCommitBudget", int(us))
+
+
+def set_corun_budget(us: int) -> None:
+    """XHintCorunBudget: how much lower-priority work, in estimated device time (us), a
+    device keeps committed while a top-priority XQueue has work under HPF (co-run); 0 =
+    none, and HPF then suspends the lower queues (default XSCHED_CORUN_US or 500)."""
+    _call("XHintCorunBudget", int(us))
 
 
 def shutdown() -> None:

@@ -149,6 +149,8 @@ def test_concurrent_submit_and_wait_all_lose_nothing():
 
 
 def test_hpf_high_priority_runs_first():
+    # HPF suspends lower queues with a co-run budget of 0 (else they co-run within it).
+    xsched.set_corun_budget(0)
     xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
     ql, low = _queue(priority=0, threshold=1, batch_size=1)
     qh, high = _queue(priority=10)

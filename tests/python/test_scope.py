@@ -164,6 +164,8 @@ def test_blocked_launch_releases_the_gil():
 # ---------------------------------------------------------------------------------------
 
 def test_scope_holds_lower_priority_queue():
+    # A co-run budget of 0: HPF then suspends the low queue while the scope is open.
+    xsched.set_corun_budget(0)
     xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
     qh, high = _queue(level=xsched.PreemptLevel.DEACTIVATE, priority=10)
     ql, low = _queue(level=xsched.PreemptLevel.DEACTIVATE, priority=1)

@@ -22,6 +22,8 @@ import xsched  # noqa: E402
 
 
 def _run_two_queues():
+    # A co-run budget of 0: HPF then suspends the low queue, and the trace shows it.
+    xsched.set_corun_budget(0)
     xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
     qh, ql = xsched.HostQueue(), xsched.HostQueue()
     high = xsched.XQueue(qh, level=xsched.PreemptLevel.DEACTIVATE, priority=10)

@@ -54,6 +54,8 @@ static void run(XPreemptLevel level)
 int main(void)
 {
 	h_watchdog(30, "item 7 (priority inheritance of a host function's wait)");
+	/* HPF suspends B only with a co-run budget of 0 (else B co-runs): the case to test. */
+	CHECK_OK(XHintCorunBudget(0));
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
 	run(kPreemptLevelBlock);
 	run(kPreemptLevelDeactivate);
