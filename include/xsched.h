@@ -1019,9 +1019,11 @@ XSCHED_API XResult XHintCommitBudget(int64_t budget_us);
  * top-priority queue has work, XHintCommitBudget() applies instead. Queues at Lv3 are
  * suspended outright under HPF, as in XSched.
  *
- * Default XSCHED_CORUN_US from the environment, else 500 us, chosen from the frontier of
+ * Default XSCHED_CORUN_US from the environment, else 0, chosen from the frontier of
  * high-priority p99 against lower-priority throughput measured on an H100 (doc/RESULTS.md,
- * "Engine v3: the co-run frontier").
+ * "Engine v3: the co-run frontier"): on the shapes measured, co-running lower work
+ * raised the high p99 more than it raised the lower throughput. A larger budget suits
+ * high work that tolerates slowdown (see XSCHED_CORUN_US in doc/RESULTS.md).
  *
  * @param budget_us [in] Budget in microseconds, 0..TIMESLICE_MAX; 0 = lower queues commit
  *                       nothing new while a top-priority queue has work (what they

@@ -1727,7 +1727,7 @@ def set_commit_budget(us: int) -> None:
 def set_corun_budget(us: int) -> None:
     """XHintCorunBudget: how much lower-priority work, in estimated device time (us), a
     device keeps committed while a top-priority XQueue has work under HPF (co-run); 0 =
-    none, and HPF then suspends the lower queues (default XSCHED_CORUN_US or 500)."""
+    none, and HPF then suspends the lower queues (default XSCHED_CORUN_US or 0)."""
     _call("XHintCorunBudget", int(us))
 
 

@@ -46,9 +46,11 @@ typedef struct xs_config {
 #define XS_BUDGET_DEFAULT_US 1000
 
 /* Default co-run budget, in us: the lower-priority work a device keeps committed while a
- * top-priority XQueue has work (HPF). Chosen from the measured frontier (doc/RESULTS.md,
- * "Engine v3: the co-run frontier"). */
-#define XS_CORUN_DEFAULT_US 500
+ * top-priority XQueue has work (HPF). 0: none (HPF suspends the lower queues meanwhile).
+ * Chosen from the measured frontier (doc/RESULTS.md, "Engine v3: the co-run frontier"):
+ * on an H100 every co-run budget tried (200 us to 4 ms) raised the high p99 (1.7-10x
+ * alone against 1.03-1.23x) without keeping more lower throughput on mixed work. */
+#define XS_CORUN_DEFAULT_US 0
 
 /* Default stall release, in us. Progress is a completion or a launch of a running XQueue;
  * a scope without commands (bindings/python's whole-scope form) shows none while it is

@@ -303,8 +303,8 @@ int64_t xs_budget_next_ns(const xs_device *d)
 
 void xs_budget_grant(xs_device *d)
 {
-	/* Waiters in rank order, each given its turn until one finds the budget full. A
-	 * waiter at Lv1 is kicked (its launch thread charges later, in kick order). */
+	/* Waiters in rank order, each given its turn until one finds the budget full (at Lv1
+	 * its head command is charged here and the launch thread enqueues it). */
 	for (;;) {
 		xs_mutex_lock(&d->lock);
 		xs_budget *b = &d->budget;
@@ -324,7 +324,7 @@ void xs_budget_grant(xs_device *d)
 		if (!xq)
 			break;
 		xs_mutex_lock(&xq->lock);
-		xs_engine_progress(xq, false);
+		xs_engine_grant(xq);
 		xs_mutex_unlock(&xq->lock);
 		xs_mutex_lock(&d->lock);
 		b->granting = NULL;

@@ -115,6 +115,7 @@ static void xs__xq_free(xs_obj *obj)
 {
 	xs_xqueue *xq = xs_xqueue_of(obj);
 	xs_cond_destroy(&xq->cv);
+	xs_cond_destroy(&xq->done_cv);
 	xs_mutex_destroy(&xq->lock);
 	xs_obj_unref(&xq->hwq->obj);
 	free(xq);
@@ -130,6 +131,8 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->hwq = q;
 	xs_mutex_init(&xq->lock);
 	xs_cond_init(&xq->cv);
+	xs_cond_init(&xq->done_cv);
+	xq->sleep_seq = UINT64_MAX;
 	xs_list_init(&xq->pending);
 	xs_list_init(&xq->inflight);
 	xs_link_init(&xq->dev_link);
@@ -152,6 +155,30 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	q->ops->reset(q);
 	*out = xq;
 	return kXSchedSuccess;
+}
+
+/* Sleep on done_cv until @deadline_ns (0 = none) or until number @seq may have been
+ * enqueued, committed or completed. Caller holds xq->lock. */
+static void xs__sleep(xs_xqueue *xq, uint64_t seq, int64_t deadline_ns)
+{
+	if (seq < xq->sleep_seq)
+		xq->sleep_seq = seq;
+	xq->sleepers++;
+	if (deadline_ns)
+		xs_cond_timedwait(&xq->done_cv, &xq->lock, deadline_ns);
+	else
+		xs_cond_wait(&xq->done_cv, &xq->lock);
+	xq->sleepers--;
+}
+
+/* Number @reached was enqueued, committed or completed: wake the sleepers if one waits
+ * for it (all wake and register again). Caller holds xq->lock. */
+static void xs__wake_sleepers(xs_xqueue *xq, uint64_t reached)
+{
+	if (xq->sleepers && reached >= xq->sleep_seq) {
+		xq->sleep_seq = UINT64_MAX;
+		xs_cond_broadcast(&xq->done_cv);
+	}
 }
 
 /* Recount @xq in its device's top_busy after its work, its limit or its blocking changed.
@@ -184,8 +211,7 @@ static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 	xq->committed = c;
 	if (xq->hwq->ops->commit)
 		xq->hwq->ops->commit(xq->hwq, c);
-	if (xq->sleepers)
-		xs_cond_broadcast(&xq->cv); /* waiters sleep until their command is committed */
+	xs__wake_sleepers(xq, c); /* waiters sleep until their command is committed */
 }
 
 bool xs_engine_gated(const xs_xqueue *xq)
@@ -378,9 +404,26 @@ static void xs__drain(xs_xqueue *xq)
 			xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res);
 		xs_obj_unref(&cmd->obj);
 		xs_cond_broadcast(&xq->cv);
+		xs__wake_sleepers(xq, seq);
 	}
 	xq->launching = false;
 	xs_cond_broadcast(&xq->cv);
+}
+
+void xs_engine_grant(xs_xqueue *xq)
+{
+	xs_link *l = xs_list_first(&xq->pending);
+	if (l && !xs_engine_gated(xq) && !xq->launching) {
+		/* Lv1: charge the head here, where the grant has its turn, so that exactly the
+		 * queues the budget admits are kicked (else every waiter was kicked and all but
+		 * one found the budget full again: work per completion grew with the queues). */
+		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+		bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
+		if (cmd->kind != XS_CMD_EVENT_WAIT && cmd->kind != XS_CMD_INLINE && space &&
+		    xs__may_launch(xq) && !xs_budget_charge(xq, cmd))
+			return;
+	}
+	xs_engine_progress(xq, false);
 }
 
 /* Whether the head pending command is an inline one (only its owner enqueues it). */
@@ -458,6 +501,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 	xq->completed = done;
 	xq->busy_since_ns = xq->committed > done || xq->enqueued > done ? now : 0;
 	xs_cond_broadcast(&xq->cv);
+	xs__wake_sleepers(xq, done);
 	xs_engine_progress(xq, false);
 	xs__top_update(xq);
 	if (!xs_engine_has_work(xq))
@@ -574,9 +618,7 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 		xs_mutex_lock(&xq->lock);
 		return;
 	}
-	xq->sleepers++;
-	xs_cond_timedwait(&xq->cv, &xq->lock, at);
-	xq->sleepers--;
+	xs__sleep(xq, seq, at);
 }
 
 int64_t xs_engine_expect_ns(const xs_xqueue *xq)
@@ -669,7 +711,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
 			xs__wait_device(xq, cmd->seq, &w);
 		else
-			xs_cond_wait(&xq->cv, &xq->lock);
+			xs__sleep(xq, cmd->seq, 0); /* until it is enqueued */
 	}
 	if (res == kXSchedSuccess)
 		res = cmd->result;
@@ -691,7 +733,7 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 		if (xq->enqueued > xq->completed)
 			xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target, &w);
 		else
-			xs_cond_wait(&xq->cv, &xq->lock);
+			xs__sleep(xq, xq->completed + 1, 0); /* until the next is enqueued */
 	}
 	if (res == kXSchedSuccess) {
 		res = xq->err_pending;

@@ -64,8 +64,10 @@ typedef struct xs_xqueue {
 	xs_hwq *hwq;    /* holds a reference; read-only after create */
 	xs_device *dev; /* holds a reference; read-only after create */
 
-	xs_mutex lock; /* guards every field below unless the field says otherwise */
-	xs_cond cv;    /* completions, enqueues, commits, the launch token's release */
+	xs_mutex lock;   /* guards every field below unless the field says otherwise */
+	xs_cond cv;      /* completions, enqueues, commits, the launch token's release */
+	xs_cond done_cv; /* waits for the device (XQueueWait*): woken only when the number
+			  * they wait for is enqueued, committed or completed (sleep_seq) */
 
 	xs_link pending;  /* submitted, not enqueued (FIFO, xs_cmd.link) */
 	xs_link inflight; /* enqueued, not complete (FIFO by seq) */
@@ -96,7 +98,8 @@ typedef struct xs_xqueue {
 	int64_t est_ns;             /* estimated duration of one command (moving average) */
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
 	int hw_top;                 /* hardware priority applied: 1 top, 0 not, -1 none yet */
-	unsigned sleepers;          /* threads asleep on cv in a wait for the device */
+	unsigned sleepers;          /* threads asleep on done_cv */
+	uint64_t sleep_seq;         /* the least number they wait for (UINT64_MAX: none) */
 
 	/* Under dev->lock: */
 	xs_link dev_link;    /* dev->queues */

@@ -93,6 +93,9 @@ void xs_budget_forked(void);
 /* Commit what may be committed, and enqueue pending commands: on this thread when
  * @may_launch (user code may run here; the lock is dropped around it), else by a kick. */
 void xs_engine_progress(xs_xqueue *xq, bool may_launch);
+/* The budget's turn for @xq (budget.c, under its grant): commit what fits, and at Lv1
+ * charge the head pending command and kick the launch thread to enqueue it. */
+void xs_engine_grant(xs_xqueue *xq);
 /* Read the done number, complete what it covers; returns whether anything completed.
  * With @check_health, a queue that made no progress is asked for faults. */
 bool xs_engine_reap(xs_xqueue *xq, bool check_health);

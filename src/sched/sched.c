@@ -102,17 +102,42 @@ static void xs__on_engine(xs_xqueue *xq)
 }
 
 /* Mark as limited every queue below the top priority present on its device (idle ones
- * count: a queue of higher priority may submit at any moment). Caller holds xs__lock. */
+ * count: a queue of higher priority may submit at any moment). One pass for the devices'
+ * top priorities (a process has few devices; past XS__MAX_DEVS the rest are looked up
+ * queue by queue), one to apply. Caller holds xs__lock. */
 static void xs__apply_limits(size_t n, bool lift)
 {
+	enum { XS__MAX_DEVS = 16 };
+	const void *devs[XS__MAX_DEVS];
+	Priority tops[XS__MAX_DEVS];
+	size_t nd = 0;
+	for (size_t i = 0; i < n; i++) {
+		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
+		Priority p = xs__entry_q[i]->h.prio;
+		size_t d = 0;
+		while (d < nd && devs[d] != dev)
+			d++;
+		if (d == nd && nd < XS__MAX_DEVS) {
+			devs[nd] = dev;
+			tops[nd++] = p;
+		} else if (d < nd && p > tops[d]) {
+			tops[d] = p;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		xs__sq *sq = xs__entry_q[i];
 		const void *dev = xs_engine_device(sq->xq);
+		size_t d = 0;
+		while (d < nd && devs[d] != dev)
+			d++;
 		Priority top = sq->h.prio;
-		for (size_t j = 0; j < n && !lift; j++)
-			if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
-			    xs__entry_q[j]->h.prio > top)
-				top = xs__entry_q[j]->h.prio;
+		if (d < nd)
+			top = tops[d];
+		else
+			for (size_t j = 0; j < n; j++)
+				if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
+				    xs__entry_q[j]->h.prio > top)
+					top = xs__entry_q[j]->h.prio;
 		int limited = !lift && sq->h.prio < top;
 		if (limited != sq->limited || sq->h.prio != sq->applied) {
 			sq->limited = limited;
