@@ -22,7 +22,8 @@
  * No bubbles: the charged work counts device time still to run, not whole commands. The
  * charged set has run since the last completion (since_ns), so up to that much of it, but
  * never more than one command's worth, is taken as done; when what remains plus the next
- * command fits the cap, or what remains is within XS__LEAD_NS, the next command is
+ * command fits the cap, or what remains is within the lead (100 us or an eighth of a
+ * command), the next command is
  * committed before the running one completes and the device does not wait for the host
  * between two lower commands. The progress thread wakes at that moment
  * (xs_budget_next_ns). So the charged work exceeds the cap by at most one command, and
@@ -47,9 +48,10 @@
 #include "preempt/engine_int.h"
 
 enum {
-	/* Commit the next command this long before the charged work is expected to end:
-	 * covers the progress thread's wake-up and the counter store's trip to the device
-	 * (tens of us), so a lower queue's next command is there when the device needs it. */
+	/* Commit the next command this long before the charged work is expected to end, or
+	 * an eighth of a command if that is more: covers the progress thread's wake-up, the
+	 * counter store's trip to the device (tens of us) and the estimate's error, so a
+	 * lower queue's next command is there when the device needs it. */
 	XS__LEAD_NS = 100000,
 };
 
@@ -149,6 +151,13 @@ static int64_t xs__credit_max(const xs_budget *b)
 	return b->charged_cmds ? b->charged_ns / (int64_t)b->charged_cmds : 0;
 }
 
+/* How long before the charged work's expected end the next command may be committed. */
+static int64_t xs__lead(const xs_budget *b)
+{
+	int64_t eighth = xs__credit_max(b) / 8;
+	return eighth > XS__LEAD_NS ? eighth : XS__LEAD_NS;
+}
+
 /* Charged device time still to run at @now. Caller holds d->lock. */
 static int64_t xs__remaining(const xs_budget *b, int64_t now)
 {
@@ -172,7 +181,7 @@ static bool xs__room(const xs_device *d, int64_t est, int64_t now)
 	if (cap == 0)
 		return false; /* a budget of 0: strictly one command at a time */
 	int64_t rem = xs__remaining(b, now);
-	return rem + est <= cap || rem <= XS__LEAD_NS;
+	return rem + est <= cap || rem <= xs__lead(b);
 }
 
 /* Whether waiter @w ranks before a queue of priority @prio and virtual time @vt. */
@@ -294,7 +303,7 @@ int64_t xs_budget_next_ns(const xs_device *d)
 	if (!w)
 		return 0; /* no waiter's command fits the co-run budget at all */
 	int64_t fit = b->charged_ns + w->wait_est_ns - cap; /* remaining + est <= cap */
-	int64_t lead = b->charged_ns - XS__LEAD_NS;         /* remaining <= lead */
+	int64_t lead = b->charged_ns - xs__lead(b);         /* remaining <= lead */
 	int64_t ran = held || fit < lead ? fit : lead;      /* no lead rule in the co-run */
 	if (ran > xs__credit_max(b))
 		return 0; /* only a completion makes room */

@@ -370,13 +370,7 @@ static void xs__drain(xs_xqueue *xq)
 		xs_dev_activate(xq);
 		xs_obj_ref(&cmd->obj);
 		xq->issuing = seq;
-		if (gated) {
-			xs__commit(xq);
-		} else if (xq->traced_commit < seq) {
-			/* Lv1: enqueuing commits; traced before the command can complete. */
-			XS_TRACE(XS_TR_COMMIT, xq->obj.handle, seq, 0);
-			xq->traced_commit = seq;
-		}
+		xs__commit(xq); /* at Lv1 enqueuing commits: counted (and traced) before */
 		xs_mutex_unlock(&xq->lock);
 
 		XResult res = kXSchedErrorHardware;
@@ -499,7 +493,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 	xq->completed = done;
-	xq->busy_since_ns = xq->committed > done || xq->enqueued > done ? now : 0;
+	xq->busy_since_ns = xq->committed > done ? now : 0; /* else set at the next commit */
 	xs_cond_broadcast(&xq->cv);
 	xs__wake_sleepers(xq, done);
 	xs_engine_progress(xq, false);
@@ -906,6 +900,12 @@ static void xs__apply(xs_xqueue *xq)
 	if (!run) {
 		xq->suspensions++;
 		xq->suspended_since_ns = now;
+		/* A pending command charged by the budget's grant (Lv1) will not be enqueued
+		 * while suspended: its charge goes back, or it would hold budget that the
+		 * queue keeping this one suspended may wait for (seen on an H100: every queue
+		 * stopped). */
+		xs_list_for_each(l, &xq->pending)
+		    xs_budget_uncharge(xq, xs_container_of(l, xs_cmd, link));
 		xs__suspend_levels(xq, kPreemptLevelBlock, xq->level);
 	} else {
 		xq->suspended_ns += now - xq->suspended_since_ns;
