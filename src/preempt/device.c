@@ -336,12 +336,16 @@ static void *xs__progress_main(void *arg)
 		bool progressed = false;
 		int64_t expect = INT64_MAX;
 		for (size_t i = 0; i < n; i++) {
-			xs_mutex_lock(&v[i]->lock);
-			progressed |= xs_engine_reap(v[i], check);
+			/* The lock only where a done number moved, and on each look (which
+			 * also takes idle queues off the active list). */
+			if (look || xs_engine_done_moved(v[i])) {
+				xs_mutex_lock(&v[i]->lock);
+				progressed |= xs_engine_reap(v[i], check);
+				xs_mutex_unlock(&v[i]->lock);
+			}
 			int64_t e = xs_engine_expect_ns(v[i]);
 			if (e < expect)
 				expect = e;
-			xs_mutex_unlock(&v[i]->lock);
 			xs_obj_unref(&v[i]->obj);
 		}
 		if (look) {

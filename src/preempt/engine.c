@@ -133,6 +133,8 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xs_cond_init(&xq->cv);
 	xs_cond_init(&xq->done_cv);
 	xq->sleep_seq = UINT64_MAX;
+	atomic_init(&xq->seen_done, 0);
+	atomic_init(&xq->expect_ns, INT64_MAX);
 	xs_list_init(&xq->pending);
 	xs_list_init(&xq->inflight);
 	xs_link_init(&xq->dev_link);
@@ -179,6 +181,15 @@ static void xs__wake_sleepers(xs_xqueue *xq, uint64_t reached)
 		xq->sleep_seq = UINT64_MAX;
 		xs_cond_broadcast(&xq->done_cv);
 	}
+}
+
+/* Committed work of @xq started at @now (0: none runs); keeps the expected end of its
+ * head command for the progress thread. Caller holds xq->lock. */
+static void xs__busy(xs_xqueue *xq, int64_t now)
+{
+	xq->busy_since_ns = now;
+	int64_t e = now && xq->est_ns > 0 ? now + xq->est_ns : INT64_MAX;
+	atomic_store_explicit(&xq->expect_ns, e, memory_order_relaxed);
 }
 
 /* Recount @xq in its device's top_busy after its work, its limit or its blocking changed.
@@ -255,7 +266,7 @@ static void xs__commit(xs_xqueue *xq)
 			return;
 	}
 	if (!xq->busy_since_ns)
-		xq->busy_since_ns = xs_now_ns();
+		xs__busy(xq, xs_now_ns());
 	xs__store_commit(xq, c);
 }
 
@@ -297,7 +308,7 @@ bool xs_engine_release(xs_xqueue *xq)
 	uint64_t top = xs__last_enqueued(xq);
 	XS_TRACE(XS_TR_RELEASE, xq->obj.handle, xq->committed + 1, (int64_t)top);
 	if (!xq->busy_since_ns)
-		xq->busy_since_ns = xs_now_ns();
+		xs__busy(xq, xs_now_ns());
 	xs__store_commit(xq, top); /* uncharged: the budget counts them as free */
 	return true;
 }
@@ -392,7 +403,7 @@ static void xs__drain(xs_xqueue *xq)
 		xq->enqueued = seq;
 		xq->issuing = 0;
 		if (!gated && !xq->busy_since_ns)
-			xq->busy_since_ns = xs_now_ns();
+			xs__busy(xq, xs_now_ns());
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
 		if (record)
 			xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res);
@@ -493,7 +504,8 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 	xq->completed = done;
-	xq->busy_since_ns = xq->committed > done ? now : 0; /* else set at the next commit */
+	xs__busy(xq, xq->committed > done ? now : 0); /* else set at the next commit */
+	atomic_store_explicit(&xq->seen_done, done, memory_order_relaxed);
 	xs_cond_broadcast(&xq->cv);
 	xs__wake_sleepers(xq, done);
 	xs_engine_progress(xq, false);
@@ -541,22 +553,28 @@ typedef struct xs__waiting {
 } xs__waiting;
 
 enum {
-	XS__WAIT_CHECK_NS = 1000000,  /* ask a silent GPU queue for faults this often */
-	XS__WAIT_EARLY_NS = 20000,    /* wake at least this long before the expected end */
-	XS__WAIT_SPIN_NS = 50000,     /* then yield-poll until this long past it */
-	XS__WAIT_NAP_MAX_NS = 200000, /* then sleep at most this long between polls */
-	XS__WAIT_IDLE_NS = 20000000,  /* the longest sleep while the command is not committed */
+	XS__WAIT_CHECK_NS = 1000000,   /* ask a silent GPU queue for faults this often */
+	XS__WAIT_EARLY_NS = 20000,     /* wake at least this long before the expected end */
+	XS__WAIT_SPIN_NS = 20000,      /* then yield-poll until this long past it */
+	XS__WAIT_NAP_MAX_NS = 200000,  /* then sleep at most this long between polls */
+	XS__WAIT_IDLE_NS = 20000000,   /* the longest sleep while the command is not committed */
+	XS__WAIT_LIMITED_NS = 1000000, /* a limited queue's waiter: the longest sleep */
 };
 
-/* When a waiter for @seq of @xq looks again, or 0 to yield-poll now. The command's end is
- * expected at busy_since + (seq - completed) x est: the waiter sleeps until shortly before
- * it, yield-polls around it, then sleeps in steps that grow with the delay (a tenth of
- * it, within XS__WAIT_NAP_MAX_NS). A command not yet committed is not polled for: its
- * commit wakes the waiter (xs__store_commit). Caller holds xq->lock. */
+/* When a waiter for @seq of @xq looks again, or 0 to yield-poll now. A command not yet
+ * committed is not polled for: its commit wakes the waiter (xs__store_commit). The waiter
+ * of a limited queue (throughput work, often many) does not poll either: the progress
+ * thread's completion wakes it. A top queue's waiter (latency) expects the command's end
+ * at busy_since + (seq - completed) x est: it sleeps until shortly before it, yield-polls
+ * around it, then sleeps in steps that grow with the delay (a tenth of it, within
+ * XS__WAIT_NAP_MAX_NS), woken early by the progress thread's completion. Caller holds
+ * xq->lock. */
 static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__waiting *w)
 {
 	if (seq > xq->committed)
 		return now + XS__WAIT_IDLE_NS;
+	if (xq->limited)
+		return now + XS__WAIT_LIMITED_NS; /* the progress thread's completion wakes it */
 	if (xq->busy_since_ns && xq->est_ns > 0) {
 		int64_t expect = xq->busy_since_ns + (int64_t)(seq - xq->completed) * xq->est_ns;
 		int64_t early = (expect - now) / 8;
@@ -617,9 +635,13 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 
 int64_t xs_engine_expect_ns(const xs_xqueue *xq)
 {
-	if (!xq->busy_since_ns || xq->est_ns <= 0 || xq->completed >= xq->enqueued)
-		return INT64_MAX;
-	return xq->busy_since_ns + xq->est_ns;
+	return atomic_load_explicit(&xq->expect_ns, memory_order_relaxed);
+}
+
+bool xs_engine_done_moved(xs_xqueue *xq)
+{
+	uint64_t done = xq->hwq->ops->done(xq->hwq);
+	return done > atomic_load_explicit(&xq->seen_done, memory_order_relaxed);
 }
 
 /* Whether the calling thread runs a command of @xq: a launch callback inside its enqueue,

@@ -97,6 +97,9 @@ typedef struct xs_xqueue {
 	int64_t ready_since_ns;     /* when the queue last went from idle to ready */
 	int64_t est_ns;             /* estimated duration of one command (moving average) */
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
+	/* Lock-free copies for the progress thread's look (written under the lock): */
+	_Atomic uint64_t seen_done; /* = completed */
+	_Atomic int64_t expect_ns;  /* busy_since + est: the head's expected end, or INT64_MAX */
 	int hw_top;                 /* hardware priority applied: 1 top, 0 not, -1 none yet */
 	unsigned sleepers;          /* threads asleep on done_cv */
 	uint64_t sleep_seq;         /* the least number they wait for (UINT64_MAX: none) */

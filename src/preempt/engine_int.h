@@ -109,6 +109,9 @@ bool xs_engine_holds(const xs_xqueue *xq);
 /* When @xq's running command is expected to complete (ns, monotonic), INT64_MAX when
  * unknown or nothing runs. */
 int64_t xs_engine_expect_ns(const xs_xqueue *xq);
+/* Whether @xq's done number moved past what it completed: worth a reap. Any thread, no
+ * lock (a relaxed look). */
+bool xs_engine_done_moved(xs_xqueue *xq);
 /* Called with xq->lock held by deps.c when a blocked queue may go on. */
 void xs_engine_notify(xs_xqueue *xq);
 
