@@ -324,6 +324,13 @@ static bool xs__may_launch(const xs_xqueue *xq)
 
 /* ---- enqueue ---- */
 
+enum {
+	/* The device time of the commands a budget grant admits for one Lv1 queue at once
+	 * (at least one command): fewer hand-offs to the launch thread for short commands,
+	 * fair turns by device time all the same. */
+	XS__QUANTUM_NS = 200000,
+};
+
 /* Whether the head command @cmd may be enqueued now; *skip is a result that replaces its
  * launch (a failed dependency). Caller holds xq->lock. */
 static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
@@ -417,16 +424,26 @@ static void xs__drain(xs_xqueue *xq)
 
 void xs_engine_grant(xs_xqueue *xq)
 {
-	xs_link *l = xs_list_first(&xq->pending);
-	if (l && !xs_engine_gated(xq) && !xq->launching) {
-		/* Lv1: charge the head here, where the grant has its turn, so that exactly the
-		 * queues the budget admits are kicked (else every waiter was kicked and all but
-		 * one found the budget full again: work per completion grew with the queues). */
-		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
-		bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
-		if (cmd->kind != XS_CMD_EVENT_WAIT && cmd->kind != XS_CMD_INLINE && space &&
-		    xs__may_launch(xq) && !xs_budget_charge(xq, cmd))
-			return;
+	if (!xs_engine_gated(xq) && !xq->launching && xs__may_launch(xq)) {
+		/* Lv1: charge pending commands here, where the grant has its turn, up to a
+		 * quantum of device time, so that exactly the queues the budget admits are
+		 * kicked, once per quantum (else every waiter was kicked and all but one
+		 * found the budget full again: work per completion grew with the queues). */
+		int64_t room = (int64_t)xq->threshold - (int64_t)(xq->enqueued - xq->completed);
+		int64_t took = 0;
+		xs_list_for_each(l, &xq->pending)
+		{
+			xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+			if (room-- <= 0 || cmd->kind == XS_CMD_EVENT_WAIT ||
+			    cmd->kind == XS_CMD_INLINE || (took && took >= XS__QUANTUM_NS))
+				break;
+			if (!cmd->charge_ns && !xs_budget_charge(xq, cmd)) {
+				if (!took)
+					return; /* refused: it waits for budget again */
+				break;
+			}
+			took += cmd->charge_ns;
+		}
 	}
 	xs_engine_progress(xq, false);
 }
