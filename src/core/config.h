@@ -4,7 +4,9 @@
  * xs_config_reset(), which XSchedShutdown() calls so that a process can change them
  * between two uses of the library), warns once about each bad value in the same way, and
  * returns a pointer to the same immutable snapshot until the next reset. No other file
- * calls getenv(), and nothing reads the environment on a library thread.
+ * calls getenv() but log.c, which reads XSCHED_LOG itself (once, at the first message,
+ * before anything else can be logged); nothing reads the environment on a library
+ * thread.
  *
  * Thread-safety: any thread. A snapshot is never written after it is made and lives as
  * long as the process, so a thread may go on reading one while another resets and loads

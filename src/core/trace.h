@@ -34,12 +34,12 @@ enum xs_trace_kind {
 	XS_TR_ENQUEUE,  /* a = seq (launch on the HwQueue) */
 	XS_TR_COMMIT,   /* a = seq: the device may run it (async slice begins) */
 	XS_TR_COMPLETE, /* a = seq, b = XResult (async slice ends) */
-	XS_TR_SUSPEND,  /* a = 1 application, 0 scheduler */
-	XS_TR_RESUME,   /* a = 1 application, 0 scheduler */
+	XS_TR_SUSPEND,  /* a = the application suspends it (0/1), b = the scheduler does */
+	XS_TR_RESUME,   /* a, b: as for SUSPEND, after the change */
 	XS_TR_PRIORITY, /* b = the new priority */
 	XS_TR_SCOPE,    /* a = 1 begin, 0 end */
 	XS_TR_PASS,     /* the scheduler's pass: a = queues, b = suspended after it */
-	XS_TR_POLICY,   /* a = XPolicyType */
+	XS_TR_POLICY,   /* a = XSchedulerType, b = XPolicyType */
 	XS_TR_RELEASE,  /* stall release: a = first seq committed, b = last */
 	XS_TR_KIND_COUNT,
 };

@@ -1,11 +1,12 @@
 /* Lv3 (interrupt/restore) of one HwQueue: backend-independent glue over cwsr.h.
  *
- * Who calls what. A backend whose queue runs on an AMD hardware queue, and that knows
- * that queue's ring buffer address (hal/hip_ring.h finds it for a HIP stream), calls
- * xs_lv3_attach() after its own Lv2 probe has passed and reports kPreemptLevelInterrupt
- * only when that succeeded. Its interrupt/restore ops call xs_lv3_interrupt() and
- * xs_lv3_restore(); its destroy op calls xs_lv3_detach() before the native queue goes
- * away (KFD blocks the destruction of a suspended queue; detach resumes it first).
+ * Who calls what. The API layer (api/hwqueue.c) attaches a HwQueue whose backend names
+ * its hardware queue (the HAL's ring_base; hal/hip_ring.h finds it for a HIP stream) with
+ * xs_lv3_attach() after the backend's own Lv2 probe has passed, raises its maximum level
+ * to kPreemptLevelInterrupt only when that succeeded, and calls xs_lv3_detach() before
+ * the native queue goes away (KFD blocks the destruction of a suspended queue; detach
+ * resumes it first). The engine (engine.c, xs__suspend_levels/xs__resume_levels) calls
+ * xs_lv3_interrupt() and xs_lv3_restore() when such an XQueue is suspended or resumed.
  *
  * The probe. xs_lv3_attach() is the whole probe. xs_cwsr_attach() makes every check of
  * xs_cwsr_probe() (KFD ioctl version, DBG_TRAP ENABLE, the runtime's debug support) in
@@ -24,8 +25,8 @@
  * detached from KFD as soon as nothing of it is suspended. A degraded queue still reports
  * max level 3 (it passed the probe); its Lv3 acts as Lv2.
  *
- * Locking and cost. The core calls the backend's interrupt/restore with the XQueue's lock
- * held (xs__level_actions in preempt/launch.c, reached from the scheduler's pass,
+ * Locking and cost. The engine calls interrupt/restore with the XQueue's lock held
+ * (xs__apply and xs_engine_set_level in engine.c, reached from the scheduler's pass,
  * XQueueSuspend/XQueueResume, XQueueSetPreemptLevel and XQueueDestroy). Each call that
  * reaches KFD makes it unmap and remap every user queue on the GPU: expect hundreds of us
  * (up to the preemption fence's time-out on a hung GPU) with that lock held. Meanwhile
@@ -35,10 +36,11 @@
  * Lock order: xq->lock -> lv3_lock -> cwsr lock (-> the ioctl).
  *
  * Batching. xs_lv3_interrupt_many() suspends several queues with one SUSPEND_QUEUES: one
- * remap instead of N. The scheduler does not use it yet, because its pass suspends XQueues
- * one at a time, each under its own lock (sched.c: xs__pass -> xs__set_suspended ->
- * xs_preempt_apply). Using it needs a pass that applies the Lv1/Lv2 actions per XQueue,
- * collects the Lv3 queues it suspended and interrupts them together afterwards.
+ * remap instead of N. The scheduler does not use it yet (tests do), because its pass
+ * suspends XQueues one at a time, each under its own lock (sched.c: xs__pass ->
+ * xs_engine_sched_suspend -> xs__apply). Using it needs a pass that applies the Lv1/Lv2
+ * actions per XQueue, collects the Lv3 queues it suspended and interrupts them together
+ * afterwards.
  */
 #ifndef XS_PREEMPT_LV3_H
 #define XS_PREEMPT_LV3_H
