@@ -532,9 +532,9 @@ static void xs__set_priority(xs_hwq *q, bool top)
 		err = xs_gpu_priority_range(&least, &greatest);
 	if (err == XS_GPU_OK)
 		err = xs_gpu_stream_set_priority(g->stream, top ? greatest : least);
-	if (err != XS_GPU_OK)
+	if (err != XS_GPU_OK && !xs_gpu_err_is_shutdown(err))
 		xs__fail("setting the stream's hardware priority", g->stream, err);
-	else
+	else if (err == XS_GPU_OK)
 		XS_DEBUG("hal", "%s stream %p: hardware priority %d", XS_GPU_NAME,
 			 (void *)g->stream, top ? greatest : least);
 	xs__restore(&saved);
@@ -547,11 +547,12 @@ static void xs__destroy(xs_hwq *q)
 	xs_gpu_binding saved;
 	xs_gpu_err err = xs__bind_save(&g->bind, &saved);
 	if (err != XS_GPU_OK) {
-		xs__fail("binding the stream's context at destroy", g->stream, err);
+		if (!xs_gpu_err_is_shutdown(err))
+			xs__fail("binding the stream's context at destroy", g->stream, err);
 	} else {
 #if XS_GPU_HAS_SET_PRIORITY
 		err = xs_gpu_stream_set_priority(g->stream, g->own_prio);
-		if (err != XS_GPU_OK)
+		if (err != XS_GPU_OK && !xs_gpu_err_is_shutdown(err))
 			xs__fail("restoring the stream's own priority", g->stream, err);
 #endif
 		xs__restore(&saved);

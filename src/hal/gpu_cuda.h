@@ -190,6 +190,12 @@ static inline xs_gpu_err xs_gpu_runtime_init(const char **missing)
 	return xs__cu_status;
 }
 
+/* Whether @err says that the runtime is being torn down (process exit): nothing to report. */
+static inline bool xs_gpu_err_is_shutdown(xs_gpu_err err)
+{
+	return err == cudaErrorCudartUnloading || err == cudaErrorContextIsDestroyed;
+}
+
 /* Whether @err says that no usable driver or device is present. */
 static inline bool xs_gpu_err_is_no_driver(xs_gpu_err err)
 {

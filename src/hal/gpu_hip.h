@@ -80,6 +80,12 @@ static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b
 	return hipLaunchKernel(func, gd, bd, args, shmem, s);
 }
 
+/* Whether @err says that the runtime is being torn down (process exit): nothing to report. */
+static inline bool xs_gpu_err_is_shutdown(xs_gpu_err err)
+{
+	return err == hipErrorDeinitialized || err == hipErrorContextIsDestroyed;
+}
+
 /* The null stream, hipStreamPerThread, and 1 (hipStreamLegacy in later ROCm). */
 static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
 {
