@@ -96,6 +96,7 @@ typedef struct xs_xqueue {
 	int64_t suspended_since_ns; /* start of the current spell (valid while !running) */
 	int64_t ready_since_ns;     /* when the queue last went from idle to ready */
 	int64_t est_ns;             /* estimated duration of one command (moving average) */
+	int64_t busy_ns;            /* device time its completed commands took, summed */
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
 	int hw_top;                 /* hardware priority applied: 1 top, 0 not, -1 none yet */
 	unsigned sleepers;          /* threads asleep on done_cv */
