@@ -203,8 +203,8 @@ const void *xs_engine_device(const xs_xqueue *xq);
 
 /* Whether, while an XQueue that is not limited has work, limited ones are held to the
  * co-run budget (0: commit nothing new; what they committed runs on). The scheduler
- * turns it on under HPF: the engine then acts on a high-priority arrival at once, without
- * waiting for the scheduler's pass. */
+ * turns it on under HPF and MLFQ: the engine then acts on a top-rank arrival at once,
+ * without waiting for the scheduler's pass. */
 void xs_engine_set_hold(bool hold);
 
 /* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
