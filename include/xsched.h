@@ -174,10 +174,14 @@ typedef enum {
 	/** LAX: HPF on a priority that rises from lax_prio to crit_prio once a queue has been
 	 *  ready for its XHintLaxity() time. */
 	kPolicyLaxity = 8,
-	kPolicyActiveWindowFirst = 9, /**< XSched's AWF; not built here. */
+	kPolicyActiveWindowFirst = 9, /**< XSched's AWF (the focused window's process first):
+				       *   no meaning inside one process; not built here. */
 	/** CFS: weighted fair share; weight 1024 * 1.2^priority (XHintPriority()). */
 	kPolicyCompletelyFairScheduler = 10,
-	kPolicyMultiLevelFeedbackQueue = 11, /**< XSched's MLFQ; not built here. */
+	/** MLFQ: levels by device time used (a queue that keeps the device busy sinks, one
+	 *  that idles between bursts stays on top), HPF between levels, a boost to the top
+	 *  after 100 ms of waiting; XHintPriority() < 0 starts a queue lower. */
+	kPolicyMultiLevelFeedbackQueue = 11,
 	kPolicyMax, /**< One past XSched's last policy (12), as in XSched. */
 	/** FIFO (this library's): the queue that became ready first runs alone until it is
 	 *  idle, then the next in arrival order. */
@@ -852,25 +856,28 @@ XSCHED_API XResult HwCommandDestroy(HwCommandHandle hw_cmd);
  * @param policy    [in] With kSchedulerLocal: kPolicyHighestPriorityFirst,
  *                       kPolicyUtilizationPartition, kPolicyKEarliestDeadlineFirst,
  *                       kPolicyLaxity, kPolicyCompletelyFairScheduler,
- *                       kPolicyFirstInFirstOut or kPolicyEarliestDeadlineFirst.
+ *                       kPolicyMultiLevelFeedbackQueue, kPolicyFirstInFirstOut or
+ *                       kPolicyEarliestDeadlineFirst.
  *                       Ignored otherwise.
  * @return kXSchedSuccess;
  *         kXSchedErrorInvalidValue for an unknown scheduler, or a policy outside both
  *         ranges of XPolicyType (0, 12..99 and 102 and up included);
  *         kXSchedErrorNotSupported for kSchedulerGlobal, or an XSched policy this library
- *         does not build (HHPF, CHPF, PUP, SPUP, AWF, MLFQ);
+ *         does not build (HHPF, CHPF, PUP, SPUP, AWF);
  *         kXSchedErrorUnknown if the thread could not be started.
  * Thread-safety: any thread except the scheduler's own.
  */
 XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType policy);
 
 /**
- * @brief Set an XQueue's priority (used by HPF, by LAX for queues without a laxity, and by
- *        CFS as the weight 1024 * 1.2^prio). Takes effect at once.
+ * @brief Set an XQueue's priority (used by HPF, by LAX for queues without a laxity, by
+ *        CFS as the weight 1024 * 1.2^prio, and by MLFQ as the starting level: 0 for
+ *        prio >= 0, else min(-prio, 3)). Takes effect at once.
  *
  * With any policy, an XQueue below the highest priority present on its device is subject
  * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
- * priority has work, the others commit nothing new (what they committed runs on).
+ * priority has work, the others commit nothing new (what they committed runs on). MLFQ
+ * does the same by level instead of priority.
  * @param xq   [in] The XQueue.
  * @param prio [in] PRIORITY_MIN..PRIORITY_MAX, higher is more important; or PRIORITY_NO_EXECUTE.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;

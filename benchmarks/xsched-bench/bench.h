@@ -62,6 +62,10 @@ struct xsb_mode {
 	bool xsched; /* through an XQueue */
 	bool hwprio; /* streams created with hardware priority */
 	int level;   /* XPreemptLevel for xsched modes; 0 = the HwQueue's highest */
+	/* xsched modes of the mlfq scenario only: the policy set for the run (0: leave the
+	 * scheduler as it is, HPF) and no XHintPriority at all (every XQueue equal). */
+	XPolicyType policy;
+	bool no_hints;
 };
 
 extern const struct xsb_mode xsb_modes[];
@@ -260,7 +264,7 @@ struct xsb_opts {
 	bool quick;
 	int large_batch;
 	double rate; /* two-models request rate */
-	int lows[8]; /* serve and corun: numbers of low lanes (--lows) */
+	int lows[8]; /* serve, corun and mlfq: numbers of low lanes (--lows) */
 	int nlows;
 	const char *shapes;           /* corun: comma-separated shapes (--shapes), or NULL */
 	struct xsb_launch_cfg cfg[4]; /* per level */
@@ -279,6 +283,7 @@ int xsb_scenario_latency(struct xsb_ctx *c);
 int xsb_scenario_two_models(struct xsb_ctx *c);
 int xsb_scenario_serve(struct xsb_ctx *c);
 int xsb_scenario_corun(struct xsb_ctx *c);
+int xsb_scenario_mlfq(struct xsb_ctx *c);
 /* The corun shapes, for --help and checking --shapes; NULL after the last. */
 const char *xsb_corun_shape_name(size_t i);
 int xsb_scenario_preempt(struct xsb_ctx *c);

@@ -13,15 +13,18 @@
 #include "bench.h"
 
 const struct xsb_mode xsb_modes[] = {
-    {"native", false, false, 0},
-    {"native-prio", false, true, 0},
-    {"xsched", true, false, 0}, /* the library's defaults: the HwQueue's highest level */
-    {"xsched-lv1", true, false, kPreemptLevelBlock},
-    {"xsched-lv2", true, false, kPreemptLevelDeactivate},
-    {"xsched-lv3", true, false, kPreemptLevelInterrupt},
-    {"xsched-lv1+prio", true, true, kPreemptLevelBlock},
-    {"xsched-lv2+prio", true, true, kPreemptLevelDeactivate},
-    {"xsched-lv3+prio", true, true, kPreemptLevelInterrupt},
+    {.name = "native", .xsched = false, .hwprio = false, .level = 0},
+    {.name = "native-prio", .xsched = false, .hwprio = true, .level = 0},
+    {.name = "xsched",
+     .xsched = true,
+     .hwprio = false,
+     .level = 0}, /* the library's defaults: the HwQueue's highest level */
+    {.name = "xsched-lv1", .xsched = true, .hwprio = false, .level = kPreemptLevelBlock},
+    {.name = "xsched-lv2", .xsched = true, .hwprio = false, .level = kPreemptLevelDeactivate},
+    {.name = "xsched-lv3", .xsched = true, .hwprio = false, .level = kPreemptLevelInterrupt},
+    {.name = "xsched-lv1+prio", .xsched = true, .hwprio = true, .level = kPreemptLevelBlock},
+    {.name = "xsched-lv2+prio", .xsched = true, .hwprio = true, .level = kPreemptLevelDeactivate},
+    {.name = "xsched-lv3+prio", .xsched = true, .hwprio = true, .level = kPreemptLevelInterrupt},
 };
 const size_t xsb_nmodes = sizeof(xsb_modes) / sizeof(xsb_modes[0]);
 
@@ -59,7 +62,7 @@ int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct
 	if (!level && (r = HwQueueGetMaxPreemptLevel(l->hwq, &level)) != kXSchedSuccess)
 		level = kPreemptLevelBlock;
 	r = XQueueCreate(&l->xq, l->hwq, level, kQueueCreateFlagNone);
-	if (r == kXSchedSuccess)
+	if (r == kXSchedSuccess && !m->no_hints)
 		r = XHintPriority(l->xq, (Priority)tier + 1);
 	if (r == kXSchedSuccess && !l->high && cfg && m->level)
 		r = XQueueSetLaunchConfig(l->xq, cfg->threshold, cfg->batch);

@@ -8,8 +8,8 @@
 
 #include "bench.h"
 
-static const char *const xsb__all[] = {"systematic", "latency", "two-models", "serve",
-				       "corun",      "preempt", "overhead",   "tune"};
+static const char *const xsb__all[] = {"systematic", "latency", "two-models", "serve", "corun",
+				       "mlfq",       "preempt", "overhead",   "tune"};
 #define XSB_NSCEN (sizeof(xsb__all) / sizeof(xsb__all[0]))
 
 static void xsb__usage(FILE *f)
@@ -20,18 +20,19 @@ static void xsb__usage(FILE *f)
 	    "Runs GPU work from several threads at two priorities, directly on streams and\n"
 	    "through libxsched, and prints per-mode latency tables.\n"
 	    "\n"
-	    "  --scenario NAME|all  systematic, latency, two-models, serve, corun, preempt,\n"
-	    "                       overhead, tune\n"
+	    "  --scenario NAME|all  systematic, latency, two-models, serve, corun, mlfq,\n"
+	    "                       preempt, overhead, tune\n"
 	    "                       (a comma-separated list is accepted; default all)\n"
 	    "  --modes LIST         comma-separated: native, native-prio, xsched (the library's\n"
 	    "                       defaults: the highest level, nothing set), xsched-lv1,\n"
 	    "                       xsched-lv2, xsched-lv3, xsched-lv1+prio, xsched-lv2+prio,\n"
 	    "                       xsched-lv3+prio (default: all; levels the hardware lacks\n"
-	    "                       are skipped with a note)\n"
+	    "                       are skipped with a note; mlfq runs its own four)\n"
 	    "  --duration S         seconds per mode of two-models (default 60; --quick: 1.5),\n"
-	    "                       serve and corun (6; --quick: 1)\n"
-	    "  --lows LIST          serve and corun: numbers of low lanes, comma-separated\n"
-	    "                       (serve 7,15,31; corun 7,31,127; --quick: 7 and 7,31)\n"
+	    "                       serve, corun and mlfq (6; --quick: 1)\n"
+	    "  --lows LIST          serve, corun and mlfq: numbers of low lanes, comma-\n"
+	    "                       separated (serve 7,15,31; corun 7,31,127; mlfq 7;\n"
+	    "                       --quick: 7, 7,31 and 7)\n"
 	    "  --shapes LIST        corun: stream-mixed, gemm-mixed, stream-memory,\n"
 	    "                       gemm-compute (default all; --quick: the two mixed ones)\n"
 	    "  --tasks N            tasks per thread (systematic 10, latency 50, preempt 100\n"
@@ -394,9 +395,9 @@ int main(int argc, char **argv)
 
 	int64_t t0 = xsb_now_ns();
 	static int (*const fns[XSB_NSCEN])(struct xsb_ctx *) = {
-	    xsb_scenario_systematic, xsb_scenario_latency, xsb_scenario_two_models,
-	    xsb_scenario_serve,      xsb_scenario_corun,   xsb_scenario_preempt,
-	    xsb_scenario_overhead,   xsb_scenario_tune};
+	    xsb_scenario_systematic, xsb_scenario_latency,  xsb_scenario_two_models,
+	    xsb_scenario_serve,      xsb_scenario_corun,    xsb_scenario_mlfq,
+	    xsb_scenario_preempt,    xsb_scenario_overhead, xsb_scenario_tune};
 	for (size_t i = 0; i < XSB_NSCEN; i++) {
 		if (!xsb__scenario_selected(o.scenario, xsb__all[i]))
 			continue;

@@ -48,6 +48,8 @@ struct xsb__run {
 	double rate;       /* open: high requests per second */
 	double rate_mid;   /* open: mid-tier requests per second */
 	bool poisson;      /* open: exponential gaps of mean 1/rate instead of fixed ones */
+	double warmup_s;   /* open: low lanes run back to back this long before the clock and
+			    * go on until it starts (no barrier: their queues never idle) */
 	int nsamples;      /* preempt */
 	int64_t spin_ns;   /* preempt */
 	struct xsb_lane *lanes;
@@ -56,6 +58,8 @@ struct xsb__run {
 	int64_t t0;
 	double cpu_cores; /* the process's CPU time over wall time, start to last thread */
 	atomic_int highs_left;
+	atomic_int warm_arrived; /* warm-up runs: threads done with their warm-up */
+	atomic_bool go;          /* warm-up runs: t0 is set */
 	atomic_bool stop;
 	atomic_int err;
 };
@@ -213,6 +217,25 @@ static void xsb__preempt(struct xsb__run *r, int i, struct xsb_lane *l, const st
 	atomic_store(&r->stop, true);
 }
 
+/* Warm-up runs: a low lane runs back to back for r->warmup_s, then on until the clock
+ * starts, so that its queue is never idle between the warm-up and the run (MLFQ would
+ * take an idle spell at a barrier for the end of a burst); other lanes wait. */
+static void xsb__warm_up(struct xsb__run *r, struct xsb_lane *l, const struct xsb_task *t)
+{
+	bool low = l->tier == XSB_TIER_LOW;
+	int64_t end = xsb_now_ns() + (int64_t)(r->warmup_s * 1e9);
+	while (low && xsb_now_ns() < end && !atomic_load(&r->err))
+		if (xsb_lane_run(l, r->c->be, t))
+			xsb__fail(r);
+	atomic_fetch_add(&r->warm_arrived, 1);
+	while (!atomic_load(&r->go) && !atomic_load(&r->err)) {
+		if (!low)
+			xsb_sleep_ns(100000);
+		else if (xsb_lane_run(l, r->c->be, t))
+			xsb__fail(r);
+	}
+}
+
 static void *xsb__thread(void *arg)
 {
 	struct xsb__targ *a = arg;
@@ -227,8 +250,12 @@ static void *xsb__thread(void *arg)
 
 	if (be->thread_init() || xsb_lane_run(l, be, t)) /* the run-up: one untimed task */
 		xsb__fail(r);
-	pthread_barrier_wait(&r->bar);
-	pthread_barrier_wait(&r->bar); /* main sets t0 in between */
+	if (r->warmup_s > 0) {
+		xsb__warm_up(r, l, t);
+	} else {
+		pthread_barrier_wait(&r->bar);
+		pthread_barrier_wait(&r->bar); /* main sets t0 in between */
+	}
 	if (!atomic_load(&r->err)) {
 		switch (r->body) {
 		case XSB_CLOSED:
@@ -251,6 +278,14 @@ static void *xsb__thread(void *arg)
 static int xsb__run(struct xsb__run *r)
 {
 	const struct xsb_backend *be = r->c->be;
+	if (r->mode->xsched && r->mode->policy) {
+		XResult res = XHintSetScheduler(kSchedulerLocal, r->mode->policy);
+		if (res != kXSchedSuccess) {
+			fprintf(stderr, "xsched-bench: XHintSetScheduler(%d): error %d\n",
+				(int)r->mode->policy, res);
+			return -1;
+		}
+	}
 	struct xsb_sizes common = {0, 0, 0};
 	xsb_task_sizes(r->task_high, &common);
 	if (r->task_low)
@@ -274,9 +309,13 @@ static int xsb__run(struct xsb__run *r)
 			xsb_lane_close(&r->lanes[i], be);
 		free(r->lanes);
 		r->lanes = NULL;
+		if (r->mode->xsched && r->mode->policy)
+			XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst);
 		return -1;
 	}
 	atomic_init(&r->highs_left, r->nhigh);
+	atomic_init(&r->warm_arrived, 0);
+	atomic_init(&r->go, false);
 	atomic_init(&r->stop, false);
 	atomic_init(&r->err, 0);
 	pthread_barrier_init(&r->bar, NULL, (unsigned)r->nlanes + 1);
@@ -305,10 +344,19 @@ static int xsb__run(struct xsb__run *r)
 	xsb__cur = r;
 	atomic_store(&xsb__cur_stalled, false);
 	pthread_mutex_unlock(&xsb__cur_lock);
-	pthread_barrier_wait(&r->bar);
-	r->t0 = xsb_now_ns();
-	int64_t cpu0 = xsb_cpu_ns();
-	pthread_barrier_wait(&r->bar);
+	int64_t cpu0;
+	if (r->warmup_s > 0) {
+		while (atomic_load(&r->warm_arrived) < r->nlanes)
+			xsb_sleep_ns(1000000);
+		r->t0 = xsb_now_ns();
+		cpu0 = xsb_cpu_ns();
+		atomic_store(&r->go, true);
+	} else {
+		pthread_barrier_wait(&r->bar);
+		r->t0 = xsb_now_ns();
+		cpu0 = xsb_cpu_ns();
+		pthread_barrier_wait(&r->bar);
+	}
 	for (int i = 0; i < r->nlanes; i++)
 		pthread_join(th[i], NULL);
 	int64_t wall = xsb_now_ns() - r->t0;
@@ -336,6 +384,9 @@ static int xsb__run(struct xsb__run *r)
 	free(ta);
 	free(r->lanes);
 	r->lanes = NULL;
+	if (r->mode->xsched && r->mode->policy &&
+	    XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst) != kXSchedSuccess)
+		xsb_die("cannot set the scheduler back to HPF");
 	return atomic_load(&r->err) ? -1 : 0;
 }
 
@@ -1403,6 +1454,146 @@ int xsb_scenario_corun(struct xsb_ctx *c)
 	for (int k = 0; k < XSB_LK_N; k++)
 		xsb_task_free(&w.low[k]);
 	return ret;
+}
+
+/* ---- mlfq -------------------------------------------------------------------------------- */
+
+/* The modes of mlfq: no XQueue gets a priority hint. native-prio is the reference that
+ * does get one: the short lane's stream has the greatest hardware priority. */
+static const struct xsb_mode xsb__mlfq_modes[] = {
+    {.name = "xsched-hpf", .xsched = true, .policy = kPolicyHighestPriorityFirst, .no_hints = true},
+    {.name = "xsched-mlfq",
+     .xsched = true,
+     .policy = kPolicyMultiLevelFeedbackQueue,
+     .no_hints = true},
+};
+
+/* Target lines of mlfq: on the MLFQ row, short p99 <= max(2 x alone p99, floor) at >= 0.85
+ * of native long-lane throughput; the other rows are references. */
+static void xsb__mlfq_verdicts(const struct xsb_ctx *c, const char *config,
+			       const struct xsb__table *tab, const struct xsb_stats *alone,
+			       double floor_ms)
+{
+	double bound = 2 * alone->p99 > floor_ms ? 2 * alone->p99 : floor_ms;
+	const struct xsb__row *nat = xsb__find(tab, "native", "low");
+	xsb__targets_head(c,
+			  "xsched-mlfq, no hints: short p99 <= max(2 x alone p99, floor) = %.3f "
+			  "ms at >= 0.85 of native long-lane throughput",
+			  bound);
+	for (int i = 0; i < tab->n; i++) {
+		const struct xsb__row *h = &tab->rows[i];
+		if (h->skipped || strcmp(h->cls, "high"))
+			continue;
+		const struct xsb__row *lo = xsb__find(tab, h->mode, "low");
+		double frac = lo && nat && nat->thr > 0 ? lo->thr / nat->thr : -1;
+		bool ok = h->st.p99 <= bound && frac >= 0.85;
+		bool target = !strcmp(h->mode, "xsched-mlfq");
+		const char *word = !target          ? "(ref)"
+				   : c->be->modeled ? "(model)"
+				   : ok             ? "MET"
+						    : "MISSED";
+		printf("    %-18s %-8s p99 %.3f ms (%.2fx alone, %.2fx floor), long throughput "
+		       "%.3f%s\n",
+		       h->mode, word, h->st.p99, h->st.p99 / alone->p99, h->st.p99 / floor_ms, frac,
+		       !strcmp(h->mode, "native-prio")
+			   ? " (a hint: the short stream at the greatest hardware priority)"
+			   : "");
+		xsb_json_raw("{\"type\":\"target\",\"what\":\"mlfq %s\",\"mode\":\"%s\","
+			     "\"p99_ms\":%.4f,\"bound_ms\":%.4f,\"floor_ms\":%.4f,"
+			     "\"low_thr_frac\":%.4f,\"cpu_cores\":%.3f,\"met\":%s}",
+			     config, h->mode, h->st.p99, bound, floor_ms, frac, h->cpu,
+			     target ? xsb__met_json(c, ok) : "null");
+	}
+}
+
+int xsb_scenario_mlfq(struct xsb_ctx *c)
+{
+	/* A short request: a chain of 20 dependent SGEMM 1024 kernels, as serve's. */
+	struct xsb_task req = {0};
+	xsb_task_gemms(&req, 20, 1024, 1024, 1024);
+	snprintf(req.desc, sizeof(req.desc), "20 x SGEMM 1024^3");
+	struct xsb_task low = {0};
+	xsb_task_gemms(&low, 1, 2048, 2048, 2048);
+	snprintf(low.desc, sizeof(low.desc), "SGEMM 2048^3");
+	static const int lows_def[1] = {7};
+	const int *lows = c->o->nlows ? c->o->lows : lows_def;
+	int nl = c->o->nlows ? c->o->nlows : 1;
+	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 1.0 : 6.0);
+	double rate = 40.0;                    /* requests per second: mean gap 25 ms */
+	double warm = c->o->quick ? 0.2 : 0.5; /* long lanes before the clock starts */
+	struct xsb__run ar = {.c = c,
+			      .scenario = "mlfq",
+			      .mode = xsb_mode_find("native"),
+			      .body = XSB_OPEN,
+			      .poisson = true,
+			      .nlanes = 1,
+			      .nhigh = 1,
+			      .task_high = &req,
+			      .task_low = &req,
+			      .duration_s = dur,
+			      .rate = rate};
+	snprintf(ar.config, sizeof(ar.config), "alone");
+	int ret = xsb__run(&ar);
+	struct xsb__row arow;
+	if (!ret)
+		xsb__collect(&ar, XSB_TIER_HIGH, &arow);
+	xsb__run_free(&ar);
+	struct xsb_stats kst;
+	if (!ret)
+		ret = xsb__alone(c, "mlfq-kernel", &low, c->o->quick ? 5 : 20, &kst);
+	if (ret) {
+		xsb_task_free(&req);
+		xsb_task_free(&low);
+		return -1;
+	}
+	struct xsb_stats alone = arow.st;
+	double floor_ms = alone.p99 + kst.p50;
+	printf("\nmlfq: no priority hints at all. A short request stream (%s, Poisson arrivals "
+	       "at %.0f/s, latency from arrival; alone p50 %.3f ms, p99 %.3f ms) beside long "
+	       "lanes of %s (%.3f ms each) back to back, which run %.1f s before the clock "
+	       "starts. Class high = the short stream, low = the long lanes. Modes: native; "
+	       "native-prio, the reference WITH a hint (the short stream at the greatest "
+	       "hardware priority); xsched-hpf, every XQueue at the default priority (HPF: "
+	       "all equal); xsched-mlfq (XHintSetScheduler MLFQ, no hints)\n",
+	       req.desc, rate, alone.p50, alone.p99, low.desc, kst.p50, warm);
+	static const char *const base_modes[] = {"native", "native-prio"};
+	const struct xsb_mode *modes[4];
+	size_t nm = 0;
+	for (size_t i = 0; i < 2; i++)
+		modes[nm++] = xsb_mode_find(base_modes[i]);
+	for (size_t i = 0; i < 2; i++)
+		modes[nm++] = &xsb__mlfq_modes[i];
+	for (int li = 0; li < nl; li++) {
+		struct xsb__run base = {.c = c,
+					.scenario = "mlfq",
+					.body = XSB_OPEN,
+					.poisson = true,
+					.nlanes = 1 + lows[li],
+					.nhigh = 1,
+					.task_high = &req,
+					.task_low = &low,
+					.duration_s = dur,
+					.rate = rate,
+					.warmup_s = warm};
+		snprintf(base.config, sizeof(base.config), "1S+%dL/sgemm2048", lows[li]);
+		struct xsb__table tab = {.n = 0};
+		struct xsb_opts o = *c->o;
+		struct xsb_ctx cc = *c;
+		cc.o = &o;
+		o.nmodes = nm;
+		for (size_t mi = 0; mi < nm; mi++)
+			o.modes[mi] = modes[mi];
+		xsb__modes(&cc, &base, &tab);
+		c->fails = cc.fails;
+		printf("\nmlfq %s: 1 short lane + %d long lanes; %.1f s per mode; floor = alone "
+		       "p99 + one long kernel = %.3f ms\n",
+		       base.config, lows[li], dur, floor_ms);
+		xsb__print(&tab, &alone);
+		xsb__mlfq_verdicts(c, base.config, &tab, &alone, floor_ms);
+	}
+	xsb_task_free(&req);
+	xsb_task_free(&low);
+	return 0;
 }
 
 /* ---- preempt ----------------------------------------------------------------------------- */

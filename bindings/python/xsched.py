@@ -167,6 +167,7 @@ class Policy(enum.IntEnum):
     KEDF = 7
     LAX = 8
     CFS = 10
+    MLFQ = 11
     FIFO = 100
     EDF = 101
 

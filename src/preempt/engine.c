@@ -496,6 +496,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		if (per < 1000)
 			per = 1000; /* 1 us: no command is free */
 		xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
+		xq->busy_ns += per * (int64_t)n;
 	}
 	while (!xs_list_empty(&xq->inflight)) {
 		xs_cmd *cmd = xs_container_of(xq->inflight.next, xs_cmd, link);

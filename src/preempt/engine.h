@@ -96,6 +96,7 @@ typedef struct xs_xqueue {
 	int64_t suspended_since_ns; /* start of the current spell (valid while !running) */
 	int64_t ready_since_ns;     /* when the queue last went from idle to ready */
 	int64_t est_ns;             /* estimated duration of one command (moving average) */
+	int64_t busy_ns;            /* device time its completed commands took, summed */
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
 	/* Lock-free copies for the progress thread's look (written under the lock): */
 	_Atomic uint64_t seen_done; /* = completed */
@@ -205,8 +206,8 @@ const void *xs_engine_device(const xs_xqueue *xq);
 
 /* Whether, while an XQueue that is not limited has work, limited ones are held to the
  * co-run budget (0: commit nothing new; what they committed runs on). The scheduler
- * turns it on under HPF: the engine then acts on a high-priority arrival at once, without
- * waiting for the scheduler's pass. */
+ * turns it on under HPF and MLFQ: the engine then acts on a top-rank arrival at once,
+ * without waiting for the scheduler's pass. */
 void xs_engine_set_hold(bool hold);
 
 /* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */

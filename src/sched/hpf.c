@@ -90,6 +90,7 @@ static int64_t xs__hpf_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 const xs_policy_ops xs_policy_hpf = {
     .type = kPolicyHighestPriorityFirst,
     .name = "HPF",
+    .hold = true,
     .schedule = xs__hpf_schedule,
     .forget = xs_policy_slot_free,
     .reset = xs__hpf_reset,

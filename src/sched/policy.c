@@ -8,7 +8,7 @@
 
 static const xs_policy_ops *const xs__policies[] = {
     &xs_policy_hpf, &xs_policy_up,  &xs_policy_kedf, &xs_policy_edf,
-    &xs_policy_lax, &xs_policy_cfs, &xs_policy_fifo,
+    &xs_policy_lax, &xs_policy_cfs, &xs_policy_fifo, &xs_policy_mlfq,
 };
 
 #define XS__NPOLICIES (sizeof(xs__policies) / sizeof(xs__policies[0]))

@@ -7,7 +7,7 @@
  * variables, which are guarded by the scheduler lock and set back by its reset().
  *
  * Built in: HPF (hpf.c), UP (up.c), KEDF and EDF (edf.c), LAX (lax.c), CFS (cfs.c),
- * FIFO (fifo.c). doc/policies.md describes them.
+ * FIFO (fifo.c), MLFQ (mlfq.c). doc/policies.md describes them.
  */
 #ifndef XS_SCHED_POLICY_H
 #define XS_SCHED_POLICY_H
@@ -31,9 +31,14 @@ typedef struct xs_sched_entry {
 	Laxity laxity_us;       /* XHintLaxity (relative to ready_since_ns), or NO_LAXITY */
 	Priority lax_prio;      /* XHintLaxity, valid when laxity_us != NO_LAXITY */
 	Priority crit_prio;
-	int level;    /* its XPreemptLevel in force */
-	void **slot;  /* per-queue state owned by the policy; starts NULL */
-	bool suspend; /* output: true to suspend it; preset to its current state */
+	int level;       /* its XPreemptLevel in force */
+	int64_t busy_ns; /* device time its completed commands took so far (the engine's
+			  * measurement, xs_xqueue.busy_ns): never decreases */
+	void **slot;     /* per-queue state owned by the policy; starts NULL */
+	bool suspend;    /* output: true to suspend it; preset to its current state */
+	Priority rank;   /* output: the priority the engine ranks it by (below the top rank
+			  * of its device: subject to the commitment budget, least hardware
+			  * priority; its place among the budget's waiters); preset to prio */
 } xs_sched_entry;
 
 /* Process-wide inputs of a pass. */
@@ -47,6 +52,11 @@ typedef struct xs_sched_params {
 typedef struct xs_policy_ops {
 	XPolicyType type;
 	const char *name; /* as in XSCHED_POLICY (matched case-insensitively) */
+	/* The engine's hold carries out its suspensions (HPF, MLFQ): while a queue of the top
+	 * rank has work, lower-ranked ones keep only the co-run budget, from the moment that
+	 * queue gets work (without waiting for a pass), and with a co-run budget above 0 the
+	 * scheduler leaves them running within it instead of suspending them (sched.c). */
+	bool hold;
 	/* Decide: set e[i].suspend for all @n entries. Return the monotonic time in ns at
 	 * which to be called again even without an event (later than p->now_ns), or 0 for
 	 * no timer. A policy asks for a timer only while a decision depends on time, so an
@@ -67,6 +77,7 @@ extern const xs_policy_ops xs_policy_edf;
 extern const xs_policy_ops xs_policy_lax;
 extern const xs_policy_ops xs_policy_cfs;
 extern const xs_policy_ops xs_policy_fifo;
+extern const xs_policy_ops xs_policy_mlfq;
 
 /* The policy of @type, or NULL if this library has none. */
 const xs_policy_ops *xs_policy_find(XPolicyType type);
@@ -80,6 +91,12 @@ bool xs_policy_valid(XPolicyType type);
 void *xs_policy_slot(xs_sched_entry *e, size_t size);
 /* A forget() for slots allocated by xs_policy_slot(). */
 void xs_policy_slot_free(void **slot);
+
+/* MLFQ's constants (mlfq.c says where they come from; doc/policies.md). */
+enum { XS_MLFQ_LEVELS = 4 };
+#define XS_MLFQ_SLICE_NS 10000000LL  /* level 0's slice; level l has 2^l times it */
+#define XS_MLFQ_BOOST_NS 100000000LL /* a queue kept waiting this long goes to level 0 */
+#define XS_MLFQ_IDLE_NS  1000000LL   /* idle this long: back at its starting level */
 
 /* HPF's decision on e[i].prio (shared with LAX). */
 void xs_policy_hpf_decide(xs_sched_entry *e, size_t n);

@@ -30,7 +30,7 @@ typedef struct xs__sq {
 	xs_sched_hints h;
 	void *policy_slot; /* per-queue state of the current policy */
 	int limited;       /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
-	Priority applied;  /* the priority applied with it */
+	Priority applied;  /* the rank applied with it */
 } xs__sq;
 
 static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
@@ -101,10 +101,11 @@ static void xs__on_engine(xs_xqueue *xq)
 	xs__wake();
 }
 
-/* Mark as limited every queue below the top priority present on its device (idle ones
- * count: a queue of higher priority may submit at any moment). One pass for the devices'
- * top priorities (a process has few devices; past XS__MAX_DEVS the rest are looked up
- * queue by queue), one to apply. Caller holds xs__lock. */
+/* Mark as limited every queue below the top rank present on its device (idle ones count:
+ * a queue of higher rank may submit at any moment). The rank is the policy's output
+ * (xs_sched_entry.rank): the priority hint, or MLFQ's level. One pass for the devices' top
+ * ranks (a process has few devices; past XS__MAX_DEVS the rest are looked up queue by
+ * queue), one to apply. Caller holds xs__lock; xs__entries[i].rank is set for each i. */
 static void xs__apply_limits(size_t n, bool lift)
 {
 	enum { XS__MAX_DEVS = 16 };
@@ -113,7 +114,7 @@ static void xs__apply_limits(size_t n, bool lift)
 	size_t nd = 0;
 	for (size_t i = 0; i < n; i++) {
 		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
-		Priority p = xs__entry_q[i]->h.prio;
+		Priority p = xs__entries[i].rank;
 		size_t d = 0;
 		while (d < nd && devs[d] != dev)
 			d++;
@@ -130,19 +131,19 @@ static void xs__apply_limits(size_t n, bool lift)
 		size_t d = 0;
 		while (d < nd && devs[d] != dev)
 			d++;
-		Priority top = sq->h.prio;
+		Priority rank = xs__entries[i].rank, top = rank;
 		if (d < nd)
 			top = tops[d];
 		else
 			for (size_t j = 0; j < n; j++)
 				if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
-				    xs__entry_q[j]->h.prio > top)
-					top = xs__entry_q[j]->h.prio;
-		int limited = !lift && sq->h.prio < top;
-		if (limited != sq->limited || sq->h.prio != sq->applied) {
+				    xs__entries[j].rank > top)
+					top = xs__entries[j].rank;
+		int limited = !lift && rank < top;
+		if (limited != sq->limited || rank != sq->applied) {
 			sq->limited = limited;
-			sq->applied = sq->h.prio;
-			xs_engine_set_limited(sq->xq, limited, sq->h.prio);
+			sq->applied = rank;
+			xs_engine_set_limited(sq->xq, limited, rank);
 		}
 	}
 }
@@ -170,9 +171,10 @@ static int64_t xs__pass(void)
 		e->ready_since_ns = sq->xq->ready_since_ns;
 		e->suspend = sq->xq->sched_suspended;
 		e->level = sq->xq->level;
+		e->busy_ns = sq->xq->busy_ns;
 		xs_mutex_unlock(&sq->xq->lock);
 		e->id = sq->id;
-		e->prio = h->prio;
+		e->prio = e->rank = h->prio;
 		if (h->prio == PRIORITY_NO_EXECUTE)
 			e->ready = false; /* out of the policy's sight: suspended below */
 		e->util = h->has_util ? h->util : UTILIZATION_DEFAULT;
@@ -190,11 +192,11 @@ static int64_t xs__pass(void)
 	};
 	xs__stats.passes++;
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
-	/* Under HPF with a co-run budget, the engine's hold carries out the suspensions of
-	 * queues below Lv3: they co-run within that budget instead of stopping
+	/* Under HPF and MLFQ with a co-run budget, the engine's hold carries out the
+	 * suspensions of queues below Lv3: they co-run within that budget instead of stopping
 	 * (preempt/budget.c). Lv3 stops its queues outright, as it exists to, and so does
 	 * every level with a co-run budget of 0. */
-	if (xs__policy == &xs_policy_hpf && xs_engine_corun_ns() > 0)
+	if (xs__policy->hold && xs_engine_corun_ns() > 0)
 		for (i = 0; i < n; i++)
 			if (xs__entries[i].level < kPreemptLevelInterrupt)
 				xs__entries[i].suspend = false;
@@ -293,8 +295,10 @@ static void xs__stop_locked(void)
 	{
 		xs__sq *sq = xs_container_of(l, xs__sq, link);
 		xs_engine_sched_suspend(sq->xq, false);
-		if (xs__grow(n + 1))
+		if (xs__grow(n + 1)) {
+			xs__entries[n].rank = sq->h.prio;
 			xs__entry_q[n++] = sq;
+		}
 	}
 	xs__apply_limits(n, true);
 	xs_mutex_unlock(&xs__lock);
@@ -317,7 +321,7 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 		XS_INFO("sched", "policy %s", policy->name);
 	}
 	xs__active = true;
-	xs_engine_set_hold(policy == &xs_policy_hpf);
+	xs_engine_set_hold(policy->hold);
 	xs_mutex_unlock(&xs__lock);
 	if (!xs__thread_running) {
 		int err = xs_thread_start(&xs__thread, "xsched-sched", xs__main, NULL);

@@ -16,7 +16,7 @@ static const XPolicyType g_built[] = {
     kPolicyHighestPriorityFirst,    kPolicyUtilizationPartition,
     kPolicyKEarliestDeadlineFirst,  kPolicyLaxity,
     kPolicyCompletelyFairScheduler, kPolicyFirstInFirstOut,
-    kPolicyEarliestDeadlineFirst,
+    kPolicyEarliestDeadlineFirst,   kPolicyMultiLevelFeedbackQueue,
 };
 #define NBUILT (sizeof(g_built) / sizeof(g_built[0]))
 
@@ -30,7 +30,6 @@ static void values(void)
 	    kPolicyProcessUtilizationPartition,
 	    kPolicyStrictProcessUtilizationPartition,
 	    kPolicyActiveWindowFirst,
-	    kPolicyMultiLevelFeedbackQueue,
 	};
 	for (size_t i = 0; i < sizeof(not_built) / sizeof(not_built[0]); i++)
 		CHECK_RES(XHintSetScheduler(kSchedulerLocal, not_built[i]),
@@ -42,7 +41,7 @@ static void values(void)
 	/* XSched's values are untouched. */
 	CHECK(kPolicyMax == 12 && kPolicyCompletelyFairScheduler == 10);
 	CHECK(kPolicyFirstInFirstOut == 100 && kPolicyEarliestDeadlineFirst == 101);
-	CHECK(xs_sched_current_policy() == kPolicyEarliestDeadlineFirst);
+	CHECK(xs_sched_current_policy() == kPolicyMultiLevelFeedbackQueue);
 }
 
 static void names(void)
@@ -54,14 +53,14 @@ static void names(void)
 	    {"hpf", kPolicyHighestPriorityFirst},    {"Up", kPolicyUtilizationPartition},
 	    {"kedf", kPolicyKEarliestDeadlineFirst}, {"LAX", kPolicyLaxity},
 	    {"cFs", kPolicyCompletelyFairScheduler}, {"fifo", kPolicyFirstInFirstOut},
-	    {"EDF", kPolicyEarliestDeadlineFirst},
+	    {"EDF", kPolicyEarliestDeadlineFirst},   {"Mlfq", kPolicyMultiLevelFeedbackQueue},
 	};
 	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 		const xs_policy_ops *ops = xs_policy_find_name(tab[i].name);
 		CHECK(ops && ops->type == tab[i].type);
 		CHECK(xs_policy_find(tab[i].type) == ops);
 	}
-	CHECK(!xs_policy_find_name("RR") && !xs_policy_find_name("MLFQ") &&
+	CHECK(!xs_policy_find_name("RR") && !xs_policy_find_name("AWF") &&
 	      !xs_policy_find_name(""));
 
 	/* From the environment, at the first XQueueCreate after a shutdown. */

@@ -14,7 +14,7 @@ static const XPolicyType g_policies[] = {
     kPolicyHighestPriorityFirst,    kPolicyUtilizationPartition,
     kPolicyKEarliestDeadlineFirst,  kPolicyLaxity,
     kPolicyCompletelyFairScheduler, kPolicyFirstInFirstOut,
-    kPolicyEarliestDeadlineFirst,
+    kPolicyEarliestDeadlineFirst,   kPolicyMultiLevelFeedbackQueue,
 };
 
 static void print_lateness(const xs_sched_stats *s0, const xs_sched_stats *s1)
