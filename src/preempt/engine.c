@@ -63,7 +63,15 @@ XResult xs_hwq_bind(xs_hwq *q, xs_xqueue *xq)
 	if (res == kXSchedSuccess)
 		q->xq = xq;
 	xs_mutex_unlock(&xs__bind_lock);
-	return res;
+	if (res != kXSchedSuccess)
+		return res; /* the XQueue bound to @q, if any, keeps its numbering */
+	/* @xq numbers its commands from 1 again: counter and done number back to 0 (an
+	 * earlier XQueue of the HwQueue was drained before it went). A thread of that XQueue
+	 * may still be inside wait_done for one of its (done) numbers: the new generation
+	 * ends that wait, which no longer means anything. */
+	atomic_fetch_add_explicit(&q->generation, 1, memory_order_relaxed);
+	q->ops->reset(q);
+	return kXSchedSuccess;
 }
 
 void xs_hwq_publish_xqueue(xs_xqueue *xq)
@@ -150,9 +158,6 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 		xs_obj_unref(&xq->obj);
 		return kXSchedErrorUnknown;
 	}
-	/* This XQueue numbers its commands from 1 again: counter and done number back to 0
-	 * (an earlier XQueue of the HwQueue was drained before it went). */
-	q->ops->reset(q);
 	*out = xq;
 	return kXSchedSuccess;
 }
@@ -581,8 +586,11 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 {
 	xs_hwq *q = xq->hwq;
 	if (q->ops->wait_done) {
+		/* Read while @seq is incomplete, hence before any later XQueue of the HwQueue
+		 * exists (a destroy drains first). */
+		uint64_t gen = atomic_load_explicit(&q->generation, memory_order_relaxed);
 		xs_mutex_unlock(&xq->lock);
-		XResult res = q->ops->wait_done(q, seq);
+		XResult res = q->ops->wait_done(q, seq, gen);
 		xs_mutex_lock(&xq->lock);
 		xs_engine_reap(xq, res != kXSchedSuccess);
 		return;

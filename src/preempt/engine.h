@@ -235,7 +235,8 @@ void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res);
 
 /* HwQueue binding (one XQueue per HwQueue), engine.c. Bind reserves the HwQueue
  * (kXSchedErrorNotAllowed if it has an XQueue, kXSchedErrorNotFound if it is being
- * destroyed); publish makes the XQueue visible to XQueueGet, once it is fully built. */
+ * destroyed) and, on success, starts its numbering again for @xq (before @xq's first
+ * submit); publish makes the XQueue visible to XQueueGet, once it is fully built. */
 XResult xs_hwq_bind(xs_hwq *q, xs_xqueue *xq);
 void xs_hwq_publish_xqueue(xs_xqueue *xq);
 void xs_hwq_unbind(xs_hwq *q);
