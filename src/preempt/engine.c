@@ -141,6 +141,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xs_cond_init(&xq->cv);
 	xs_cond_init(&xq->done_cv);
 	xq->sleep_seq = UINT64_MAX;
+	xq->gate_after = UINT64_MAX;
 	xs_list_init(&xq->pending);
 	xs_list_init(&xq->inflight);
 	xs_link_init(&xq->dev_link);
@@ -862,6 +863,10 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 			q->ops->name);
 		return kXSchedErrorNotSupported;
 	}
+	xs_mutex_lock(&xq->lock);
+	if (xq->gate_after == UINT64_MAX)
+		xq->gate_after = xq->enqueued; /* what is enqueued from now on is behind it */
+	xs_mutex_unlock(&xq->lock);
 	return q->ops->gate_check(q);
 }
 
@@ -891,6 +896,35 @@ static void xs__resume_levels(xs_xqueue *xq, int from, int to)
 	}
 }
 
+/* The run gate closed (@open false) or opened again. Commands enqueued after a run gate
+ * check (XQueueEnqueueGateCheck) may wait at it while it is closed, also at Lv1, where
+ * they were committed and charged: they must not hold budget meanwhile (the queue that
+ * keeps this one suspended may wait for it; issue 22). So at the close their charges go
+ * back, but for those that started (where the backend cannot tell, all of them go back,
+ * as in xs__decommit); at the opening the committed ones (not gated) are charged again,
+ * without waiting for room: they run now. Gated ones are charged again at their next
+ * commit. Caller holds xq->lock. */
+static void xs__gate_charges(xs_xqueue *xq, bool open)
+{
+	xs_hwq *q = xq->hwq;
+	if (xq->gate_after == UINT64_MAX)
+		return;
+	uint64_t from = xq->gate_after;
+	uint64_t started = !open && q->ops->started ? q->ops->started(q) : 0;
+	if (started > from)
+		from = started;
+	xs_list_for_each(l, &xq->inflight)
+	{
+		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+		if (cmd->seq <= from)
+			continue;
+		if (!open)
+			xs_budget_uncharge(xq, cmd);
+		else if (!cmd->gated)
+			xs_budget_force(xq, cmd);
+	}
+}
+
 /* Recompute xq->running and apply the level's actions on a change. Caller holds
  * xq->lock. */
 static void xs__apply(xs_xqueue *xq)
@@ -900,8 +934,10 @@ static void xs__apply(xs_xqueue *xq)
 		return;
 	xq->running = run;
 	xs_hwq *q = xq->hwq;
-	if (q->ops->set_run_gate && q->max_level >= kPreemptLevelDeactivate)
+	if (q->ops->set_run_gate && q->max_level >= kPreemptLevelDeactivate) {
 		q->ops->set_run_gate(q, run);
+		xs__gate_charges(xq, run);
+	}
 	int64_t now = xs_now_ns();
 	XS_TRACE(run ? XS_TR_RESUME : XS_TR_SUSPEND, xq->obj.handle, xq->app_suspended,
 		 xq->sched_suspended);

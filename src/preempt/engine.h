@@ -89,6 +89,8 @@ typedef struct xs_xqueue {
 	bool published;         /* reachable by handle and XQueueGet (guarded by the bind lock) */
 	bool top_busy;          /* counted in the device's top_busy: not limited, has work */
 	unsigned scopes;        /* open scopes (XQueueBeginScope): it counts as having work */
+	uint64_t gate_after;    /* commands numbered above it may wait at a run gate check
+				 * (XQueueEnqueueGateCheck); UINT64_MAX: none was enqueued */
 	uint64_t traced_commit; /* the highest seq whose commit was traced (core/trace.h) */
 
 	uint64_t suspensions;

@@ -70,6 +70,10 @@ int64_t xs_corun_ns(void);
 /* Charge @cmd of the limited @xq if the budget has room and it is @xq's turn, else queue
  * @xq as a waiter; true if @cmd may be committed. Caller holds xq->lock. */
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd);
+/* Charge @cmd of the limited @xq whatever the room and the order: it is committed and
+ * runs now (behind a run gate that opened again). Its device time was counted in @xq's
+ * fair share when first charged. Caller holds xq->lock. */
+void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd);
 /* Return @cmd's charge; waiters are then handed budget by the progress thread. Caller
  * holds xq->lock. */
 void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd);
