@@ -187,12 +187,13 @@ static void xs__wake_sleepers(xs_xqueue *xq, uint64_t reached)
 	}
 }
 
-/* Recount @xq in its device's top_busy after its work, its limit or its blocking changed.
- * A queue blocked on another's event does not hold the others: that one may be the
- * producer. Caller holds xq->lock. */
+/* Recount @xq in its device's top_busy after its work, its limit, its blocking or its
+ * closing changed. A queue blocked on another's event does not hold the others: that one
+ * may be the producer. Nor does a queue being destroyed: it only drains. Caller holds
+ * xq->lock. */
 static void xs__top_update(xs_xqueue *xq)
 {
-	xs_budget_top_set(xq, !xq->limited && xs_engine_ready(xq));
+	xs_budget_top_set(xq, !xq->limited && !xq->closing && xs_engine_ready(xq));
 }
 
 /* ---- commit ---- */
@@ -1057,6 +1058,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	/* Drain: from here on nothing new is accepted and suspensions are ignored; what is
 	 * left is enqueued on this thread unless another holds the token. */
 	xq->closing = true;
+	xs__top_update(xq);
 	xs__apply(xq);
 	xs__waiting w = {0, 0};
 	while (xq->completed != xq->submitted) {
@@ -1065,6 +1067,10 @@ void xs_engine_destroy(xs_xqueue *xq)
 			xs__wait_device(xq, xq->enqueued, &w);
 		else if (xq->completed != xq->submitted)
 			xs_cond_wait(&xq->cv, &xq->lock);
+	}
+	if (xq->scopes) { /* scopes left open end with the XQueue: it has no work now */
+		xq->scopes = 0;
+		xs_engine_notify(xq);
 	}
 	xs_dep_unblock(xq);
 	xs_mutex_unlock(&xq->lock);
