@@ -806,10 +806,13 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 		xs_obj_unref(&cmd->obj);
 		return kXSchedErrorNotAllowed;
 	}
+	/* It may wait for @xq as XQueueWait does: the same priority inheritance. */
+	xs_xqueue *waiter = xs__waiter_begin(xq);
 	xs_mutex_lock(&xq->lock);
 	XResult res = xs__accept(xq, cmd);
 	if (res != kXSchedSuccess) {
 		xs_mutex_unlock(&xq->lock);
+		xs__waiter_end(waiter);
 		xs_obj_unref(&cmd->obj); /* refused: the caller's reference ends here */
 		return res;
 	}
@@ -826,6 +829,7 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	}
 	res = cmd->result;
 	xs_mutex_unlock(&xq->lock);
+	xs__waiter_end(waiter);
 	xs_obj_unref(&cmd->obj);
 	return res;
 }
