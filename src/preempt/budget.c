@@ -253,7 +253,9 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
 {
-	if (!xq->limited || cmd->charge_ns)
+	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions):
+	 * its commands go uncharged. */
+	if (!xq->limited || xq->closing || cmd->charge_ns)
 		return true;
 	xs_device *d = xq->dev;
 	xs_budget *b = &d->budget;

@@ -68,7 +68,8 @@ void xs_dev_grant_all(void);
 int64_t xs_budget_ns(void);
 int64_t xs_corun_ns(void);
 /* Charge @cmd of the limited @xq if the budget has room and it is @xq's turn, else queue
- * @xq as a waiter; true if @cmd may be committed. Caller holds xq->lock. */
+ * @xq as a waiter; true if @cmd may be committed (always, uncharged, while @xq closes).
+ * Caller holds xq->lock. */
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd);
 /* Charge @cmd of the limited @xq whatever the room and the order: it is committed and
  * runs now (behind a run gate that opened again). Its device time was counted in @xq's
