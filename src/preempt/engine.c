@@ -267,22 +267,27 @@ static void xs__commit(xs_xqueue *xq)
 }
 
 /* Suspension at Lv2+: stop the queue at its next command boundary. The counter goes back
- * to what completed; then the charges of the commands that have not started are
- * returned. Where the backend says which command passed its wait last (host), that is
- * exact; where it cannot (GPU), every charge beyond what completed is returned: a command
- * that had passed its wait then runs uncharged, and the budget counts one command too few
- * until it completes. Keeping that charge instead could deadlock: a command that had not
- * started would hold budget that a queue of higher priority waits for, while that queue
- * keeps this one suspended (seen in test_chaos). Caller holds xq->lock. */
+ * to what completed (or what a synchronous XQueueSuspend waits for, which runs: a level
+ * raised during that wait must not hold it for ever); then the charges of the commands that have
+ * not started are returned. Where the backend says which command passed its wait last (host), that
+ * is exact; where it cannot (GPU), every charge beyond what completed is returned: a command that
+ * had passed its wait then runs uncharged, and the budget counts one command too few until it
+ * completes. Keeping that charge instead could deadlock: a command that had not started would hold
+ * budget that a queue of higher priority waits for, while that queue keeps this one suspended (seen
+ * in test_chaos). Caller holds xq->lock. */
 static void xs__decommit(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
-	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= xq->completed)
+	/* What a synchronous XQueueSuspend waits for stays committed (it runs). */
+	uint64_t keep = xq->sync_target < xq->committed ? xq->sync_target : xq->committed;
+	if (keep < xq->completed)
+		keep = xq->completed;
+	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= keep)
 		return;
-	xs__store_commit(xq, xq->completed);
-	uint64_t started = q->ops->started ? q->ops->started(q) : xq->completed;
-	if (started < xq->completed)
-		started = xq->completed;
+	xs__store_commit(xq, keep);
+	uint64_t started = q->ops->started ? q->ops->started(q) : keep;
+	if (started < keep)
+		started = keep;
 	xs_list_for_each(l, &xq->inflight)
 	{
 		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
@@ -966,13 +971,15 @@ static void xs__apply(xs_xqueue *xq)
 void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 {
 	xs_mutex_lock(&xq->lock);
+	/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing enqueued
+	 * later is waited for, and a level raised meanwhile does not decommit it
+	 * (xs__decommit), so neither can hold this call. */
+	uint64_t target = xs__last_enqueued(xq);
+	if (suspend && sync && target > xq->sync_target)
+		xq->sync_target = target;
 	xq->app_suspended = suspend;
 	xs__apply(xq);
 	if (suspend && sync) {
-		/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing
-		 * enqueued later is waited for, so a level raised meanwhile cannot hold this
-		 * call. */
-		uint64_t target = xs__last_enqueued(xq);
 		xs__waiting w = {0, 0};
 		while (xq->completed < target && !xq->closing) {
 			if (xq->enqueued > xq->completed)

@@ -87,10 +87,12 @@ typedef struct xs_xqueue {
 	unsigned waiting;     /* threads running a command of this XQueue that wait (XQueueWait*)
 			       * for another XQueue: it counts as blocked meanwhile */
 	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
-	bool top_busy;       /* counted in the device's top_busy: not limited, ready, not closing */
-	unsigned scopes;     /* open scopes (XQueueBeginScope): it counts as having work */
-	uint64_t gate_after; /* commands numbered above it may wait at a run gate check
-			      * (XQueueEnqueueGateCheck); UINT64_MAX: none was enqueued */
+	bool top_busy;   /* counted in the device's top_busy: not limited, ready, not closing */
+	unsigned scopes; /* open scopes (XQueueBeginScope): it counts as having work */
+	uint64_t sync_target;   /* the most a synchronous XQueueSuspend waited for: what a
+				 * decommit leaves committed (done, it no longer counts) */
+	uint64_t gate_after;    /* commands numbered above it may wait at a run gate check
+				 * (XQueueEnqueueGateCheck); UINT64_MAX: none was enqueued */
 	uint64_t traced_commit; /* the highest seq whose commit was traced (core/trace.h) */
 
 	uint64_t suspensions;
