@@ -47,6 +47,10 @@ struct xs_device {
 	atomic_bool draining;
 	int64_t stall_ns; /* the stall release limit (0 = off); set before the threads start */
 	uint64_t wakeups; /* the progress thread's wake-ups (statistics, tests) */
+	/* The progress thread's copy of the active list (its own; here rather than on its
+	 * stack so that a forked child, which inherits the memory, can still reach it). */
+	xs_xqueue **snap;
+	size_t snap_cap;
 	pthread_t progress, launcher;
 	xs_hwq *init_q; /* a queue to bind the threads with (holds a reference) */
 };
