@@ -184,7 +184,8 @@ typedef enum {
 	kPolicyMultiLevelFeedbackQueue = 11,
 	kPolicyMax, /**< One past XSched's last policy (12), as in XSched. */
 	/** FIFO (this library's): the queue that became ready first runs alone until it is
-	 *  idle, then the next in arrival order. */
+	 *  idle, then the next in arrival order; one that stays ready for a time slice
+	 *  (XHintTimeslice()) while others wait goes to the back of the line. */
 	kPolicyFirstInFirstOut = 100,
 	/** EDF (this library's): KEDF with k fixed at 1, whatever XHintKDeadline() says. */
 	kPolicyEarliestDeadlineFirst = 101,
@@ -922,6 +923,8 @@ XSCHED_API XResult XHintUtilization(XQueueHandle xq, Utilization util);
  * (TIMESLICE_DEFAULT, 5000 us, until this hint is given).
  * CFS: how long the running queue keeps the device before the queue with the least
  * virtual runtime may take it (1000 us, XSched's CFS period, until this hint is given).
+ * FIFO, and KEDF/EDF among equal deadlines: the longest turn of a queue that stays ready
+ * while another waits; it then goes to the back of the line (TIMESLICE_DEFAULT).
  * Other policies ignore it. It applies from the next pass, is kept across policy
  * changes, and XSchedShutdown() forgets it.
  * Source: XSched's XHintTimeslice (include/xsched/hint.h).

@@ -67,7 +67,8 @@ typedef struct xs_hal_ops {
 	/* See the contract above. Must not wait for the device. */
 	XResult (*enqueue)(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated);
 	/* Set the counter and the done number back to 0; nothing of the queue is incomplete
-	 * (a new XQueue starts numbering). */
+	 * (a new XQueue starts numbering; the engine raised xs_hwq.generation before the
+	 * call). Wakes the threads blocked in wait_done. */
 	void (*reset)(xs_hwq *q);
 	/* Lv2: store @seq into the counter. NULL below Lv2. */
 	void (*commit)(xs_hwq *q, uint64_t seq);
@@ -77,10 +78,12 @@ typedef struct xs_hal_ops {
 	uint64_t (*started)(xs_hwq *q);
 	/* The last published done number (0 before the first), or UINT64_MAX when broken. */
 	uint64_t (*done)(xs_hwq *q);
-	/* Block until done(q) >= seq; kXSchedErrorHardware if the queue fails meanwhile. NULL
-	 * where the engine polls done() itself (GPU backends: it sleeps until a command is
-	 * expected to end, preempt/engine.c). */
-	XResult (*wait_done)(xs_hwq *q, uint64_t seq);
+	/* Block until done(q) >= seq, or until xs_hwq.generation is no longer @gen (the
+	 * numbering restarted: @seq was of an earlier XQueue, whose commands are all done);
+	 * kXSchedErrorHardware if the queue fails meanwhile. NULL where the engine polls
+	 * done() itself (GPU backends: it sleeps until a command is expected to end,
+	 * preempt/engine.c). */
+	XResult (*wait_done)(xs_hwq *q, uint64_t seq, uint64_t gen);
 	/* kXSchedSuccess while the queue works; kXSchedErrorHardware once the device reported
 	 * a failure on it (the progress thread asks when a queue makes no progress). */
 	XResult (*check)(xs_hwq *q);
@@ -114,6 +117,9 @@ struct xs_hwq {
 	 * HSA queues of a priority pool), 0 = one per stream. Read-only once published. */
 	unsigned hw_queues;
 	atomic_bool broken; /* the done mark could not be enqueued (see the contract) */
+	/* How often the numbering restarted (a new XQueue): raised by the engine before
+	 * ops->reset, read by it before a wait_done, which it ends (see there). */
+	_Atomic uint64_t generation;
 	/* With ops->pushes_done: called by the backend (any thread, no lock of the engine
 	 * held) after it published a done number, once set. Set by the engine before the
 	 * first enqueue of each XQueue; the argument stays valid for the process's life. */
@@ -141,6 +147,7 @@ static inline void xs_hwq_init(xs_hwq *q, const xs_hal_ops *ops, int max_level, 
 	q->native = native;
 	q->hw_queues = 0;
 	atomic_init(&q->broken, false);
+	atomic_init(&q->generation, 0);
 	q->on_done = NULL;
 	q->on_done_arg = NULL;
 	q->lv3 = NULL;

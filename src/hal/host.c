@@ -253,6 +253,10 @@ static void xs__reset(xs_hwq *q)
 	atomic_store_explicit(&h->counter, 0, memory_order_release);
 	atomic_store_explicit(&h->done_seq, 0, memory_order_release);
 	atomic_store_explicit(&h->started_seq, 0, memory_order_relaxed);
+	/* Waiters of the earlier XQueue see the new generation (raised before the call). */
+	xs_mutex_lock(&h->lock);
+	xs_cond_broadcast(&h->cv);
+	xs_mutex_unlock(&h->lock);
 }
 
 static uint64_t xs__started(xs_hwq *q)
@@ -269,11 +273,12 @@ static uint64_t xs__done(xs_hwq *q)
 	return atomic_load_explicit(&xs__hq(q)->done_seq, memory_order_acquire);
 }
 
-static XResult xs__wait_done(xs_hwq *q, uint64_t seq)
+static XResult xs__wait_done(xs_hwq *q, uint64_t seq, uint64_t gen)
 {
 	xs__host_q *h = xs__hq(q);
 	xs_mutex_lock(&h->lock);
-	while (atomic_load_explicit(&h->done_seq, memory_order_acquire) < seq)
+	while (atomic_load_explicit(&h->done_seq, memory_order_acquire) < seq &&
+	       atomic_load_explicit(&q->generation, memory_order_relaxed) == gen)
 		xs_cond_wait(&h->cv, &h->lock);
 	xs_mutex_unlock(&h->lock);
 	return kXSchedSuccess;

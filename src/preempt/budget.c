@@ -230,32 +230,45 @@ static bool xs__turn(const xs_budget *b, const xs_xqueue *xq, int64_t space)
 	return true;
 }
 
+/* The charge of a command of @xq: its estimated device time; before the first
+ * completion the estimate is unknown: the whole cap. Caller holds d->lock. */
+static int64_t xs__est(const xs_device *d, const xs_xqueue *xq)
+{
+	int64_t est = xq->est_ns > 0 ? xq->est_ns : xs__cap(d);
+	return est < 1 ? 1 : est;
+}
+
+/* Add @cmd's charge @est to @b at @now. Caller holds d->lock. */
+static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
+{
+	if (b->charged_cmds == 0)
+		b->since_ns = now;
+	b->charged_ns += est;
+	b->charged_cmds++;
+	if (b->charged_cmds > b->max_cmds)
+		b->max_cmds = b->charged_cmds;
+	cmd->charge_ns = est;
+	cmd->ready_ns = now + xs__remaining(b, now) - est; /* before it: the rest */
+}
+
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
 {
-	if (!xq->limited || cmd->charge_ns)
+	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions):
+	 * its commands go uncharged. */
+	if (!xq->limited || xq->closing || cmd->charge_ns)
 		return true;
 	xs_device *d = xq->dev;
 	xs_budget *b = &d->budget;
 	int64_t now = xs_now_ns();
 	xs_mutex_lock(&d->lock);
-	/* Before the first completion the estimate is unknown: charge the whole cap. */
-	int64_t est = xq->est_ns > 0 ? xq->est_ns : xs__cap(d);
-	if (est < 1)
-		est = 1;
+	int64_t est = xs__est(d, xq);
 	bool room = xs__room(d, est, now);
 	bool ok = room && xs__turn(b, xq, xs__space(d, now));
 	if (ok) {
-		if (b->charged_cmds == 0)
-			b->since_ns = now;
-		b->charged_ns += est;
-		b->charged_cmds++;
-		if (b->charged_cmds > b->max_cmds)
-			b->max_cmds = b->charged_cmds;
+		xs__add(b, cmd, est, now);
 		if (xq->vtime_ns < b->vfloor_ns)
 			xq->vtime_ns = b->vfloor_ns;
 		xq->vtime_ns += est;
-		cmd->charge_ns = est;
-		cmd->ready_ns = now + xs__remaining(b, now) - est; /* before it: the rest */
 		if (xs_linked(&xq->wait_link))
 			xs_list_remove(&xq->wait_link);
 	} else {
@@ -272,6 +285,17 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
 	}
 	xs_mutex_unlock(&d->lock);
 	return ok;
+}
+
+void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd)
+{
+	if (!xq->limited || cmd->charge_ns)
+		return;
+	xs_device *d = xq->dev;
+	int64_t now = xs_now_ns();
+	xs_mutex_lock(&d->lock);
+	xs__add(&d->budget, cmd, xs__est(d, xq), now);
+	xs_mutex_unlock(&d->lock);
 }
 
 void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd)

@@ -53,7 +53,9 @@ enum {
 /* Guards xs__devices and each device's nqueues, hw_queues and oversubscribed changes. */
 static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
-static xs_link *xs__parent_devices;  /* a child's: the parent's, reachable for leak checkers */
+/* A child's: the parent's, reachable for leak checkers (volatile: only ever written, the
+ * store must stay). */
+static xs_link *volatile xs__parent_devices;
 static atomic_bool xs__stall_warned; /* the first stall release is a warning, later ones debug */
 
 void xs_dev_grant_all(void)
@@ -158,9 +160,11 @@ static void *xs__launch_main(void *arg)
 
 /* ---- the progress thread ---- */
 
-/* Copy the active XQueues into *v (references taken). Caller holds d->lock. */
-static size_t xs__snapshot(xs_device *d, xs_xqueue ***v, size_t *cap)
+/* Copy the active XQueues into d->snap (references taken). Caller holds d->lock. */
+static size_t xs__snapshot(xs_device *d)
 {
+	xs_xqueue ***v = &d->snap;
+	size_t *cap = &d->snap_cap;
 	size_t n = 0;
 	xs_list_for_each(l, &d->active) n++;
 	if (n > *cap) {
@@ -301,8 +305,6 @@ static void *xs__progress_main(void *arg)
 		XS_ERROR("engine", "the progress thread cannot use the %s device (%d)",
 			 d->ops->name, init);
 	bool pushes = d->ops->pushes_done;
-	xs_xqueue **v = NULL;
-	size_t cap = 0;
 	int64_t last_progress = xs_now_ns(), last_check = last_progress;
 	xs__stall st = {.mark = 0, .since_ns = last_progress, .release_ns = 0};
 	bool woke = false; /* waited for work since the last look */
@@ -320,7 +322,8 @@ static void *xs__progress_main(void *arg)
 		bool grant = d->budget.grant;
 		d->budget.grant = false;
 		d->wakeups++;
-		size_t n = xs__snapshot(d, &v, &cap);
+		size_t n = xs__snapshot(d);
+		xs_xqueue **v = d->snap;
 		int64_t bnext = xs_budget_next_ns(d);
 		xs_mutex_unlock(&d->lock);
 
@@ -369,7 +372,11 @@ static void *xs__progress_main(void *arg)
 			xs_cond_timedwait(&d->progress_cv, &d->lock, at);
 		xs_mutex_unlock(&d->lock);
 	}
-	free(v);
+	xs_mutex_lock(&d->lock);
+	free(d->snap);
+	d->snap = NULL;
+	d->snap_cap = 0;
+	xs_mutex_unlock(&d->lock);
 	return NULL;
 }
 

@@ -63,7 +63,15 @@ XResult xs_hwq_bind(xs_hwq *q, xs_xqueue *xq)
 	if (res == kXSchedSuccess)
 		q->xq = xq;
 	xs_mutex_unlock(&xs__bind_lock);
-	return res;
+	if (res != kXSchedSuccess)
+		return res; /* the XQueue bound to @q, if any, keeps its numbering */
+	/* @xq numbers its commands from 1 again: counter and done number back to 0 (an
+	 * earlier XQueue of the HwQueue was drained before it went). A thread of that XQueue
+	 * may still be inside wait_done for one of its (done) numbers: the new generation
+	 * ends that wait, which no longer means anything. */
+	atomic_fetch_add_explicit(&q->generation, 1, memory_order_relaxed);
+	q->ops->reset(q);
+	return kXSchedSuccess;
 }
 
 void xs_hwq_publish_xqueue(xs_xqueue *xq)
@@ -135,6 +143,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->sleep_seq = UINT64_MAX;
 	atomic_init(&xq->seen_done, 0);
 	atomic_init(&xq->expect_ns, INT64_MAX);
+	xq->gate_after = UINT64_MAX;
 	xs_list_init(&xq->pending);
 	xs_list_init(&xq->inflight);
 	xs_link_init(&xq->dev_link);
@@ -152,9 +161,6 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 		xs_obj_unref(&xq->obj);
 		return kXSchedErrorUnknown;
 	}
-	/* This XQueue numbers its commands from 1 again: counter and done number back to 0
-	 * (an earlier XQueue of the HwQueue was drained before it went). */
-	q->ops->reset(q);
 	*out = xq;
 	return kXSchedSuccess;
 }
@@ -192,12 +198,13 @@ static void xs__busy(xs_xqueue *xq, int64_t now)
 	atomic_store_explicit(&xq->expect_ns, e, memory_order_relaxed);
 }
 
-/* Recount @xq in its device's top_busy after its work, its limit or its blocking changed.
- * A queue blocked on another's event does not hold the others: that one may be the
- * producer. Caller holds xq->lock. */
+/* Recount @xq in its device's top_busy after its work, its limit, its blocking or its
+ * closing changed. A queue blocked on another's event does not hold the others: that one
+ * may be the producer. Nor does a queue being destroyed: it only drains. Caller holds
+ * xq->lock. */
 static void xs__top_update(xs_xqueue *xq)
 {
-	xs_budget_top_set(xq, !xq->limited && xs_engine_ready(xq));
+	xs_budget_top_set(xq, !xq->limited && !xq->closing && xs_engine_ready(xq));
 }
 
 /* ---- commit ---- */
@@ -271,22 +278,27 @@ static void xs__commit(xs_xqueue *xq)
 }
 
 /* Suspension at Lv2+: stop the queue at its next command boundary. The counter goes back
- * to what completed; then the charges of the commands that have not started are
- * returned. Where the backend says which command passed its wait last (host), that is
- * exact; where it cannot (GPU), every charge beyond what completed is returned: a command
- * that had passed its wait then runs uncharged, and the budget counts one command too few
- * until it completes. Keeping that charge instead could deadlock: a command that had not
- * started would hold budget that a queue of higher priority waits for, while that queue
- * keeps this one suspended (seen in test_chaos). Caller holds xq->lock. */
+ * to what completed (or what a synchronous XQueueSuspend waits for, which runs: a level
+ * raised during that wait must not hold it for ever); then the charges of the commands that have
+ * not started are returned. Where the backend says which command passed its wait last (host), that
+ * is exact; where it cannot (GPU), every charge beyond what completed is returned: a command that
+ * had passed its wait then runs uncharged, and the budget counts one command too few until it
+ * completes. Keeping that charge instead could deadlock: a command that had not started would hold
+ * budget that a queue of higher priority waits for, while that queue keeps this one suspended (seen
+ * in test_chaos). Caller holds xq->lock. */
 static void xs__decommit(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
-	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= xq->completed)
+	/* What a synchronous XQueueSuspend waits for stays committed (it runs). */
+	uint64_t keep = xq->sync_target < xq->committed ? xq->sync_target : xq->committed;
+	if (keep < xq->completed)
+		keep = xq->completed;
+	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= keep)
 		return;
-	xs__store_commit(xq, xq->completed);
-	uint64_t started = q->ops->started ? q->ops->started(q) : xq->completed;
-	if (started < xq->completed)
-		started = xq->completed;
+	xs__store_commit(xq, keep);
+	uint64_t started = q->ops->started ? q->ops->started(q) : keep;
+	if (started < keep)
+		started = keep;
 	xs_list_for_each(l, &xq->inflight)
 	{
 		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
@@ -617,8 +629,11 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 {
 	xs_hwq *q = xq->hwq;
 	if (q->ops->wait_done) {
+		/* Read while @seq is incomplete, hence before any later XQueue of the HwQueue
+		 * exists (a destroy drains first). */
+		uint64_t gen = atomic_load_explicit(&q->generation, memory_order_relaxed);
 		xs_mutex_unlock(&xq->lock);
-		XResult res = q->ops->wait_done(q, seq);
+		XResult res = q->ops->wait_done(q, seq, gen);
 		xs_mutex_lock(&xq->lock);
 		xs_engine_reap(xq, res != kXSchedSuccess);
 		return;
@@ -836,10 +851,13 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 		xs_obj_unref(&cmd->obj);
 		return kXSchedErrorNotAllowed;
 	}
+	/* It may wait for @xq as XQueueWait does: the same priority inheritance. */
+	xs_xqueue *waiter = xs__waiter_begin(xq);
 	xs_mutex_lock(&xq->lock);
 	XResult res = xs__accept(xq, cmd);
 	if (res != kXSchedSuccess) {
 		xs_mutex_unlock(&xq->lock);
+		xs__waiter_end(waiter);
 		xs_obj_unref(&cmd->obj); /* refused: the caller's reference ends here */
 		return res;
 	}
@@ -856,6 +874,7 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	}
 	res = cmd->result;
 	xs_mutex_unlock(&xq->lock);
+	xs__waiter_end(waiter);
 	xs_obj_unref(&cmd->obj);
 	return res;
 }
@@ -894,6 +913,10 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 			q->ops->name);
 		return kXSchedErrorNotSupported;
 	}
+	xs_mutex_lock(&xq->lock);
+	if (xq->gate_after == UINT64_MAX)
+		xq->gate_after = xq->enqueued; /* what is enqueued from now on is behind it */
+	xs_mutex_unlock(&xq->lock);
 	return q->ops->gate_check(q);
 }
 
@@ -923,6 +946,35 @@ static void xs__resume_levels(xs_xqueue *xq, int from, int to)
 	}
 }
 
+/* The run gate closed (@open false) or opened again. Commands enqueued after a run gate
+ * check (XQueueEnqueueGateCheck) may wait at it while it is closed, also at Lv1, where
+ * they were committed and charged: they must not hold budget meanwhile (the queue that
+ * keeps this one suspended may wait for it; issue 22). So at the close their charges go
+ * back, but for those that started (where the backend cannot tell, all of them go back,
+ * as in xs__decommit); at the opening the committed ones (not gated) are charged again,
+ * without waiting for room: they run now. Gated ones are charged again at their next
+ * commit. Caller holds xq->lock. */
+static void xs__gate_charges(xs_xqueue *xq, bool open)
+{
+	xs_hwq *q = xq->hwq;
+	if (xq->gate_after == UINT64_MAX)
+		return;
+	uint64_t from = xq->gate_after;
+	uint64_t started = !open && q->ops->started ? q->ops->started(q) : 0;
+	if (started > from)
+		from = started;
+	xs_list_for_each(l, &xq->inflight)
+	{
+		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+		if (cmd->seq <= from)
+			continue;
+		if (!open)
+			xs_budget_uncharge(xq, cmd);
+		else if (!cmd->gated)
+			xs_budget_force(xq, cmd);
+	}
+}
+
 /* Recompute xq->running and apply the level's actions on a change. Caller holds
  * xq->lock. */
 static void xs__apply(xs_xqueue *xq)
@@ -932,8 +984,10 @@ static void xs__apply(xs_xqueue *xq)
 		return;
 	xq->running = run;
 	xs_hwq *q = xq->hwq;
-	if (q->ops->set_run_gate && q->max_level >= kPreemptLevelDeactivate)
+	if (q->ops->set_run_gate && q->max_level >= kPreemptLevelDeactivate) {
 		q->ops->set_run_gate(q, run);
+		xs__gate_charges(xq, run);
+	}
 	int64_t now = xs_now_ns();
 	XS_TRACE(run ? XS_TR_RESUME : XS_TR_SUSPEND, xq->obj.handle, xq->app_suspended,
 		 xq->sched_suspended);
@@ -957,13 +1011,15 @@ static void xs__apply(xs_xqueue *xq)
 void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 {
 	xs_mutex_lock(&xq->lock);
+	/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing enqueued
+	 * later is waited for, and a level raised meanwhile does not decommit it
+	 * (xs__decommit), so neither can hold this call. */
+	uint64_t target = xs__last_enqueued(xq);
+	if (suspend && sync && target > xq->sync_target)
+		xq->sync_target = target;
 	xq->app_suspended = suspend;
 	xs__apply(xq);
 	if (suspend && sync) {
-		/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing
-		 * enqueued later is waited for, so a level raised meanwhile cannot hold this
-		 * call. */
-		uint64_t target = xs__last_enqueued(xq);
 		xs__waiting w = {0, 0};
 		while (xq->completed < target && !xq->closing) {
 			if (xq->enqueued > xq->completed)
@@ -1053,6 +1109,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	/* Drain: from here on nothing new is accepted and suspensions are ignored; what is
 	 * left is enqueued on this thread unless another holds the token. */
 	xq->closing = true;
+	xs__top_update(xq);
 	xs__apply(xq);
 	xs__waiting w = {0, 0};
 	while (xq->completed != xq->submitted) {
@@ -1061,6 +1118,10 @@ void xs_engine_destroy(xs_xqueue *xq)
 			xs__wait_device(xq, xq->enqueued, &w);
 		else if (xq->completed != xq->submitted)
 			xs_cond_wait(&xq->cv, &xq->lock);
+	}
+	if (xq->scopes) { /* scopes left open end with the XQueue: it has no work now */
+		xq->scopes = 0;
+		xs_engine_notify(xq);
 	}
 	xs_dep_unblock(xq);
 	xs_mutex_unlock(&xq->lock);

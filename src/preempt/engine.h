@@ -77,18 +77,22 @@ typedef struct xs_xqueue {
 
 	int64_t threshold, batch_size; /* window; batch_size is kept for the API (unused) */
 	int level;                     /* XPreemptLevel in force */
-	bool launching;         /* the launch token: one thread enqueues at a time, in order */
-	bool app_suspended;     /* XQueueSuspend/Resume */
-	bool sched_suspended;   /* the scheduler's decision */
-	bool running;           /* = closing || !(app_suspended || sched_suspended), applied */
-	bool closing;           /* XQueueDestroy has begun: drain, accept nothing new */
-	bool limited;           /* subject to the device's commitment budget */
-	bool blocked;           /* the head command waits for another XQueue's event record */
-	unsigned waiting;       /* threads running a command of this XQueue that wait (XQueueWait*)
-				 * for another XQueue: it counts as blocked meanwhile */
-	bool published;         /* reachable by handle and XQueueGet (guarded by the bind lock) */
-	bool top_busy;          /* counted in the device's top_busy: not limited, has work */
-	unsigned scopes;        /* open scopes (XQueueBeginScope): it counts as having work */
+	bool launching;       /* the launch token: one thread enqueues at a time, in order */
+	bool app_suspended;   /* XQueueSuspend/Resume */
+	bool sched_suspended; /* the scheduler's decision */
+	bool running;         /* = closing || !(app_suspended || sched_suspended), applied */
+	bool closing;         /* XQueueDestroy has begun: drain, accept nothing new */
+	bool limited;         /* subject to the device's commitment budget */
+	bool blocked;         /* the head command waits for another XQueue's event record */
+	unsigned waiting;     /* threads running a command of this XQueue that wait (XQueueWait*)
+			       * for another XQueue: it counts as blocked meanwhile */
+	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
+	bool top_busy;   /* counted in the device's top_busy: not limited, ready, not closing */
+	unsigned scopes; /* open scopes (XQueueBeginScope): it counts as having work */
+	uint64_t sync_target;   /* the most a synchronous XQueueSuspend waited for: what a
+				 * decommit leaves committed (done, it no longer counts) */
+	uint64_t gate_after;    /* commands numbered above it may wait at a run gate check
+				 * (XQueueEnqueueGateCheck); UINT64_MAX: none was enqueued */
 	uint64_t traced_commit; /* the highest seq whose commit was traced (core/trace.h) */
 
 	uint64_t suspensions;
@@ -239,7 +243,8 @@ void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res);
 
 /* HwQueue binding (one XQueue per HwQueue), engine.c. Bind reserves the HwQueue
  * (kXSchedErrorNotAllowed if it has an XQueue, kXSchedErrorNotFound if it is being
- * destroyed); publish makes the XQueue visible to XQueueGet, once it is fully built. */
+ * destroyed) and, on success, starts its numbering again for @xq (before @xq's first
+ * submit); publish makes the XQueue visible to XQueueGet, once it is fully built. */
 XResult xs_hwq_bind(xs_hwq *q, xs_xqueue *xq);
 void xs_hwq_publish_xqueue(xs_xqueue *xq);
 void xs_hwq_unbind(xs_hwq *q);

@@ -47,6 +47,10 @@ struct xs_device {
 	atomic_bool draining;
 	int64_t stall_ns; /* the stall release limit (0 = off); set before the threads start */
 	uint64_t wakeups; /* the progress thread's wake-ups (statistics, tests) */
+	/* The progress thread's copy of the active list (its own; here rather than on its
+	 * stack so that a forked child, which inherits the memory, can still reach it). */
+	xs_xqueue **snap;
+	size_t snap_cap;
 	pthread_t progress, launcher;
 	xs_hwq *init_q; /* a queue to bind the threads with (holds a reference) */
 };
@@ -68,8 +72,13 @@ void xs_dev_grant_all(void);
 int64_t xs_budget_ns(void);
 int64_t xs_corun_ns(void);
 /* Charge @cmd of the limited @xq if the budget has room and it is @xq's turn, else queue
- * @xq as a waiter; true if @cmd may be committed. Caller holds xq->lock. */
+ * @xq as a waiter; true if @cmd may be committed (always, uncharged, while @xq closes).
+ * Caller holds xq->lock. */
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd);
+/* Charge @cmd of the limited @xq whatever the room and the order: it is committed and
+ * runs now (behind a run gate that opened again). Its device time was counted in @xq's
+ * fair share when first charged. Caller holds xq->lock. */
+void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd);
 /* Return @cmd's charge; waiters are then handed budget by the progress thread. Caller
  * holds xq->lock. */
 void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd);

@@ -10,10 +10,16 @@
  * queues are not suspended (the free places may take their work; the next pass orders
  * it). With nothing ready, everything runs.
  *
+ * Ties (equal deadlines, or none) take turns: a running queue that stays ready for one
+ * timeslice (XHintTimeslice, 5 ms by default) while a queue of the same deadline waits
+ * goes behind it, as in FIFO (xs_policy_line_decide in policy.c); else a queue that never
+ * goes idle would keep its place for ever among equals (issue 22). The timer is the end
+ * of such a turn.
+ *
  * Differences from XSched: XSched resumes exactly k queues, idle ones among them when
  * fewer than k are ready; here every idle queue runs then, which lets new work start
- * without waiting for a pass. No timer: deadlines only order queues (nothing is dropped
- * or demoted when a deadline passes).
+ * without waiting for a pass. Deadlines only order queues (nothing is dropped or demoted
+ * when a deadline passes).
  */
 #include "sched/policy.h"
 
@@ -27,60 +33,26 @@ static int64_t xs__edf_key(const xs_sched_entry *e)
 	return ddl_ns;
 }
 
-static bool xs__edf_before(const xs_sched_entry *a, const xs_sched_entry *b)
-{
-	int64_t ka = xs__edf_key(a), kb = xs__edf_key(b);
-	if (ka != kb)
-		return ka < kb;
-	if (a->ready_since_ns != b->ready_since_ns)
-		return a->ready_since_ns < b->ready_since_ns;
-	return a->id < b->id;
-}
-
-static void xs__edf_decide(xs_sched_entry *e, size_t n, size_t k)
-{
-	size_t ready = 0;
-	for (size_t i = 0; i < n; i++) {
-		e[i].suspend = true; /* below: false = chosen */
-		ready += e[i].ready;
-	}
-	if (ready < k) {
-		/* Free places: every ready queue runs, and so do the idle ones. */
-		for (size_t i = 0; i < n; i++)
-			e[i].suspend = false;
-		return;
-	}
-	/* Choose the k earliest, one at a time: O(k n), with n the number of queues. */
-	for (size_t j = 0; j < k; j++) {
-		xs_sched_entry *best = NULL;
-		for (size_t i = 0; i < n; i++)
-			if (e[i].ready && e[i].suspend && (!best || xs__edf_before(&e[i], best)))
-				best = &e[i];
-		best->suspend = false;
-	}
-}
-
 static int64_t xs__kedf_schedule(xs_sched_entry *e, size_t n, const xs_sched_params *p)
 {
-	xs__edf_decide(e, n, p->k);
-	return 0;
+	return xs_policy_line_decide(e, n, p->k, xs__edf_key, p);
 }
 
 static int64_t xs__edf_schedule(xs_sched_entry *e, size_t n, const xs_sched_params *p)
 {
-	(void)p;
-	xs__edf_decide(e, n, 1);
-	return 0;
+	return xs_policy_line_decide(e, n, 1, xs__edf_key, p);
 }
 
 const xs_policy_ops xs_policy_kedf = {
     .type = kPolicyKEarliestDeadlineFirst,
     .name = "KEDF",
     .schedule = xs__kedf_schedule,
+    .forget = xs_policy_slot_free,
 };
 
 const xs_policy_ops xs_policy_edf = {
     .type = kPolicyEarliestDeadlineFirst,
     .name = "EDF",
     .schedule = xs__edf_schedule,
+    .forget = xs_policy_slot_free,
 };

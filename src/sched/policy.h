@@ -101,4 +101,18 @@ enum { XS_MLFQ_LEVELS = 4 };
 /* HPF's decision on e[i].prio (shared with LAX). */
 void xs_policy_hpf_decide(xs_sched_entry *e, size_t n);
 
+/* An entry's rank in a line: smaller first. */
+typedef int64_t (*xs_policy_key)(const xs_sched_entry *e);
+
+/* The line of FIFO and KEDF/EDF: the @k ready entries that come first by @key, then by
+ * their place in line, then by handle, run; every other entry is suspended, idle ones
+ * included (while fewer than @k are ready, none is). A queue takes its place when it goes
+ * from idle to ready (first come, first served), and keeps it while blocked; but a chosen
+ * queue whose turn has lasted one timeslice while a ready queue of the same key waits goes
+ * to the back of the line (else a queue that never goes idle would keep its place for
+ * ever, issue 22). Returns the end of the earliest such turn as the timer, 0 if none. The
+ * state lives in the slots (forget: xs_policy_slot_free). */
+int64_t xs_policy_line_decide(xs_sched_entry *e, size_t n, size_t k, xs_policy_key key,
+			      const xs_sched_params *p);
+
 #endif

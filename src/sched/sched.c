@@ -42,7 +42,9 @@ static pthread_t xs__thread;
 static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
 /* Under xs__lock: */
 static xs_link xs__queues = {&xs__queues, &xs__queues}; /* xs__sq.link */
-static xs_link *xs__parent_queues; /* a child's: the parent's, reachable for leak checkers */
+/* A child's: the parent's, reachable for leak checkers (volatile: only ever written, the
+ * store must stay). */
+static xs_link *volatile xs__parent_queues;
 static const xs_policy_ops *xs__policy = &xs_policy_hpf;
 static bool xs__active; /* a local scheduler decides (else app-managed) */
 static xs_sched_entry *xs__entries;

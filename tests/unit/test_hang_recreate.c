@@ -8,7 +8,10 @@
  * -Wl,--wrap=pthread_cond_wait, and the wrapper keeps that one thread (its lock released)
  * from returning from a wake-up while its command completes and the XQueue is re-created,
  * so it looks at the done number only afterwards. Fails (not hangs) when the wait does
- * not return within 2 s. */
+ * not return within 2 s.
+ *
+ * Then the same restart must not happen to an XQueue in use: a refused XQueueCreate on a
+ * HwQueue that has one leaves its numbering alone. */
 #include "hang_util.h"
 
 static atomic_bool g_release, g_hold, g_held, g_waiter_known;
@@ -41,6 +44,40 @@ static void *waiter(void *arg)
 	atomic_store(&g_waiter_known, true);
 	g_res = XQueueWait(g_xq, g_cmd);
 	return NULL;
+}
+
+static XQueueHandle g_live;
+static HwCommandHandle g_live_cmd;
+
+static void *wait_live(void *arg)
+{
+	(void)arg;
+	CHECK_OK(XQueueWait(g_live, g_live_cmd));
+	return NULL;
+}
+
+/* A refused XQueueCreate on a HwQueue that has an XQueue leaves that XQueue's numbering
+ * alone: its Lv2 command committed behind the counter still runs. */
+static void refused_create(void)
+{
+	static atomic_bool release;
+	HwQueueHandle hwq;
+	CHECK_OK(HostQueueCreate(&hwq));
+	CHECK_OK(XQueueCreate(&g_live, hwq, kPreemptLevelDeactivate, 0));
+	HwCommandHandle blocker = h_submit(g_live, h_block_fn, &release);
+	g_live_cmd = h_submit(g_live, h_nop_fn, NULL); /* committed: the counter is 2 */
+	XQueueHandle other;
+	CHECK(XQueueCreate(&other, hwq, kPreemptLevelBlock, 0) == kXSchedErrorNotAllowed);
+	atomic_store(&release, true);
+	h_call w;
+	h_start(&w, wait_live, NULL);
+	h_finish(&w, 2000,
+		 "item 1: a refused XQueueCreate set the live XQueue's counter back: its "
+		 "committed command never runs");
+	CHECK_OK(HwCommandDestroy(blocker));
+	CHECK_OK(HwCommandDestroy(g_live_cmd));
+	CHECK_OK(XQueueDestroy(g_live));
+	CHECK_OK(HwQueueDestroy(hwq));
 }
 
 int main(void)
@@ -76,6 +113,7 @@ int main(void)
 	CHECK_OK(HwCommandDestroy(g_cmd));
 	CHECK_OK(XQueueDestroy(fresh));
 	CHECK_OK(HwQueueDestroy(hwq));
+	refused_create();
 	printf("item 1: the wait returned after the re-create\n");
 	return 0;
 }

@@ -30,6 +30,9 @@ static XResult a_first(void *data)
 int main(void)
 {
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyFirstInFirstOut));
+	/* Every queue here goes idle within the turn (1 s): FIFO's order, with no queue sent
+	 * to the back for staying ready too long (test_hang_policies checks that). */
+	CHECK_OK(XHintTimeslice(1000000));
 	for (int i = A; i <= D; i++)
 		su_create(i, 2000);
 	/* Priorities mean nothing to FIFO. */
