@@ -84,12 +84,31 @@ bool xs_dev_is_own_thread(const xs_device *dev)
 
 /* ---- kicks and activity ---- */
 
+/* Set on the progress thread during its pass over the queues: its kicks wake the launch
+ * thread once, at the end of the pass (xs__flush_kicks), not once per command. */
+static _Thread_local bool xs__batching;
+
 void xs_dev_kick(xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
 	if (!xs_linked(&xq->kick_link)) {
 		xs_list_push_back(&d->kicks, &xq->kick_link);
+		if (xs__batching && xs__own == d)
+			d->kick_pending = true;
+		else
+			xs_cond_signal(&d->launch_cv);
+	}
+	xs_mutex_unlock(&d->lock);
+}
+
+/* The end of the progress thread's pass: wake the launch thread for its kicks. */
+static void xs__flush_kicks(xs_device *d)
+{
+	xs__batching = false;
+	xs_mutex_lock(&d->lock);
+	if (d->kick_pending) {
+		d->kick_pending = false;
 		xs_cond_signal(&d->launch_cv);
 	}
 	xs_mutex_unlock(&d->lock);
@@ -338,6 +357,7 @@ static void *xs__progress_main(void *arg)
 		}
 		bool progressed = false;
 		int64_t expect = INT64_MAX;
+		xs__batching = true;
 		for (size_t i = 0; i < n; i++) {
 			/* The lock only where a done number moved, and on each look (which
 			 * also takes idle queues off the active list). */
@@ -361,6 +381,7 @@ static void *xs__progress_main(void *arg)
 			bnext = xs_budget_next_ns(d);
 			xs_mutex_unlock(&d->lock);
 		}
+		xs__flush_kicks(d);
 		if (progressed)
 			last_progress = now;
 		int64_t at = pushes ? now + xs__idle_wait_ns(d)

@@ -593,8 +593,9 @@ enum {
 
 /* When a waiter for @seq of @xq looks again, or 0 to yield-poll now. A command not yet
  * committed is not polled for: its commit wakes the waiter (xs__store_commit). The waiter
- * of a limited queue (throughput work, often many) does not poll either: the progress
- * thread's completion wakes it. A top queue's waiter (latency) expects the command's end
+ * of a limited queue (throughput work, often many) does not poll either while other
+ * commands run before its own: the progress thread's completion wakes it. A top queue's
+ * waiter (latency), and one whose command is the next to complete, expects the command's end
  * at busy_since + (seq - completed) x est: it sleeps until shortly before it, yield-polls
  * around it, then sleeps in steps that grow with the delay (a tenth of it, within
  * XS__WAIT_NAP_MAX_NS), woken early by the progress thread's completion. Caller holds
@@ -603,7 +604,7 @@ static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__w
 {
 	if (seq > xq->committed)
 		return now + XS__WAIT_IDLE_NS;
-	if (xq->limited)
+	if (xq->limited && seq - xq->completed > 1)
 		return now + XS__WAIT_LIMITED_NS; /* the progress thread's completion wakes it */
 	if (xq->busy_since_ns && xq->est_ns > 0) {
 		int64_t expect = xq->busy_since_ns + (int64_t)(seq - xq->completed) * xq->est_ns;

@@ -39,6 +39,7 @@ struct xs_device {
 	xs_budget budget;    /* budget.c */
 	unsigned top_busy;   /* XQueues not limited that have work (xs_xqueue.top_busy) */
 	bool poke;           /* a backend pushed a done number since the last look */
+	bool kick_pending;   /* kicks of the progress thread's pass not yet signalled */
 	bool stop;           /* the threads exit */
 	bool started;        /* the threads run */
 	/* Lock-free: set by a stall release, cleared at the next progress; meanwhile suspended
