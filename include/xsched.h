@@ -656,6 +656,13 @@ XSCHED_API XResult HwQueueDestroy(HwQueueHandle hwq);
  * @brief The highest preemption level this HwQueue supports on this machine.
  *
  * Probed when the HwQueue was created, never assumed: every level up to the result works.
+ * The highest is not always the best: with the commitment budget, lower-priority queues
+ * at Lv1 gave the same or a lower high-priority p99 than at Lv2 (1.15x alone against
+ * 1.47-2.07x, at the same throughput) with 7 low queues on an H100 (doc/RESULTS.md,
+ * "Engine v3"), and Lv1 needs no hardware queue per stream; Lv2 is for queues the
+ * application suspends itself for long, and CUDA graphs with gate checks
+ * (XQueueEnqueueGateCheck()). A device with more XQueues than hardware queues runs Lv2
+ * as Lv1 anyway.
  *
  * @param hwq   [in]  The HwQueue.
  * @param level [out] An XPreemptLevel, at least kPreemptLevelBlock.
