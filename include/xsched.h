@@ -67,7 +67,7 @@ extern "C" {
 /** @name Version (read by meson from this header) */
 /**@{*/
 #define XSCHED_VERSION_MAJOR 0
-#define XSCHED_VERSION_MINOR 3
+#define XSCHED_VERSION_MINOR 4
 #define XSCHED_VERSION_PATCH 0
 /**@}*/
 
