@@ -1,11 +1,12 @@
 /* The engine's XQueue state machine: submit, enqueue, commit, complete, wait, suspend.
- * engine.h describes the model; device.c the threads and the budget; deps.c the event
- * dependencies.
+ * engine.h describes the model; budget.c the commitment budget; device.c the threads;
+ * deps.c the event dependencies.
  *
  * Per XQueue, with seq the 1-based submit number (= the number on the HwQueue):
  *   completed <= committed (in effect) <= enqueued <= submitted
  * - enqueue (the launch token's holder, in seq order, no lock held around the backend):
- *   Lv1 while running, the window has space and the budget allows (enqueuing commits);
+ *   Lv1 (and Lv2 on an oversubscribed device: "gated" below means neither) while running,
+ *   the window has space and the budget allows (enqueuing commits);
  *   Lv2+ while the window has space, also while the scheduler suspends the queue (the
  *   work waits behind the counter, and a resume starts it with one store); never while
  *   the application suspends it (XQueueSuspend: nothing new reaches the HwQueue);
