@@ -698,6 +698,35 @@ static int xsb__alone(struct xsb_ctx *c, const char *scenario, const struct xsb_
 	return 0;
 }
 
+/* Alone, open loop: requests of @t on one native lane at @rate per second (Poisson
+ * arrivals with @poisson, else at a fixed rate) for @dur seconds; the run's configuration
+ * is named @config. */
+static int xsb__alone_open(struct xsb_ctx *c, const char *scenario, const char *config,
+			   const struct xsb_task *t, double dur, double rate, bool poisson,
+			   struct xsb_stats *out)
+{
+	struct xsb__run r = {.c = c,
+			     .scenario = scenario,
+			     .mode = xsb_mode_find("native"),
+			     .body = XSB_OPEN,
+			     .poisson = poisson,
+			     .nlanes = 1,
+			     .nhigh = 1,
+			     .task_high = t,
+			     .task_low = t,
+			     .duration_s = dur,
+			     .rate = rate};
+	snprintf(r.config, sizeof(r.config), "%s", config);
+	int ret = xsb__run(&r);
+	if (!ret) {
+		struct xsb__row row;
+		xsb__collect(&r, XSB_TIER_HIGH, &row);
+		*out = row.st;
+	}
+	xsb__run_free(&r);
+	return ret;
+}
+
 /* Run @base under every selected mode into @tab. */
 static void xsb__modes(struct xsb_ctx *c, struct xsb__run *base, struct xsb__table *tab)
 {
@@ -855,27 +884,12 @@ int xsb_scenario_two_models(struct xsb_ctx *c)
 	double alone_s = dur / 4 < 5 ? (dur < 5 ? dur : 5) : dur / 4;
 
 	/* Alone: the small model at its rate, nothing else. */
-	struct xsb__run ar = {.c = c,
-			      .scenario = "two-models",
-			      .mode = xsb_mode_find("native"),
-			      .body = XSB_OPEN,
-			      .nlanes = 1,
-			      .nhigh = 1,
-			      .task_high = &small,
-			      .task_low = &small,
-			      .duration_s = alone_s,
-			      .rate = c->o->rate};
-	snprintf(ar.config, sizeof(ar.config), "alone");
-	if (xsb__run(&ar)) {
-		xsb__run_free(&ar);
+	struct xsb_stats alone;
+	if (xsb__alone_open(c, "two-models", "alone", &small, alone_s, c->o->rate, false, &alone)) {
 		xsb_task_free(&small);
 		xsb_task_free(&large);
 		return -1;
 	}
-	struct xsb__row arow;
-	xsb__collect(&ar, XSB_TIER_HIGH, &arow);
-	xsb__run_free(&ar);
-	struct xsb_stats alone = arow.st;
 
 	struct xsb__run base = {.c = c,
 				.scenario = "two-models",
@@ -962,27 +976,11 @@ int xsb_scenario_serve(struct xsb_ctx *c)
 	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 1.0 : 6.0);
 	double rate = 40.0; /* requests per second: mean gap 25 ms */
 
-	struct xsb__run ar = {.c = c,
-			      .scenario = "serve",
-			      .mode = xsb_mode_find("native"),
-			      .body = XSB_OPEN,
-			      .poisson = true,
-			      .nlanes = 1,
-			      .nhigh = 1,
-			      .task_high = &req,
-			      .task_low = &req,
-			      .duration_s = dur,
-			      .rate = rate};
-	snprintf(ar.config, sizeof(ar.config), "alone");
-	if (xsb__run(&ar)) {
-		xsb__run_free(&ar);
+	struct xsb_stats alone;
+	if (xsb__alone_open(c, "serve", "alone", &req, dur, rate, true, &alone)) {
 		xsb_task_free(&req);
 		return -1;
 	}
-	struct xsb__row arow;
-	xsb__collect(&ar, XSB_TIER_HIGH, &arow);
-	xsb__run_free(&ar);
-	struct xsb_stats alone = arow.st;
 	printf("\nserve: high = %s, Poisson arrivals at %.0f/s, latency from arrival; alone p50 "
 	       "%.3f ms, p99 %.3f ms (%zu requests)\n",
 	       req.desc, rate, alone.p50, alone.p99, alone.n);
@@ -1111,26 +1109,12 @@ static int xsb__corun_alone(struct xsb_ctx *c, struct xsb__corun_work *w, int hk
 {
 	if (w->high_done[hk])
 		return 0;
-	struct xsb__run ar = {.c = c,
-			      .scenario = "corun",
-			      .mode = xsb_mode_find("native"),
-			      .body = XSB_OPEN,
-			      .poisson = true,
-			      .nlanes = 1,
-			      .nhigh = 1,
-			      .task_high = &w->high[hk],
-			      .task_low = &w->high[hk],
-			      .duration_s = dur,
-			      .rate = rate};
-	snprintf(ar.config, sizeof(ar.config), "%s/alone", hk ? "stream" : "gemm");
-	int ret = xsb__run(&ar);
-	if (!ret) {
-		struct xsb__row row;
-		xsb__collect(&ar, XSB_TIER_HIGH, &row);
-		w->high_alone[hk] = row.st;
+	char config[48];
+	snprintf(config, sizeof(config), "%s/alone", hk ? "stream" : "gemm");
+	int ret =
+	    xsb__alone_open(c, "corun", config, &w->high[hk], dur, rate, true, &w->high_alone[hk]);
+	if (!ret)
 		w->high_done[hk] = true;
-	}
-	xsb__run_free(&ar);
 	return ret;
 }
 
@@ -1521,24 +1505,8 @@ int xsb_scenario_mlfq(struct xsb_ctx *c)
 	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 1.0 : 6.0);
 	double rate = 40.0;                    /* requests per second: mean gap 25 ms */
 	double warm = c->o->quick ? 0.2 : 0.5; /* long lanes before the clock starts */
-	struct xsb__run ar = {.c = c,
-			      .scenario = "mlfq",
-			      .mode = xsb_mode_find("native"),
-			      .body = XSB_OPEN,
-			      .poisson = true,
-			      .nlanes = 1,
-			      .nhigh = 1,
-			      .task_high = &req,
-			      .task_low = &req,
-			      .duration_s = dur,
-			      .rate = rate};
-	snprintf(ar.config, sizeof(ar.config), "alone");
-	int ret = xsb__run(&ar);
-	struct xsb__row arow;
-	if (!ret)
-		xsb__collect(&ar, XSB_TIER_HIGH, &arow);
-	xsb__run_free(&ar);
-	struct xsb_stats kst;
+	struct xsb_stats alone, kst;
+	int ret = xsb__alone_open(c, "mlfq", "alone", &req, dur, rate, true, &alone);
 	if (!ret)
 		ret = xsb__alone(c, "mlfq-kernel", &low, c->o->quick ? 5 : 20, &kst);
 	if (ret) {
@@ -1546,7 +1514,6 @@ int xsb_scenario_mlfq(struct xsb_ctx *c)
 		xsb_task_free(&low);
 		return -1;
 	}
-	struct xsb_stats alone = arow.st;
 	double floor_ms = alone.p99 + kst.p50;
 	printf("\nmlfq: no priority hints at all. A short request stream (%s, Poisson arrivals "
 	       "at %.0f/s, latency from arrival; alone p50 %.3f ms, p99 %.3f ms) beside long "
