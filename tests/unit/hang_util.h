@@ -149,4 +149,34 @@ static inline void h_wait_field(XQueueHandle xq, enum h_field f, bool want)
 	CHECK(t_wait_for(h_cond_pred, &c, 5000));
 }
 
+/* Three Lv1 XQueues on host queues at priorities 10, 5 and 0 (high, mid, low);
+ * h_tiers_close destroys them (an XQueue the test destroyed itself is set to 0: the
+ * destroy calls accept 0). */
+typedef struct h_tiers {
+	HwQueueHandle hh, hm, hl;
+	XQueueHandle high, mid, low;
+} h_tiers;
+
+static inline void h_tiers_open(h_tiers *t)
+{
+	HwQueueHandle *hw[3] = {&t->hh, &t->hm, &t->hl};
+	XQueueHandle *xq[3] = {&t->high, &t->mid, &t->low};
+	static const Priority prio[3] = {10, 5, 0};
+	for (int i = 0; i < 3; i++) {
+		CHECK_OK(HostQueueCreate(hw[i]));
+		CHECK_OK(XQueueCreate(xq[i], *hw[i], kPreemptLevelBlock, 0));
+		CHECK_OK(XHintPriority(*xq[i], prio[i]));
+	}
+}
+
+static inline void h_tiers_close(h_tiers *t)
+{
+	CHECK_OK(XQueueDestroy(t->high));
+	CHECK_OK(XQueueDestroy(t->mid));
+	CHECK_OK(XQueueDestroy(t->low));
+	CHECK_OK(HwQueueDestroy(t->hh));
+	CHECK_OK(HwQueueDestroy(t->hm));
+	CHECK_OK(HwQueueDestroy(t->hl));
+}
+
 #endif

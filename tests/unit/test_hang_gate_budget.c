@@ -13,17 +13,9 @@ int main(void)
 {
 	h_watchdog(20, "item 2 (a gate check with the commitment budget)");
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
-	HwQueueHandle hh, hm, hl;
-	XQueueHandle high, mid, low;
-	CHECK_OK(HostQueueCreate(&hh));
-	CHECK_OK(HostQueueCreate(&hm));
-	CHECK_OK(HostQueueCreate(&hl));
-	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelBlock, 0));
-	CHECK_OK(XQueueCreate(&mid, hm, kPreemptLevelBlock, 0));
-	CHECK_OK(XQueueCreate(&low, hl, kPreemptLevelBlock, 0));
-	CHECK_OK(XHintPriority(high, 10));
-	CHECK_OK(XHintPriority(mid, 5));
-	CHECK_OK(XHintPriority(low, 0));
+	h_tiers t;
+	h_tiers_open(&t);
+	XQueueHandle high = t.high, mid = t.mid, low = t.low;
 	h_wait_field(low, H_LIMITED, true);
 	h_wait_field(mid, H_LIMITED, true);
 	/* Low learns a time per command (0.15 ms and more), so that three of its commands
@@ -60,12 +52,7 @@ int main(void)
 	HwCommandHandle cmds[] = {l0, l1, l2, h0, m0};
 	for (int i = 0; i < 5; i++)
 		CHECK_OK(HwCommandDestroy(cmds[i]));
-	CHECK_OK(XQueueDestroy(high));
-	CHECK_OK(XQueueDestroy(mid));
-	CHECK_OK(XQueueDestroy(low));
-	CHECK_OK(HwQueueDestroy(hh));
-	CHECK_OK(HwQueueDestroy(hm));
-	CHECK_OK(HwQueueDestroy(hl));
+	h_tiers_close(&t);
 	CHECK_OK(XSchedShutdown());
 	printf("item 2: mid ran although low's charged command sat behind a gate check\n");
 	return 0;

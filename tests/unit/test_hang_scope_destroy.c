@@ -9,19 +9,13 @@ int main(void)
 {
 	h_watchdog(20, "item 3 (XQueueDestroy with a scope open)");
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
-	HwQueueHandle hh, hm, hl;
-	XQueueHandle high, mid, low;
-	CHECK_OK(HostQueueCreate(&hh));
-	CHECK_OK(HostQueueCreate(&hm));
-	CHECK_OK(HostQueueCreate(&hl));
-	CHECK_OK(XQueueCreate(&high, hh, kPreemptLevelBlock, 0));
-	CHECK_OK(XQueueCreate(&mid, hm, kPreemptLevelBlock, 0));
-	CHECK_OK(XQueueCreate(&low, hl, kPreemptLevelBlock, 0));
-	CHECK_OK(XHintPriority(high, 10));
-	CHECK_OK(XHintPriority(mid, 5));
+	h_tiers t;
+	h_tiers_open(&t);
+	XQueueHandle high = t.high, low = t.low;
 	h_wait_field(low, H_LIMITED, true);
 	CHECK_OK(XQueueBeginScope(high));
 	CHECK_OK(XQueueDestroy(high)); /* the scope is never closed */
+	t.high = 0;
 	HwCommandHandle c = h_submit(low, h_nop_fn, NULL);
 	int64_t end = t_now_us() + 3000000;
 	while (t_stats(low).completed < 1)
@@ -32,11 +26,7 @@ int main(void)
 			t_sleep_us(1000);
 	CHECK_OK(XQueueWait(low, c));
 	CHECK_OK(HwCommandDestroy(c));
-	CHECK_OK(XQueueDestroy(mid));
-	CHECK_OK(XQueueDestroy(low));
-	CHECK_OK(HwQueueDestroy(hh));
-	CHECK_OK(HwQueueDestroy(hm));
-	CHECK_OK(HwQueueDestroy(hl));
+	h_tiers_close(&t);
 	CHECK_OK(XSchedShutdown());
 	printf("item 3: low ran after high was destroyed with a scope open\n");
 	return 0;
