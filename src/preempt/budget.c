@@ -70,17 +70,12 @@ static int64_t xs__setting(_Atomic int64_t *v, bool corun)
 	return ns;
 }
 
-int64_t xs_budget_ns(void)
+static int64_t xs__budget(void)
 {
 	return xs__setting(&xs__budget_ns, false);
 }
 
 int64_t xs_engine_corun_ns(void)
-{
-	return xs_corun_ns();
-}
-
-int64_t xs_corun_ns(void)
 {
 	return xs__setting(&xs__corun_ns, true);
 }
@@ -136,10 +131,10 @@ static bool xs__held(const xs_device *d)
  * never more than the commitment budget. Caller holds d->lock. */
 static int64_t xs__cap(const xs_device *d)
 {
-	int64_t budget = xs_budget_ns();
+	int64_t budget = xs__budget();
 	if (!xs__held(d))
 		return budget;
-	int64_t corun = xs_corun_ns();
+	int64_t corun = xs_engine_corun_ns();
 	return corun <= 0 ? -1 : corun < budget ? corun : budget;
 }
 

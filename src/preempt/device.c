@@ -293,10 +293,10 @@ static int64_t xs__idle_wait_ns(const xs_device *d)
 	return w;
 }
 
-/* When the GPU progress thread looks next, after a look at @now that found progress or
- * not (@since: the last progress), given the earliest expected completion @expect and the
- * budget's next admission @bnext (0 = none). */
-static int64_t xs__next_look(int64_t now, int64_t since, int64_t expect, int64_t bnext)
+/* When the GPU progress thread looks next, after a look at @now (@since: the last
+ * progress), given the earliest expected completion @expect; the caller also bounds it by
+ * the budget's next admission. */
+static int64_t xs__next_look(int64_t now, int64_t since, int64_t expect)
 {
 	int64_t nap = (now - since) / 2;
 	if (nap < XS__POLL_MIN_NS)
@@ -306,8 +306,6 @@ static int64_t xs__next_look(int64_t now, int64_t since, int64_t expect, int64_t
 	int64_t at = now + nap;
 	if (expect > now && expect < at)
 		at = expect;
-	if (bnext && bnext < at)
-		at = bnext > now ? bnext : now;
 	return at;
 }
 
@@ -384,8 +382,8 @@ static void *xs__progress_main(void *arg)
 		xs__flush_kicks(d);
 		if (progressed)
 			last_progress = now;
-		int64_t at = pushes ? now + xs__idle_wait_ns(d)
-				    : xs__next_look(now, last_progress, expect, 0);
+		int64_t at =
+		    pushes ? now + xs__idle_wait_ns(d) : xs__next_look(now, last_progress, expect);
 		if (bnext && bnext < at)
 			at = bnext;
 		xs_mutex_lock(&d->lock);

@@ -69,9 +69,7 @@ bool xs_dev_is_own_thread(const xs_device *dev);
 /* Ask every device's progress thread to hand budget on (a setting changed). No lock. */
 void xs_dev_grant_all(void);
 
-/* budget.c (see there). The process-wide budgets in ns: */
-int64_t xs_budget_ns(void);
-int64_t xs_corun_ns(void);
+/* budget.c (see there). */
 /* Charge @cmd of the limited @xq if the budget has room and it is @xq's turn, else queue
  * @xq as a waiter; true if @cmd may be committed (always, uncharged, while @xq closes).
  * Caller holds xq->lock. */
