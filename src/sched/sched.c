@@ -103,6 +103,15 @@ static void xs__on_engine(xs_xqueue *xq)
 	xs__wake();
 }
 
+/* The index of @dev in @devs[0..nd), or nd. */
+static size_t xs__dev_index(const void *const *devs, size_t nd, const void *dev)
+{
+	size_t d = 0;
+	while (d < nd && devs[d] != dev)
+		d++;
+	return d;
+}
+
 /* Mark as limited every queue below the top rank present on its device (idle ones count:
  * a queue of higher rank may submit at any moment). The rank is the policy's output
  * (xs_sched_entry.rank): the priority hint, or MLFQ's level. One pass for the devices' top
@@ -117,9 +126,7 @@ static void xs__apply_limits(size_t n, bool lift)
 	for (size_t i = 0; i < n; i++) {
 		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
 		Priority p = xs__entries[i].rank;
-		size_t d = 0;
-		while (d < nd && devs[d] != dev)
-			d++;
+		size_t d = xs__dev_index(devs, nd, dev);
 		if (d == nd && nd < XS__MAX_DEVS) {
 			devs[nd] = dev;
 			tops[nd++] = p;
@@ -130,9 +137,7 @@ static void xs__apply_limits(size_t n, bool lift)
 	for (size_t i = 0; i < n; i++) {
 		xs__sq *sq = xs__entry_q[i];
 		const void *dev = xs_engine_device(sq->xq);
-		size_t d = 0;
-		while (d < nd && devs[d] != dev)
-			d++;
+		size_t d = xs__dev_index(devs, nd, dev);
 		Priority rank = xs__entries[i].rank, top = rank;
 		if (d < nd)
 			top = tops[d];
