@@ -2,8 +2,9 @@
  * failure):
  * - co-run: under HPF with a co-run (and commitment) budget C, while the high queue
  *   works, the low commands that run at once never exceed what C admits (C over the low
- *   command time, plus one, plus one more in the last part of another's run), and some
- *   do run (the GPU is not left to the high queue alone), for 7, 31 and 127 low queues;
+ *   command time, plus one credited, one in the lead and one for estimate error: the
+ *   budget counts estimated device time), and some do run (the GPU is not left to the
+ *   high queue alone), for 7, 31 and 127 low queues;
  * - fairness: equal-priority queues whose commands are host functions and launch
  *   callbacks, of two lengths, share a tight budget: each gets device time within
  *   [0.5, 2] x the mean; queues of inline launches beside them do not starve (on a host
@@ -144,7 +145,7 @@ static XResult high_fn(void *data)
 /* Queue 0 high (priority 2), the others low (1). */
 static void corun(int nlow, int64_t corun_us)
 {
-	enum { LOW_US = 200 };
+	enum { LOW_US = 500 };
 	printf("co-run: %d low queues, co-run budget %lld us\n", nlow, (long long)corun_us);
 	CHECK_OK(XHintCorunBudget(corun_us));
 	CHECK_OK(XHintCommitBudget(corun_us)); /* also what a high arrival finds */
@@ -166,7 +167,10 @@ static void corun(int nlow, int64_t corun_us)
 	}
 	close_lanes(1, nlow + 1);
 	CHECK_OK(XHintCommitBudget(1000));
-	int bound = (int)(corun_us / LOW_US) + 2;
+	/* C over the command time; one command credited as done before its completion is
+	 * seen; one more in the lead; one for an estimate that late wake-ups on a loaded
+	 * machine make short (the budget counts estimated device time, not commands). */
+	int bound = (int)(corun_us / LOW_US) + 3;
 	printf("  low commands run at once while the high queue worked: at most %d (bound %d), "
 	       "%d started then\n",
 	       atomic_load(&g_low_max_held), bound, atomic_load(&g_low_ran_held));
@@ -321,9 +325,9 @@ int main(void)
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
 	CHECK_RES(XHintCorunBudget(-1), kXSchedErrorInvalidValue);
 	CHECK_RES(XHintCorunBudget(TIMESLICE_MAX + 1), kXSchedErrorInvalidValue);
-	corun(7, 600);
-	corun(31, 400);
-	corun(127, 800);
+	corun(7, 1500);
+	corun(31, 1000);
+	corun(127, 2000);
 	CHECK_OK(XHintCorunBudget(0));
 	fairness();
 	no_bubble();
