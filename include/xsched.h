@@ -526,7 +526,10 @@ XSCHED_API XResult XQueueQuery(XQueueHandle xq, XQueueState *state);
  * @param flags [in] 0 or kQueueSuspendFlagSyncHwQueue (return once in-flight commands
  *                   have completed; Lv1 only).
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
- *         kXSchedErrorNotSupported for other flags, or SyncHwQueue above Lv1;
+ *         kXSchedErrorNotSupported for other flags, for SyncHwQueue above Lv1, or for
+ *         SyncHwQueue while commands enqueued after a run gate check
+ *         (XQueueEnqueueGateCheck()) are in flight: stopped at a closed check, they
+ *         would never complete (the XQueue is then not suspended);
  *         kXSchedErrorNotAllowed for SyncHwQueue from a command of @p xq itself (a host
  *         function, or a launch callback running inside its enqueue): it would wait for
  *         itself. The XQueue is then not suspended.

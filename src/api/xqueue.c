@@ -285,7 +285,7 @@ XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 			       "would never return");
 		res = kXSchedErrorNotAllowed;
 	} else {
-		xs_engine_app_suspend(x, true, sync);
+		res = xs_engine_app_suspend(x, true, sync);
 	}
 	xs_obj_unref(&x->obj);
 	return res;

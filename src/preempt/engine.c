@@ -147,6 +147,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->gate_after = UINT64_MAX;
 	xs_list_init(&xq->pending);
 	xs_list_init(&xq->inflight);
+	xs_list_init(&xq->lenders);
 	xs_link_init(&xq->dev_link);
 	xs_link_init(&xq->act_link);
 	xs_link_init(&xq->kick_link);
@@ -709,11 +710,12 @@ static bool xs__waits_for_itself(const xs_xqueue *xq, uint64_t seq, const char *
 	return true;
 }
 
-/* Priority inheritance, the simple way: while a thread that runs a command of XQueue B
- * (a host function, a launch callback) waits for another XQueue, B counts as blocked, so
- * HPF and the budget's hold let the other run even if B is more important. Returns B
- * (with a reference) to pass to xs__waiter_end, or NULL. No lock held. */
-static xs_xqueue *xs__waiter_begin(const xs_xqueue *target)
+/* Priority inheritance: while a thread that runs a command of XQueue B (a host function,
+ * a launch callback) waits for XQueue T, B counts as blocked (so the budget's hold and HPF
+ * do not keep the device for it) and T is on loan B's rank (T.lenders, read by the
+ * scheduler's pass: a queue of middle priority must not hold T back either). @lend is the
+ * caller's, passed on to xs__waiter_end. No lock held. */
+static void xs__waiter_begin(xs_xqueue *target, xs_lend *lend)
 {
 	uint64_t seq;
 	xs_hwq *q = xs_hal_running(&seq);
@@ -722,25 +724,35 @@ static xs_xqueue *xs__waiter_begin(const xs_xqueue *target)
 		xs_obj_ref(&b->obj);
 	else if (q)
 		b = xs_hwq_xqueue(q);
+	lend->from = NULL;
 	if (b == target) {
 		xs_obj_unref(b ? &b->obj : NULL);
-		return NULL;
+		return;
 	}
-	if (b) {
-		xs_mutex_lock(&b->lock);
-		if (b->waiting++ == 0) {
-			xs__top_update(b);
-			xs_engine_notify(b);
-		}
-		xs_mutex_unlock(&b->lock);
-	}
-	return b;
-}
-
-static void xs__waiter_end(xs_xqueue *b)
-{
 	if (!b)
 		return;
+	lend->from = b;
+	xs_mutex_lock(&b->lock);
+	if (b->waiting++ == 0) {
+		xs__top_update(b);
+		xs_engine_notify(b);
+	}
+	xs_mutex_unlock(&b->lock);
+	xs_mutex_lock(&target->lock);
+	xs_list_push_back(&target->lenders, &lend->link);
+	xs_engine_notify(target); /* the scheduler ranks it anew */
+	xs_mutex_unlock(&target->lock);
+}
+
+static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
+{
+	xs_xqueue *b = lend->from;
+	if (!b)
+		return;
+	xs_mutex_lock(&target->lock);
+	xs_list_remove(&lend->link);
+	xs_engine_notify(target);
+	xs_mutex_unlock(&target->lock);
 	xs_mutex_lock(&b->lock);
 	if (--b->waiting == 0) {
 		xs__top_update(b);
@@ -752,7 +764,8 @@ static void xs__waiter_end(xs_xqueue *b)
 
 XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 {
-	xs_xqueue *waiter = xs__waiter_begin(xq);
+	xs_lend lend;
+	xs__waiter_begin(xq, &lend);
 	xs_mutex_lock(&xq->lock);
 	XResult res = kXSchedSuccess;
 	if (cmd->state != XS_CMD_DONE && xs__waits_for_itself(xq, cmd->seq, "XQueueWait"))
@@ -767,13 +780,14 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 	if (res == kXSchedSuccess)
 		res = cmd->result;
 	xs_mutex_unlock(&xq->lock);
-	xs__waiter_end(waiter);
+	xs__waiter_end(xq, &lend);
 	return res;
 }
 
 XResult xs_engine_wait_all(xs_xqueue *xq)
 {
-	xs_xqueue *waiter = xs__waiter_begin(xq);
+	xs_lend lend;
+	xs__waiter_begin(xq, &lend);
 	xs_mutex_lock(&xq->lock);
 	uint64_t target = xq->submitted;
 	XResult res = kXSchedSuccess;
@@ -791,7 +805,7 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 		xq->err_pending = kXSchedSuccess;
 	}
 	xs_mutex_unlock(&xq->lock);
-	xs__waiter_end(waiter);
+	xs__waiter_end(xq, &lend);
 	return res;
 }
 
@@ -854,12 +868,13 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 		return kXSchedErrorNotAllowed;
 	}
 	/* It may wait for @xq as XQueueWait does: the same priority inheritance. */
-	xs_xqueue *waiter = xs__waiter_begin(xq);
+	xs_lend lend;
+	xs__waiter_begin(xq, &lend);
 	xs_mutex_lock(&xq->lock);
 	XResult res = xs__accept(xq, cmd);
 	if (res != kXSchedSuccess) {
 		xs_mutex_unlock(&xq->lock);
-		xs__waiter_end(waiter);
+		xs__waiter_end(xq, &lend);
 		xs_obj_unref(&cmd->obj); /* refused: the caller's reference ends here */
 		return res;
 	}
@@ -876,7 +891,7 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	}
 	res = cmd->result;
 	xs_mutex_unlock(&xq->lock);
-	xs__waiter_end(waiter);
+	xs__waiter_end(xq, &lend);
 	xs_obj_unref(&cmd->obj);
 	return res;
 }
@@ -1010,13 +1025,24 @@ static void xs__apply(xs_xqueue *xq)
 	}
 }
 
-void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
+XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 {
 	xs_mutex_lock(&xq->lock);
 	/* Lv1: what was enqueued (and an enqueue in progress) completes; nothing enqueued
 	 * later is waited for, and a level raised meanwhile does not decommit it
 	 * (xs__decommit), so neither can hold this call. */
 	uint64_t target = xs__last_enqueued(xq);
+	if (suspend && sync && xq->gate_after != UINT64_MAX && target > xq->gate_after &&
+	    xq->completed < target) {
+		xs_mutex_unlock(&xq->lock);
+		XS_WARN(
+		    "engine",
+		    "XQueueSuspend: SyncHwQueue on XQueue 0x%llx, whose stream got run gate "
+		    "checks, with commands behind one in flight: stopped at a closed check, they "
+		    "would never complete; not suspended",
+		    (unsigned long long)xq->obj.handle);
+		return kXSchedErrorNotSupported;
+	}
 	if (suspend && sync && target > xq->sync_target)
 		xq->sync_target = target;
 	xq->app_suspended = suspend;
@@ -1032,6 +1058,7 @@ void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 		}
 	}
 	xs_mutex_unlock(&xq->lock);
+	return kXSchedSuccess;
 }
 
 void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend)

@@ -86,6 +86,8 @@ typedef struct xs_xqueue {
 	bool blocked;         /* the head command waits for another XQueue's event record */
 	unsigned waiting;     /* threads running a command of this XQueue that wait (XQueueWait*)
 			       * for another XQueue: it counts as blocked meanwhile */
+	xs_link lenders;      /* xs_lend.link: XQueues whose commands' threads wait for this
+			       * one; the scheduler ranks it as the highest of them */
 	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
 	bool top_busy;   /* counted in the device's top_busy: not limited, ready, not closing */
 	unsigned scopes; /* open scopes (XQueueBeginScope): it counts as having work */
@@ -122,6 +124,15 @@ typedef struct xs_xqueue {
 
 	void *sched_priv; /* owned by the scheduler layer (its per-queue state) */
 } xs_xqueue;
+
+/* Priority inheritance: a thread that runs a command of @from (a host function, a launch
+ * callback) waits for another XQueue (XQueueWait, XQueueWaitAll, XQueueLaunchInline). The
+ * waited-for XQueue keeps one on its `lenders` list (under its lock) for the wait's length;
+ * the scheduler ranks it at least as high as @from. Lives on the waiting thread's stack. */
+typedef struct xs_lend {
+	xs_link link;
+	xs_xqueue *from; /* holds a reference for the wait */
+} xs_lend;
 
 static inline xs_xqueue *xs_xqueue_of(xs_obj *obj)
 {
@@ -175,8 +186,9 @@ XResult xs_engine_wait_all(xs_xqueue *xq);
 
 /* Suspensions: set the application's or the scheduler's flag and apply the level's
  * actions on a change. With @sync (Lv1 only, checked by the caller) also wait until
- * nothing enqueued is incomplete. */
-void xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync);
+ * nothing enqueued is incomplete; kXSchedErrorNotSupported (logged, not suspended) when
+ * commands enqueued behind a run gate check are in flight: they may be stopped at it. */
+XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync);
 void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend);
 /* Scheduler: whether @xq is subject to its device's budget, which also sets the HwQueue's
  * hardware priority (least when limited, greatest when not; when XSCHED_HW_PRIORITY is

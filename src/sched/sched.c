@@ -31,6 +31,8 @@ typedef struct xs__sq {
 	void *policy_slot; /* per-queue state of the current policy */
 	int limited;       /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
 	Priority applied;  /* the rank applied with it */
+	size_t pass;       /* its index in xs__entries during a pass */
+	bool lent;         /* during a pass: threads of other XQueues wait for it (xs_lend) */
 } xs__sq;
 
 static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
@@ -155,6 +157,48 @@ static void xs__apply_limits(size_t n, bool lift)
 	}
 }
 
+/* Priority inheritance (xs_lend, preempt/engine.h): a queue that threads of other queues'
+ * commands wait for ranks as the most important of them: its priority and rank before
+ * the policy decides (@pre), its rank and, while a lender is not suspended, its own
+ * suspension after. Chains pass it on (repeated until nothing changes). Lenders are rare:
+ * only queues found lent while the entries were built are looked at. Caller holds
+ * xs__lock (which guards xs_xqueue.sched_priv). */
+static void xs__inherit(size_t n, bool pre)
+{
+	bool changed = true;
+	for (size_t round = 0; changed && round < n; round++) {
+		changed = false;
+		for (size_t i = 0; i < n; i++) {
+			xs__sq *sq = xs__entry_q[i];
+			if (!sq->lent)
+				continue;
+			xs_sched_entry *t = &xs__entries[i];
+			xs_mutex_lock(&sq->xq->lock);
+			xs_list_for_each(l, &sq->xq->lenders)
+			{
+				const xs__sq *f =
+				    xs_container_of(l, xs_lend, link)->from->sched_priv;
+				if (!f || f->pass >= n || xs__entry_q[f->pass] != f)
+					continue; /* not registered, or since this pass began */
+				const xs_sched_entry *b = &xs__entries[f->pass];
+				if (pre && b->prio > t->prio) {
+					t->prio = t->rank = b->prio;
+					changed = true;
+				}
+				if (!pre && b->rank > t->rank) {
+					t->rank = b->rank;
+					changed = true;
+				}
+				if (!pre && !b->suspend && t->suspend) {
+					t->suspend = false;
+					changed = true;
+				}
+			}
+			xs_mutex_unlock(&sq->xq->lock);
+		}
+	}
+}
+
 /* One scheduling pass. Caller holds xs__lock. Returns the policy's timer (0 = none). */
 static int64_t xs__pass(void)
 {
@@ -167,10 +211,12 @@ static int64_t xs__pass(void)
 		return xs_now_ns() + 1000000; /* try again in 1 ms */
 	}
 	size_t i = 0;
+	bool lent = false;
 	xs_list_for_each(l, &xs__queues)
 	{
 		xs__sq *sq = xs_container_of(l, xs__sq, link);
 		xs_sched_entry *e = &xs__entries[i];
+		sq->pass = i;
 		xs__entry_q[i++] = sq;
 		const xs_sched_hints *h = &sq->h;
 		xs_mutex_lock(&sq->xq->lock);
@@ -179,6 +225,8 @@ static int64_t xs__pass(void)
 		e->suspend = sq->xq->sched_suspended;
 		e->level = sq->xq->level;
 		e->busy_ns = sq->xq->busy_ns;
+		sq->lent = !xs_list_empty(&sq->xq->lenders);
+		lent |= sq->lent;
 		xs_mutex_unlock(&sq->xq->lock);
 		e->id = sq->id;
 		e->prio = e->rank = h->prio;
@@ -198,7 +246,11 @@ static int64_t xs__pass(void)
 	    .k = xs__k,
 	};
 	xs__stats.passes++;
+	if (lent)
+		xs__inherit(n, true);
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
+	if (lent)
+		xs__inherit(n, false);
 	/* Under HPF and MLFQ with a co-run budget, the engine's hold carries out the
 	 * suspensions of queues below Lv3: they co-run within that budget instead of stopping
 	 * (preempt/budget.c). Lv3 stops its queues outright, as it exists to, and so does

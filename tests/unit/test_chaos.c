@@ -10,18 +10,16 @@
  * on the old queue), while the others submit.
  * Checked: every command whose XQueueSubmit succeeded ran exactly once and no other ran;
  * each queue ran its commands in submission order; every XQueueWait returned its own
- * command's result; nothing hung (a watchdog aborts after 60 s, 30 s with XS_CHAOS_EXTRA=1,
- * printing the seed). XSCHED_TEST_SEED=n repeats a run; the seed is printed first.
+ * command's result; nothing hung (a watchdog aborts after 60 s, printing the seed).
+ * XSCHED_TEST_SEED=n repeats a run; the seed is printed first.
  *
- * XS_CHAOS_EXTRA=1 adds what still hangs (the `pending` suite runs it):
- * - host functions launch inline commands on the last slot's queue. Under HPF a host
+ * XS_CHAOS_EXTRA=1 (the unit suite's chaos_inline_gates) adds:
+ * - host functions that launch inline commands on the last slot's queue. Under HPF a host
  *   function of a high-priority queue waits there while a queue of middle priority stays
- *   ready (a scope, or an event wait for a record behind that host function) and holds
- *   the last slot's lower queue: priority inheritance only stops counting the waiting
- *   queue, it does not lend its priority to the queue it waits for;
- * - the chaos thread enqueues run gate checks (with the budget). XQueueSuspend with
- *   SyncHwQueue closes the run gate and then waits for every enqueued command, also
- *   those that wait behind a gate check for that gate to open again. */
+ *   ready (a scope, or an event wait for a record behind that host function): priority
+ *   inheritance must lend the waiting queue's rank to the last slot's;
+ * - run gate checks enqueued by the chaos thread among commands charged to the budget,
+ *   with synchronous suspensions (refused while commands behind a check are in flight). */
 #include <pthread.h>
 #include <string.h>
 
@@ -320,7 +318,7 @@ static void *lifecycle(void *arg)
 static void *watchdog(void *arg)
 {
 	(void)arg;
-	int limit_s = g_extra ? 30 : 60; /* the extra run may hang today: fail it sooner */
+	int limit_s = 60;
 	for (int i = 0; i < limit_s * 100 && !atomic_load(&g_wd_done); i++)
 		t_sleep_us(10000);
 	if (atomic_load(&g_wd_done))
