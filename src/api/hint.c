@@ -137,9 +137,10 @@ XResult XHintLatencyObjective(XQueueHandle xq, double max_slowdown)
 {
 	/* Written so that NaN fails both comparisons. */
 	if (max_slowdown != 0.0 && !(max_slowdown >= 1.0 && max_slowdown <= 1000.0)) {
-		XS_WARN("api",
-			"XHintLatencyObjective: %g is not a slowdown in [1.0, 1000.0] nor 0 (clear)",
-			max_slowdown);
+		XS_WARN(
+		    "api",
+		    "XHintLatencyObjective: %g is not a slowdown in [1.0, 1000.0] nor 0 (clear)",
+		    max_slowdown);
 		return kXSchedErrorInvalidValue;
 	}
 	xs_xqueue *x = xs_api_xqueue(xq, "XHintLatencyObjective");

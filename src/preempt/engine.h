@@ -124,13 +124,13 @@ typedef struct xs_xqueue {
 	uint64_t sleep_seq;         /* the least number they wait for (UINT64_MAX: none) */
 
 	/* Under dev->lock: */
-	xs_link dev_link;    /* dev->queues */
-	xs_link act_link;    /* dev->active: has enqueued, incomplete commands */
-	xs_link kick_link;   /* dev->kicks: the launch thread should drain it */
-	xs_link wait_link;   /* dev->budget.waiters: waits for budget */
-	int64_t prio;        /* the scheduler's priority: the rank among waiters */
-	int64_t vtime_ns;    /* device time charged so far (fair order within a priority) */
-	int64_t wait_est_ns; /* the charge it waits to make */
+	xs_link dev_link;       /* dev->queues */
+	xs_link act_link;       /* dev->active: has enqueued, incomplete commands */
+	xs_link kick_link;      /* dev->kicks: the launch thread should drain it */
+	xs_link wait_link;      /* dev->budget.waiters: waits for budget */
+	int64_t prio;           /* the scheduler's priority: the rank among waiters */
+	int64_t vtime_ns;       /* device time charged so far (fair order within a priority) */
+	int64_t wait_est_ns;    /* the charge it waits to make */
 	xs_objective objective; /* latency objective (objective.c; goal_pm: see there) */
 	/* Under the dependency lock (deps.c): */
 	xs_link dep_link; /* queues blocked on an event record */

@@ -43,10 +43,10 @@ struct xs_device {
 	/* Lock-free copy of obj_level's budget (ns; INT64_MAX = not limited, -1 = no
 	 * objective: the process setting), written under the lock (objective.c). */
 	_Atomic int64_t obj_corun_ns;
-	bool poke;           /* a backend pushed a done number since the last look */
-	bool kick_pending;   /* kicks of the progress thread's pass not yet signalled */
-	bool stop;           /* the threads exit */
-	bool started;        /* the threads run */
+	bool poke;         /* a backend pushed a done number since the last look */
+	bool kick_pending; /* kicks of the progress thread's pass not yet signalled */
+	bool stop;         /* the threads exit */
+	bool started;      /* the threads run */
 	/* Lock-free: set by a stall release, cleared at the next progress; meanwhile suspended
 	 * XQueues enqueue nothing new behind their counters (a runtime call may wait for
 	 * every stream to go idle, not only for what came before it). */

@@ -57,14 +57,14 @@
 #include "preempt/engine_int.h"
 
 enum {
-	XS__WINDOW = 16,          /* commands per measurement window */
-	XS__TOP = 24,             /* the level that does not limit: above 23 (51.2 ms) */
-	XS__MIN_NS = 25000,       /* level 1's budget */
-	XS__BAND_PM = 750,        /* the dead band: [0.75, 1] of the allowed excess used */
-	XS__FAST_PM = 400,        /* less used than this: two levels up */
-	XS__BACKOFF0 = 4,         /* windows before a failed level is tried again */
-	XS__BACKOFF_MAX = 64,     /* at most */
-	XS__MIN_EXCESS_PM = 10,   /* an objective of 1.0 is taken as 1.01 */
+	XS__WINDOW = 16,        /* commands per measurement window */
+	XS__TOP = 24,           /* the level that does not limit: above 23 (51.2 ms) */
+	XS__MIN_NS = 25000,     /* level 1's budget */
+	XS__BAND_PM = 750,      /* the dead band: [0.75, 1] of the allowed excess used */
+	XS__FAST_PM = 400,      /* less used than this: two levels up */
+	XS__BACKOFF0 = 4,       /* windows before a failed level is tried again */
+	XS__BACKOFF_MAX = 64,   /* at most */
+	XS__MIN_EXCESS_PM = 10, /* an objective of 1.0 is taken as 1.01 */
 };
 
 /* The co-run budget of @level in ns: 0 = nothing new co-runs, INT64_MAX = not limited. */
