@@ -20,12 +20,14 @@
  *   below the one in force before, and the mean factor afterwards is within 1.2 again;
  * - widens with slack: objective 2.0 on the same load: the budget becomes not limited
  *   (UINT64_MAX) within 480 commands, and low work then co-runs;
+ *   each move of the budget is a "corun budget" event in the trace;
  * - tightest wins: two high queues with 1.2 and 2.0: the device's budget is never
  *   unlimited once settled and both queues report the same budget;
  * - clearing the objective returns the budget to XHintCorunBudget's. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -281,6 +283,9 @@ static void widens(void)
 {
 	enum { N = 640, BY = 480 };
 	static uint64_t budget[N];
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/test_objective_%d.json", (int)getpid());
+	CHECK_OK(XSchedTraceStart(path));
 	open_lane(&g_high[0], 2);
 	CHECK_OK(XHintLatencyObjective(g_high[0].xq, 2.0));
 	lows_start();
@@ -301,6 +306,21 @@ static void widens(void)
 	CHECK(f > 1.15); /* low work co-runs freely: several low commands at a time */
 	CHECK(f <= 2.0 * 1.1);
 	close_lane(&g_high[0]);
+	/* Each move of the budget is a trace event; the last one says "not limited". */
+	CHECK_OK(XSchedTraceStop());
+	FILE *fp = fopen(path, "r");
+	CHECK(fp);
+	char line[512];
+	int moves = 0, unlimited = 0;
+	while (fgets(line, sizeof(line), fp))
+		if (strstr(line, "\"corun budget\"")) {
+			moves++;
+			unlimited += strstr(line, "\"b\":9223372036854775807") != NULL;
+		}
+	fclose(fp);
+	remove(path);
+	printf("  trace: %d budget moves, %d to not limited\n", moves, unlimited);
+	CHECK(moves >= 2 && unlimited >= 1);
 }
 
 static void *high_main(void *arg)
