@@ -260,6 +260,18 @@ typedef struct XQueueStats {
 	/** Estimated device time of one command, in ns (moving average of the completions
 	 *  observed; 0 before the first). The commitment budget charges this per command. */
 	uint64_t est_command_ns;
+	/** The slowdown measured for an XQueue with a latency objective
+	 *  (XHintLatencyObjective()), per mille of its time alone (1200 = 1.2x): the mean
+	 *  device time of its last window of 16 commands over alone_command_ns; 0 without an
+	 *  objective or before the first window. */
+	uint64_t slowdown_permille;
+	/** Its alone estimate, in ns: the moving average of its commands that ran with no
+	 *  lower-priority work committed (0 = none yet, or no objective ever set). */
+	uint64_t alone_command_ns;
+	/** The co-run budget in force on the XQueue's device, in ns: a latency objective's
+	 *  controller's while a queue of the device has one, else XHintCorunBudget()'s;
+	 *  UINT64_MAX = not limited. */
+	uint64_t corun_budget_ns;
 } XQueueStats;
 
 /* ---------------------------------------------------------------------------------------
@@ -1052,6 +1064,58 @@ XSCHED_API XResult XHintCommitBudget(int64_t budget_us);
  * Thread-safety: any thread; applies to the next commit on every device.
  */
 XSCHED_API XResult XHintCorunBudget(int64_t budget_us);
+
+/**
+ * @brief Give an XQueue a latency objective: the slowdown its commands may suffer against
+ * running alone; the engine sizes the co-run budget at run time to meet it with as much
+ * lower-priority work as possible.
+ *
+ * "My requests may run at most 20% slower than alone; give the rest to the lower queues":
+ * XHintLatencyObjective(xq, 1.2). The XQueue is then *protected*: the engine measures
+ * each of its commands' device time (commit, or the previous completion, to completion)
+ * and keeps an *alone* estimate, a moving average (1/8) of its commands that ran while no
+ * lower-priority work was committed on the device. Its *slowdown* is the mean device time
+ * of a window of 16 commands over that estimate (XQueueStats.slowdown_permille).
+ *
+ * A controller then sets the co-run budget of the queue's device (what XHintCorunBudget()
+ * sets for the whole process) once per window, over levels: 0 (lower queues commit nothing
+ * new while a top-priority queue has work: the default), then half octaves from 25 us to
+ * 51.2 ms (past the commitment budget), then *not limited* (lower queues run as if no
+ * top-priority queue were busy and no commitment budget applied; only hardware stream
+ * priority favours the top queue). With u = (slowdown - 1) / (@p max_slowdown - 1), the
+ * part of the allowed excess used:
+ * - u > 1 (violation): down 1, 2 or 4 levels (u up to 1.5, up to 3, beyond): the budget
+ *   x0.71, x0.5 or x0.25; the level that failed is not tried again for 4 windows,
+ *   doubled each time it fails again, up to 64;
+ * - u < 0.75 (slack): up 2 levels (u < 0.4, x2) or 1 (x1.41), one at a time into a level
+ *   that failed;
+ * - otherwise (dead band, 0.75..1 of the excess): no change.
+ * The controller starts at 0 (it learns the alone time there), reacts to a violation
+ * within one window (16 commands of the queue) and goes from 0 to not limited in 12
+ * windows of large slack. On a steady load it settles in the dead band or just below the
+ * lowest failing level, which it probes at most once every 65 windows. Several protected
+ * queues on one device: the tightest wins (the least budget). A protected queue below the
+ * top priority of its device is measured but sets no limit. An objective the device
+ * cannot meet even at 0 leaves the budget at 0 (today's default behaviour). Without any
+ * objective on a device, XHintCorunBudget()'s value applies, unchanged. Acts under the
+ * policies that hold lower queues while a top one works (HPF, MLFQ). Every change of the
+ * budget is an event ("corun budget") in the trace (XSchedTraceStart()).
+ *
+ * A double, not an XSched-style integer: the value is a ratio whose useful precision
+ * (1.05, 1.2, 2.0) no integer unit names naturally; it is kept as per mille inside.
+ *
+ * @param xq           [in] The XQueue to protect.
+ * @param max_slowdown [in] Its commands' device time allowed, as a multiple of their time
+ *                          alone: 1.0 to 1000.0 (1.2 = 20% slower; 1.0 is taken as
+ *                          1.01); 0 clears the objective (the device's co-run budget
+ *                          returns to XHintCorunBudget()'s unless another queue has one).
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue (logged) if @p max_slowdown is
+ *         negative, below 1.0 but not 0, above 1000, NaN or infinite;
+ *         kXSchedErrorNotFound if @p xq is not a live XQueue.
+ * Thread-safety: any thread; takes effect at once (a new objective puts the device's
+ * co-run budget at 0 until its first windows are measured).
+ */
+XSCHED_API XResult XHintLatencyObjective(XQueueHandle xq, double max_slowdown);
 
 /**
  * @brief Stop the scheduler thread and release the library's process-wide state.

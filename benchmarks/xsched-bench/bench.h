@@ -14,6 +14,8 @@
 #ifndef XSB_BENCH_H
 #define XSB_BENCH_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -115,7 +117,16 @@ struct xsb_lane {
 	size_t nslots;
 	HwCommandHandle last; /* last command of the task in flight */
 	size_t pending_ops;   /* ops of the task in flight (native modes) */
+	/* --objective-csv: the thread sampling this high lane's objective statistics */
+	pthread_t sampler;
+	atomic_bool sampling;
 };
+
+/* --objective X (0 = none): XHintLatencyObjective(X) on every high lane of xsched modes;
+ * --objective-csv PATH: each such lane's slowdown and the co-run budget in force,
+ * sampled every 10 ms, one CSV row each (lane.c). Set by main before any run. */
+extern double xsb_objective;
+extern FILE *xsb_objective_csv;
 
 /* ---- backends ------------------------------------------------------------------------ */
 

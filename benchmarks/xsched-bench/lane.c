@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 
@@ -34,6 +35,55 @@ const struct xsb_mode *xsb_mode_find(const char *name)
 		if (!strcmp(xsb_modes[i].name, name))
 			return &xsb_modes[i];
 	return NULL;
+}
+
+double xsb_objective;
+FILE *xsb_objective_csv;
+static pthread_mutex_t xsb__csv_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double xsb__now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --objective-csv: one row every 10 ms while the lane is open. */
+static void *xsb__sample_main(void *arg)
+{
+	struct xsb_lane *l = arg;
+	double t0 = xsb__now_s();
+	while (atomic_load_explicit(&l->sampling, memory_order_relaxed)) {
+		XQueueStats st;
+		if (XQueueGetStats(l->xq, &st) == kXSchedSuccess) {
+			pthread_mutex_lock(&xsb__csv_lock);
+			fprintf(
+			    xsb_objective_csv, "%s,%d,%.3f,%llu,%.1f,%.1f,%llu\n", l->mode->name,
+			    l->id, xsb__now_s() - t0, (unsigned long long)st.slowdown_permille,
+			    (double)st.alone_command_ns / 1000.0,
+			    st.corun_budget_ns == UINT64_MAX ? -1.0
+							     : (double)st.corun_budget_ns / 1000.0,
+			    (unsigned long long)st.completed);
+			pthread_mutex_unlock(&xsb__csv_lock);
+		}
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/* --objective: the high lane's latency objective, and its sampler. */
+static XResult xsb__objective(struct xsb_lane *l)
+{
+	if (!l->high || xsb_objective <= 0)
+		return kXSchedSuccess;
+	XResult r = XHintLatencyObjective(l->xq, xsb_objective);
+	if (r == kXSchedSuccess && xsb_objective_csv) {
+		atomic_store(&l->sampling, true);
+		if (pthread_create(&l->sampler, NULL, xsb__sample_main, l))
+			atomic_store(&l->sampling, false);
+	}
+	return r;
 }
 
 int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct xsb_mode *m,
@@ -66,6 +116,8 @@ int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct
 		r = XHintPriority(l->xq, (Priority)tier + 1);
 	if (r == kXSchedSuccess && !l->high && cfg && m->level)
 		r = XQueueSetLaunchConfig(l->xq, cfg->threshold, cfg->batch);
+	if (r == kXSchedSuccess)
+		r = xsb__objective(l);
 	if (r != kXSchedSuccess) {
 		fprintf(stderr, "xsched-bench: XQueue for lane %d (level %d): error %d\n", id,
 			m->level, r);
@@ -81,6 +133,8 @@ int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct
 
 void xsb_lane_close(struct xsb_lane *l, const struct xsb_backend *be)
 {
+	if (atomic_exchange(&l->sampling, false))
+		pthread_join(l->sampler, NULL);
 	if (l->xq) {
 		XResult r = XQueueDestroy(l->xq);
 		if (r != kXSchedSuccess)

@@ -50,6 +50,13 @@ static void xsb__usage(FILE *f)
 	    "                       and SVG through gnuplot (data and scripts only without it)\n"
 	    "  --quick              a short run (host backend: about 75 s on 2 cores)\n"
 	    "  --quiet              no progress line\n"
+	    "  --objective X        XHintLatencyObjective(X) on the high lanes of xsched modes:\n"
+	    "                       their slowdown against alone may be X (e.g. 1.2); the\n"
+	    "                       engine sizes the co-run budget to meet it\n"
+	    "  --objective-csv PATH with --objective: the high lanes' measured slowdown and the\n"
+	    "                       co-run budget in force every 10 ms, as CSV (mode, lane,\n"
+	    "                       t_s, slowdown_permille, alone_us, corun_budget_us (-1: not\n"
+	    "                       limited), completed)\n"
 	    "  --seed N             random seed of think times (default 1)\n"
 	    "  --stall S            abort when no task completes for S seconds (default 60)\n"
 	    "  --help               this text\n");
@@ -183,7 +190,9 @@ int main(int argc, char **argv)
 		O_STALL,
 		O_PLOT,
 		O_LOWS,
-		O_SHAPES
+		O_SHAPES,
+		O_OBJ,
+		O_OBJ_CSV
 	};
 	static const struct option lo[] = {
 	    {"scenario", required_argument, NULL, O_SCEN},
@@ -204,6 +213,8 @@ int main(int argc, char **argv)
 	    {"plot", required_argument, NULL, O_PLOT},
 	    {"lows", required_argument, NULL, O_LOWS},
 	    {"shapes", required_argument, NULL, O_SHAPES},
+	    {"objective", required_argument, NULL, O_OBJ},
+	    {"objective-csv", required_argument, NULL, O_OBJ_CSV},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -285,6 +296,24 @@ int main(int argc, char **argv)
 			if (xsb__check_shapes(optarg))
 				return 2;
 			o.shapes = optarg;
+			break;
+		case O_OBJ:
+			xsb_objective = atof(optarg);
+			if (!(xsb_objective >= 1.0 && xsb_objective <= 1000.0)) {
+				fprintf(stderr,
+					"xsched-bench: --objective wants 1.0 <= X <= 1000\n");
+				return 2;
+			}
+			break;
+		case O_OBJ_CSV:
+			xsb_objective_csv = fopen(optarg, "w");
+			if (!xsb_objective_csv) {
+				fprintf(stderr, "xsched-bench: --objective-csv: cannot write %s\n",
+					optarg);
+				return 2;
+			}
+			fprintf(xsb_objective_csv, "mode,lane,t_s,slowdown_permille,alone_us,"
+						   "corun_budget_us,completed\n");
 			break;
 		case O_HELP:
 		case 'h':
@@ -411,6 +440,8 @@ int main(int argc, char **argv)
 	       be.modeled ? " (host backend: modeled figures, no GPU used)" : "");
 	if (xsb_out.jsonl)
 		fclose(xsb_out.jsonl);
+	if (xsb_objective_csv)
+		fclose(xsb_objective_csv);
 	XSchedShutdown();
 	be.fini();
 	return ctx.fails ? 1 : 0;

@@ -348,7 +348,9 @@ class XQueueStats(Structure):
     _fields_ = [("submitted", c_uint64), ("launched", c_uint64), ("completed", c_uint64),
                 ("failed", c_uint64), ("pending", c_uint64), ("in_flight", c_uint64),
                 ("suspensions", c_uint64), ("suspended_ns", c_uint64),
-                ("committed", c_uint64), ("est_command_ns", c_uint64)]
+                ("committed", c_uint64), ("est_command_ns", c_uint64),
+                ("slowdown_permille", c_uint64), ("alone_command_ns", c_uint64),
+                ("corun_budget_ns", c_uint64)]
 
 
 class XDim3(Structure):
@@ -405,6 +407,7 @@ _PROTOTYPES = {
     "XHintKDeadline": [c_size_t],
     "XHintCommitBudget": [c_int64],
     "XHintCorunBudget": [c_int64],
+    "XHintLatencyObjective": [XQueueHandle, ctypes.c_double],
 }
 
 
@@ -673,6 +676,16 @@ class QueueStats:
     suspended_ns: int
     committed: int  # highest command number the device may run
     est_command_ns: int  # estimated device time of one command (ns), 0 before the first
+    # With a latency objective (XQueue.objective): the last window's slowdown against the
+    # alone estimate, per mille (0 = none yet), and that estimate (ns).
+    slowdown_permille: int
+    alone_command_ns: int
+    corun_budget_ns: int  # co-run budget in force on the device (ns); 2**64 - 1: no limit
+
+    @property
+    def slowdown(self) -> float:
+        """The measured slowdown as a ratio (1.2 = 20% slower than alone); 0.0 = none."""
+        return self.slowdown_permille / 1000.0
 
     @classmethod
     def from_c(cls, s: XQueueStats) -> "QueueStats":
@@ -1072,14 +1085,15 @@ class XQueue(_Handle):
     ``hwq`` is a :class:`HwQueue`, or a stream object (``torch.cuda.Stream``; a CudaQueue
     or HipQueue is then made and owned, and closed with the XQueue). ``level`` defaults to
     Lv1 (:attr:`PreemptLevel.BLOCK`); ``"max"`` picks the highest the HwQueue supports.
-    ``priority``, ``threshold`` and ``batch_size`` are applied after creation when given.
+    ``priority``, ``threshold`` and ``batch_size`` are applied after creation when given,
+    and ``objective`` (a latency objective, :attr:`objective`).
 
     ``close()`` (XQueueDestroy) drains: every submitted command still runs.
     """
 
     def __init__(self, hwq, level=PreemptLevel.BLOCK, flags: int = 0,
                  priority: Optional[int] = None, threshold: Optional[int] = None,
-                 batch_size: Optional[int] = None):
+                 batch_size: Optional[int] = None, objective: Optional[float] = None):
         _flush_deferred()
         self._own_hwq = False
         if not isinstance(hwq, HwQueue):
@@ -1091,6 +1105,7 @@ class XQueue(_Handle):
         self._suspend_depth = 0
         self._suspend_lock = threading.Lock()
         self._priority = PRIORITY_DEFAULT
+        self._objective = 0.0
         try:
             if level == "max":
                 level = hwq.max_preempt_level
@@ -1108,6 +1123,8 @@ class XQueue(_Handle):
                 self.priority = priority
             if threshold is not None or batch_size is not None:
                 self.set_launch_config(threshold or 0, batch_size or 0)
+            if objective is not None:
+                self.objective = objective
         except BaseException:
             self.close()
             raise
@@ -1123,6 +1140,7 @@ class XQueue(_Handle):
         self._suspend_depth = 0
         self._suspend_lock = threading.Lock()
         self._priority = PRIORITY_DEFAULT
+        self._objective = 0.0
         self._handle = int(handle)
         self._owned = False
         return self
@@ -1145,6 +1163,22 @@ class XQueue(_Handle):
         self._check_open()
         _call("XHintPriority", self._handle, int(prio))
         self._priority = int(prio)
+
+    @property
+    def objective(self) -> float:
+        """The latency objective last set through this object (XHintLatencyObjective): the
+        slowdown its commands may suffer against running alone, e.g. 1.2; 0.0 = none. The
+        engine sizes its device's co-run budget to meet it with as much lower-priority work
+        as possible; ``stats().slowdown`` and ``stats().corun_budget_ns`` show the result.
+        Setting 0 clears it; a value below 1.0 (not 0), NaN or infinite raises
+        :class:`InvalidValueError`."""
+        return self._objective
+
+    @objective.setter
+    def objective(self, max_slowdown: float) -> None:
+        self._check_open()
+        _call("XHintLatencyObjective", self._handle, float(max_slowdown))
+        self._objective = float(max_slowdown)
 
     def hint_utilization(self, percent: int) -> None:
         """XHintUtilization (UP policy), when the library has it."""

@@ -132,3 +132,21 @@ XResult XHintKDeadline(size_t k)
 	xs_sched_set_k(k);
 	return kXSchedSuccess;
 }
+
+XResult XHintLatencyObjective(XQueueHandle xq, double max_slowdown)
+{
+	/* Written so that NaN fails both comparisons. */
+	if (max_slowdown != 0.0 && !(max_slowdown >= 1.0 && max_slowdown <= 1000.0)) {
+		XS_WARN(
+		    "api",
+		    "XHintLatencyObjective: %g is not a slowdown in [1.0, 1000.0] nor 0 (clear)",
+		    max_slowdown);
+		return kXSchedErrorInvalidValue;
+	}
+	xs_xqueue *x = xs_api_xqueue(xq, "XHintLatencyObjective");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_engine_set_objective(x, (int64_t)(max_slowdown * 1000.0 + 0.5));
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}

@@ -162,8 +162,8 @@ static int xs__cmp(const void *x, const void *y)
 }
 
 static const char *const xs__names[XS_TR_KIND_COUNT] = {
-    "queue",  "submit",   "enqueue", "commit", "complete", "suspend",
-    "resume", "priority", "scope",   "pass",   "policy",   "stall release",
+    "queue",    "submit", "enqueue", "commit", "complete",      "suspend",      "resume",
+    "priority", "scope",  "pass",    "policy", "stall release", "corun budget",
 };
 
 /* One event as a JSON object on its own line. */

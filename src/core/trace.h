@@ -41,6 +41,9 @@ enum xs_trace_kind {
 	XS_TR_PASS,     /* the scheduler's pass: a = queues, b = suspended after it */
 	XS_TR_POLICY,   /* a = XSchedulerType, b = XPolicyType */
 	XS_TR_RELEASE,  /* stall release: a = first seq committed, b = last */
+	XS_TR_CORUN,    /* a latency objective moved the device's co-run budget: a = the
+			 * queue's last slowdown (per mille), b = the budget (ns, INT64_MAX =
+			 * not limited) */
 	XS_TR_KIND_COUNT,
 };
 

@@ -12,6 +12,9 @@
  *     nothing new meanwhile (and HPF then suspends the lower queues, sched/sched.c);
  *   - the commitment budget (XSCHED_BUDGET_US, XHintCommitBudget) otherwise: what a
  *     top-priority arrival finds on the device.
+ * While an XQueue of the device has a latency objective, objective.c sizes the co-run
+ * budget instead (xs_device.obj_level): from 0 up past the commitment budget, to not
+ * limited at all (no cap, held or not: only hardware stream priority acts).
  * Outside the co-run, one command may always be charged when nothing is (a command longer
  * than the budget still runs, one at a time). In the co-run only commands that fit are
  * charged: a lower command longer than the co-run budget waits until the top queues are
@@ -36,6 +39,9 @@
  * queue that starts waiting is brought up to the device's virtual floor, so idle spells
  * bank no credit. A queue that arrives with room in the budget is admitted only if no
  * waiter ranks before it.
+ *
+ * lower_end_ns (when the charged work last fell to none) tells objective.c which commands
+ * of a protected queue ran alone.
  *
  * Locks: everything here is under dev->lock (a leaf for this file); charge and uncharge
  * are called with xq->lock held (xq->lock -> dev->lock). The process-wide budgets are
@@ -132,6 +138,14 @@ static bool xs__held(const xs_device *d)
 static int64_t xs__cap(const xs_device *d)
 {
 	int64_t budget = xs__budget();
+	if (d->obj_level >= 0) { /* a latency objective's controller sizes it (objective.c) */
+		int64_t corun = atomic_load_explicit(&d->obj_corun_ns, memory_order_relaxed);
+		if (corun == INT64_MAX)
+			return INT64_MAX; /* not limited, held or not */
+		if (!xs__held(d))
+			return budget;
+		return corun <= 0 ? -1 : corun; /* may exceed the commitment budget */
+	}
 	if (!xs__held(d))
 		return budget;
 	int64_t corun = xs_engine_corun_ns();
@@ -226,10 +240,12 @@ static bool xs__turn(const xs_budget *b, const xs_xqueue *xq, int64_t space)
 }
 
 /* The charge of a command of @xq: its estimated device time; before the first
- * completion the estimate is unknown: the whole cap. Caller holds d->lock. */
+ * completion the estimate is unknown: the whole cap (at most the commitment budget).
+ * Caller holds d->lock. */
 static int64_t xs__est(const xs_device *d, const xs_xqueue *xq)
 {
-	int64_t est = xq->est_ns > 0 ? xq->est_ns : xs__cap(d);
+	int64_t cap = xs__cap(d), budget = xs__budget();
+	int64_t est = xq->est_ns > 0 ? xq->est_ns : cap < budget ? cap : budget;
 	return est < 1 ? 1 : est;
 }
 
@@ -303,6 +319,8 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd)
 	b->charged_ns -= cmd->charge_ns;
 	b->charged_cmds--;
 	b->since_ns = xs_now_ns(); /* what remains has run since now */
+	if (b->charged_cmds == 0)
+		b->lower_end_ns = b->since_ns; /* objective.c: work after it runs alone */
 	xs__want_grant(d);
 	xs_mutex_unlock(&d->lock);
 	cmd->charge_ns = 0;
@@ -386,9 +404,15 @@ void xs_budget_set_prio(xs_xqueue *xq, int64_t prio)
 	xs_mutex_unlock(&d->lock);
 }
 
+void xs_budget_widened(xs_device *d)
+{
+	xs__want_grant(d);
+}
+
 void xs_budget_forget(xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
+	xs_objective_forget(xq);
 	if (xs_linked(&xq->wait_link)) {
 		xs_list_remove(&xq->wait_link);
 		d->budget.grant = true; /* the next waiter's turn */

@@ -416,6 +416,8 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 	xs_list_init(&d->kicks);
 	xs_list_init(&d->budget.waiters);
 	atomic_init(&d->oversubscribed, false);
+	d->obj_level = -1; /* no latency objective (objective.c) */
+	atomic_init(&d->obj_corun_ns, -1);
 	return d;
 }
 

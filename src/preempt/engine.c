@@ -511,6 +511,8 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 			per = 1000; /* 1 us: no command is free */
 		xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
 		xq->busy_ns += per * (int64_t)n;
+		if (xq->objective.goal_pm && xs_objective_sample(xq, start, per, n, now))
+			xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
 	}
 	while (!xs_list_empty(&xq->inflight)) {
 		xs_cmd *cmd = xs_container_of(xq->inflight.next, xs_cmd, link);

@@ -59,6 +59,20 @@
 
 typedef struct xs_device xs_device;
 
+/* A latency objective and its controller's per-queue state (objective.c). goal_pm is
+ * written under both xq->lock and dev->lock (read under either); the rest under dev->lock. */
+typedef struct xs_objective {
+	int64_t goal_pm;  /* the slowdown allowed, per mille (1200 = 1.2x alone); 0 = none */
+	int64_t alone_ns; /* mean command time with no lower work co-running (EWMA), 0 = none yet */
+	int64_t slow_pm;  /* the slowdown of the last full window, per mille; 0 = none yet */
+	int64_t win_ns;   /* device time of the commands of the window so far */
+	uint32_t win_n;   /* commands in the window so far */
+	int level;        /* the co-run level this queue asks for (objective.c) */
+	int fail_level;   /* the lowest level that broke the objective lately */
+	uint32_t wait;    /* windows before fail_level may be tried again */
+	uint32_t backoff; /* the next wait, doubled at each failure of one level */
+} xs_objective;
+
 typedef struct xs_xqueue {
 	xs_obj obj;
 	xs_hwq *hwq;    /* holds a reference; read-only after create */
@@ -112,13 +126,14 @@ typedef struct xs_xqueue {
 	uint64_t sleep_seq;         /* the least number they wait for (UINT64_MAX: none) */
 
 	/* Under dev->lock: */
-	xs_link dev_link;    /* dev->queues */
-	xs_link act_link;    /* dev->active: has enqueued, incomplete commands */
-	xs_link kick_link;   /* dev->kicks: the launch thread should drain it */
-	xs_link wait_link;   /* dev->budget.waiters: waits for budget */
-	int64_t prio;        /* the scheduler's priority: the rank among waiters */
-	int64_t vtime_ns;    /* device time charged so far (fair order within a priority) */
-	int64_t wait_est_ns; /* the charge it waits to make */
+	xs_link dev_link;       /* dev->queues */
+	xs_link act_link;       /* dev->active: has enqueued, incomplete commands */
+	xs_link kick_link;      /* dev->kicks: the launch thread should drain it */
+	xs_link wait_link;      /* dev->budget.waiters: waits for budget */
+	int64_t prio;           /* the scheduler's priority: the rank among waiters */
+	int64_t vtime_ns;       /* device time charged so far (fair order within a priority) */
+	int64_t wait_est_ns;    /* the charge it waits to make */
+	xs_objective objective; /* latency objective (objective.c; goal_pm: see there) */
 	/* Under the dependency lock (deps.c): */
 	xs_link dep_link; /* queues blocked on an event record */
 
@@ -230,8 +245,18 @@ void xs_engine_set_hold(bool hold);
 void xs_engine_set_budget(int64_t budget_ns);
 /* Set the per-process co-run budget in ns (>= 0; 0 = nothing new while held). */
 void xs_engine_set_corun(int64_t corun_ns);
-/* The co-run budget in force, in ns. */
+/* The co-run budget set for the process (XHintCorunBudget, XSCHED_CORUN_US), in ns. */
 int64_t xs_engine_corun_ns(void);
+/* The co-run budget in force on @xq's device, in ns: the latency objectives' controller's
+ * while an XQueue of the device has an objective (INT64_MAX = not limited), else
+ * xs_engine_corun_ns(). Any thread, no lock (a relaxed look). */
+int64_t xs_engine_corun_of(const xs_xqueue *xq);
+/* Give @xq a latency objective: its commands may take @goal_pm per mille of their time
+ * alone (>= 1000); 0 clears it. Any thread but the device's own, no lock held. */
+void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm);
+/* The measured slowdown of @xq (per mille, 0 = not measured: no objective or no full
+ * window yet) and its alone estimate (ns). Caller holds xq->lock. */
+void xs_engine_objective_state(xs_xqueue *xq, int64_t *slow_pm, int64_t *alone_ns);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
  * queues now (ns, commands) and the most commands charged at once since the last call. */

@@ -14,6 +14,7 @@ typedef struct xs_budget {
 	uint64_t max_cmds;     /* the most charged at once since xs_engine_budget_state */
 	int64_t since_ns;      /* the charged work has run since: the last completion */
 	int64_t vfloor_ns;     /* the virtual time of the last grant (fair order) */
+	int64_t lower_end_ns;  /* when charged_cmds last fell to 0 (objective.c: "alone") */
 	xs_xqueue *granting;   /* the waiter xs_budget_grant is serving now, or NULL */
 	bool grant;            /* the progress thread should hand budget on */
 	bool grant_blocked;    /* the one being granted found the budget full */
@@ -38,10 +39,14 @@ struct xs_device {
 	xs_link kicks;       /* XQueues the launch thread should drain (kick_link) */
 	xs_budget budget;    /* budget.c */
 	unsigned top_busy;   /* XQueues not limited that have work (xs_xqueue.top_busy) */
-	bool poke;           /* a backend pushed a done number since the last look */
-	bool kick_pending;   /* kicks of the progress thread's pass not yet signalled */
-	bool stop;           /* the threads exit */
-	bool started;        /* the threads run */
+	int obj_level;       /* objective.c: the co-run level in force, -1 = no objective */
+	/* Lock-free copy of obj_level's budget (ns; INT64_MAX = not limited, -1 = no
+	 * objective: the process setting), written under the lock (objective.c). */
+	_Atomic int64_t obj_corun_ns;
+	bool poke;         /* a backend pushed a done number since the last look */
+	bool kick_pending; /* kicks of the progress thread's pass not yet signalled */
+	bool stop;         /* the threads exit */
+	bool started;      /* the threads run */
 	/* Lock-free: set by a stall release, cleared at the next progress; meanwhile suspended
 	 * XQueues enqueue nothing new behind their counters (a runtime call may wait for
 	 * every stream to go idle, not only for what came before it). */
@@ -96,6 +101,17 @@ void xs_budget_forget(xs_xqueue *xq);
 /* The settings from the configuration again at next use (shutdown), and after fork. */
 void xs_budget_reset(void);
 void xs_budget_forked(void);
+
+/* objective.c (see there). Caller holds xq->lock and not dev->lock: */
+/* A command of @xq that has an objective took @per ns (@n of them completed at @now,
+ * started at @start): returns whether the co-run budget went from 0 to more or back, so
+ * the caller asks the scheduler for a pass (xs_engine_notify). */
+bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, int64_t now);
+/* Caller holds dev->lock: */
+/* @xq left the device (detach): the budget in force without it. */
+void xs_objective_forget(xs_xqueue *xq);
+/* Waiters may fit now: ask the progress thread to hand budget on (budget.c). */
+void xs_budget_widened(xs_device *d);
 
 /* engine.c, caller holds xq->lock: */
 /* Commit what may be committed, and enqueue pending commands: on this thread when

@@ -251,13 +251,16 @@ static int64_t xs__pass(void)
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
 	if (lent)
 		xs__inherit(n, false);
-	/* Under HPF and MLFQ with a co-run budget, the engine's hold carries out the
-	 * suspensions of queues below Lv3: they co-run within that budget instead of stopping
-	 * (preempt/budget.c). Lv3 stops its queues outright, as it exists to, and so does
-	 * every level with a co-run budget of 0. */
-	if (xs__policy->hold && xs_engine_corun_ns() > 0)
+	/* Under HPF and MLFQ with a co-run budget on the queue's device (the process's, or a
+	 * latency objective's: preempt/objective.c, which asks for a pass when it moves
+	 * between 0 and more), the engine's hold carries out the suspensions of queues below
+	 * Lv3: they co-run within that budget instead of stopping (preempt/budget.c). Lv3
+	 * stops its queues outright, as it exists to, and so does every level with a co-run
+	 * budget of 0. */
+	if (xs__policy->hold)
 		for (i = 0; i < n; i++)
-			if (xs__entries[i].level < kPreemptLevelInterrupt)
+			if (xs__entries[i].level < kPreemptLevelInterrupt &&
+			    xs_engine_corun_of(xs__entry_q[i]->xq) > 0)
 				xs__entries[i].suspend = false;
 	for (i = 0; i < n; i++)
 		if (xs__entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)

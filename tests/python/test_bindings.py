@@ -183,6 +183,41 @@ def test_hpf_high_priority_runs_first():
         _close(ql, low)
 
 
+def test_latency_objective_keyword_and_statistics():
+    xsched.set_corun_budget(0)
+    xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
+    q = xsched.HostQueue()
+    xq = xsched.XQueue(q, priority=10, objective=1.2)
+    try:
+        assert xq.objective == 1.2
+        st = xq.stats()
+        assert st.corun_budget_ns == 0 and st.slowdown_permille == 0, st  # starts held
+        for _ in range(64):  # four windows of 16 commands, alone: slack
+            xq.submit_host_func(time.sleep, 0.001)
+        xq.wait_all()
+        st = xq.stats()
+        assert 900 <= st.slowdown_permille <= 2000, st
+        assert abs(st.slowdown - st.slowdown_permille / 1000.0) < 1e-9
+        assert st.alone_command_ns >= 1000000, st
+        assert st.corun_budget_ns > 0, st  # widened: nothing slowed it
+        assert st.as_dict()["corun_budget_ns"] == st.corun_budget_ns
+        for bad in (0.5, -1.0, float("nan"), float("inf")):
+            try:
+                xq.objective = bad
+                raise AssertionError("objective %r accepted" % bad)
+            except xsched.InvalidValueError:
+                pass
+        assert xq.objective == 1.2
+        xsched.set_corun_budget(250)
+        xq.objective = 0
+        st = xq.stats()
+        assert xq.objective == 0.0 and st.slowdown_permille == 0, st
+        assert st.corun_budget_ns == 250000, st  # the process's co-run budget again
+    finally:
+        xsched.set_corun_budget(0)
+        _close(q, xq)
+
+
 def test_suspend_resume_and_statistics():
     q, xq = _queue()
     try:

@@ -31,7 +31,7 @@ HEADER = os.path.join(ROOT, "include", "xsched.h")
 # C's own integer types; every other type name is resolved through the header.
 _BASE = {"int": ctypes.c_int, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
          "uint8_t": ctypes.c_uint8, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
-         "size_t": ctypes.c_size_t}
+         "size_t": ctypes.c_size_t, "double": ctypes.c_double}
 
 
 def _source():

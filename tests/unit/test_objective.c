@@ -1,0 +1,390 @@
+/* Latency objectives (XHintLatencyObjective) on the host backend.
+ *
+ * Host queues run on threads of their own and do not slow each other, so the test models
+ * the device's contention itself: a high command sleeps BASE_US x (1 + beta x r), r the
+ * number of low commands running when it starts (each co-running low command slows it by
+ * beta, 8% by default). The low lanes (priority 1) run 200 us host functions back to back;
+ * the high queue (priority 2, HPF) keeps four commands in flight. The test's own record of
+ * each high command's factor (1 + beta x r) is the ground truth the assertions use, beside
+ * what XQueueGetStats reports. Counted, not timed; bounds are generous (a loaded 2-core CI
+ * machine wakes late) and a watchdog turns a hang into a failure.
+ *
+ * - bad input: InvalidValue (negative, < 1 but not 0, > 1000, NaN, inf), NotFound;
+ * - no objective: the budget in force is XHintCorunBudget's (0, then 300 us), no
+ *   slowdown is reported, and at 0 a steady high chain runs without co-running low work;
+ * - converges and holds: objective 1.2 with 7 low lanes (unlimited co-running would give
+ *   ~1.5x): within 320 high commands (20 windows) the budget is above 0 and not
+ *   unlimited, and afterwards the mean factor stays within 1.2 (+10% for noise), with
+ *   few budget changes (no oscillation);
+ * - reacts to a step: contention tripled (beta 0.24): within 64 commands the budget is
+ *   below the one in force before, and the mean factor afterwards is within 1.2 again;
+ * - widens with slack: objective 2.0 on the same load: the budget becomes not limited
+ *   (UINT64_MAX) within 480 commands, and low work then co-runs;
+ *   each move of the budget is a "corun budget" event in the trace;
+ * - tightest wins: two high queues with 1.2 and 2.0: the device's budget is never
+ *   unlimited once settled and both queues report the same budget;
+ * - clearing the objective returns the budget to XHintCorunBudget's. */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+enum { NLOW = 7, LOW_US = 200, BASE_US = 1000, RING = 4, MAXH = 2 };
+
+static atomic_bool g_stop;
+static atomic_int g_low_running;
+static atomic_llong g_low_done;
+static _Atomic double g_beta = 0.08;
+
+struct lane {
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+	pthread_t th;
+};
+static struct lane g_low[NLOW], g_high[MAXH];
+
+/* The high commands' factors (1 + beta x r), in order of their start (one high queue at
+ * a time records; with two, both add to the same log). */
+#define MAXREC 4096
+static double g_factor[MAXREC];
+static atomic_int g_nrec;
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	int64_t until = t_now_us() + 100 * 1000000LL;
+	while (t_now_us() < until) {
+		if (atomic_load(&g_stop) && atomic_load(&g_nrec) < 0)
+			return NULL;
+		t_sleep_us(10000);
+	}
+	fprintf(stderr, "test_objective: a hang (watchdog)\n");
+	abort();
+}
+
+static XResult low_fn(void *data)
+{
+	(void)data;
+	atomic_fetch_add(&g_low_running, 1);
+	t_sleep_us(LOW_US);
+	atomic_fetch_sub(&g_low_running, 1);
+	atomic_fetch_add(&g_low_done, 1);
+	return kXSchedSuccess;
+}
+
+static XResult high_fn(void *data)
+{
+	(void)data;
+	double f = 1.0 + atomic_load(&g_beta) * atomic_load(&g_low_running);
+	int i = atomic_fetch_add(&g_nrec, 1);
+	if (i >= 0 && i < MAXREC)
+		g_factor[i] = f;
+	t_sleep_us((int64_t)(BASE_US * f));
+	return kXSchedSuccess;
+}
+
+static void *low_main(void *arg)
+{
+	struct lane *l = arg;
+	while (!atomic_load(&g_stop)) {
+		HwCommandHandle c[2];
+		for (int k = 0; k < 2; k++) {
+			CHECK_OK(HwCommandCreateHostFunc(&c[k], low_fn, NULL));
+			CHECK_OK(XQueueSubmit(l->xq, c[k]));
+		}
+		CHECK_OK(XQueueWait(l->xq, c[1]));
+		for (int k = 0; k < 2; k++)
+			CHECK_OK(HwCommandDestroy(c[k]));
+	}
+	return NULL;
+}
+
+static void open_lane(struct lane *l, Priority prio)
+{
+	CHECK_OK(HostQueueCreate(&l->hwq));
+	CHECK_OK(XQueueCreate(&l->xq, l->hwq, kPreemptLevelDeactivate, 0));
+	CHECK_OK(XHintPriority(l->xq, prio));
+}
+
+static void close_lane(struct lane *l)
+{
+	CHECK_OK(XQueueWaitAll(l->xq));
+	CHECK_OK(XQueueDestroy(l->xq));
+	CHECK_OK(HwQueueDestroy(l->hwq));
+}
+
+static void lows_start(void)
+{
+	atomic_store(&g_stop, false);
+	for (int i = 0; i < NLOW; i++) {
+		open_lane(&g_low[i], 1);
+		CHECK(pthread_create(&g_low[i].th, NULL, low_main, &g_low[i]) == 0);
+	}
+}
+
+static void lows_stop(void)
+{
+	atomic_store(&g_stop, true);
+	for (int i = 0; i < NLOW; i++) {
+		CHECK(pthread_join(g_low[i].th, NULL) == 0);
+		close_lane(&g_low[i]);
+	}
+}
+
+/* A high chain: @n commands on @xq with RING in flight; budget[k] is the co-run budget in
+ * force seen after the k-th completed (may be NULL). */
+static void high_chain(XQueueHandle xq, int n, uint64_t *budget)
+{
+	HwCommandHandle c[RING] = {0};
+	for (int k = 0; k < n + RING; k++) {
+		HwCommandHandle *s = &c[k % RING];
+		if (*s) {
+			CHECK_OK(XQueueWait(xq, *s));
+			CHECK_OK(HwCommandDestroy(*s));
+			*s = 0;
+			if (budget)
+				budget[k - RING] = t_stats(xq).corun_budget_ns;
+		}
+		if (k < n) {
+			CHECK_OK(HwCommandCreateHostFunc(s, high_fn, NULL));
+			CHECK_OK(XQueueSubmit(xq, *s));
+		}
+	}
+}
+
+/* The mean recorded factor of records [from, to). */
+static double mean_factor(int from, int to)
+{
+	double sum = 0;
+	if (to > MAXREC)
+		to = MAXREC;
+	for (int i = from; i < to; i++)
+		sum += g_factor[i];
+	return to > from ? sum / (to - from) : 0;
+}
+
+/* How often the budget changed in budget[from, to). */
+static int changes(const uint64_t *budget, int from, int to)
+{
+	int n = 0;
+	for (int i = from + 1; i < to; i++)
+		n += budget[i] != budget[i - 1];
+	return n;
+}
+
+static void bad_input(void)
+{
+	struct lane l;
+	open_lane(&l, 2);
+	CHECK_RES(XHintLatencyObjective(l.xq, 0.5), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintLatencyObjective(l.xq, -1.0), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintLatencyObjective(l.xq, 0.999), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintLatencyObjective(l.xq, 1000.5), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintLatencyObjective(l.xq, NAN), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintLatencyObjective(l.xq, INFINITY), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintLatencyObjective(l.xq, -INFINITY), kXSchedErrorInvalidValue);
+	CHECK_RES(XHintLatencyObjective(0, 1.2), kXSchedErrorNotFound);
+	CHECK_OK(XHintLatencyObjective(l.xq, 1.0));
+	CHECK_OK(XHintLatencyObjective(l.xq, 0));
+	XQueueHandle gone = l.xq;
+	close_lane(&l);
+	CHECK_RES(XHintLatencyObjective(gone, 1.2), kXSchedErrorNotFound);
+	printf("bad input: refused\n");
+}
+
+static void no_objective(void)
+{
+	static uint64_t budget[400];
+	open_lane(&g_high[0], 2);
+	XQueueStats s = t_stats(g_high[0].xq);
+	CHECK(s.corun_budget_ns == 0 && s.slowdown_permille == 0 && s.alone_command_ns == 0);
+	CHECK_OK(XHintCorunBudget(300));
+	CHECK(t_stats(g_high[0].xq).corun_budget_ns == 300000);
+	CHECK_OK(XHintCorunBudget(0));
+	lows_start();
+	t_sleep_us(50000);
+	atomic_store(&g_nrec, 0);
+	high_chain(g_high[0].xq, 300, budget);
+	int n = atomic_load(&g_nrec);
+	lows_stop();
+	for (int i = 0; i < 300; i++)
+		CHECK(budget[i] == 0);
+	/* v3 at a co-run budget of 0: lower queues commit nothing new while the chain runs. */
+	double f = mean_factor(20, n);
+	printf("no objective: budget 0 throughout, mean factor %.3f\n", f);
+	CHECK(f < 1.05);
+	CHECK(t_stats(g_high[0].xq).slowdown_permille == 0);
+	close_lane(&g_high[0]);
+}
+
+/* Objective 1.2: converge, hold, then a step in contention. */
+static void converge_and_step(void)
+{
+	enum { N1 = 720, N2 = 400, CONV = 320 };
+	static uint64_t budget[N1 > N2 ? N1 : N2];
+	open_lane(&g_high[0], 2);
+	CHECK_OK(XHintLatencyObjective(g_high[0].xq, 1.2));
+	CHECK(t_stats(g_high[0].xq).corun_budget_ns == 0); /* starts at the safe end */
+	lows_start();
+	t_sleep_us(50000);
+	atomic_store(&g_beta, 0.08);
+	atomic_store(&g_nrec, 0);
+	int64_t low0 = atomic_load(&g_low_done);
+	high_chain(g_high[0].xq, N1, budget);
+	int n = atomic_load(&g_nrec);
+	int64_t low1 = atomic_load(&g_low_done);
+	XQueueStats s = t_stats(g_high[0].xq);
+	double held = mean_factor(CONV, n);
+	int ch = changes(budget, CONV, N1);
+	printf("objective 1.2: budget %llu ns after %d commands, %llu ns at the end; mean factor "
+	       "%.3f after %d; %d budget changes after it; reported slowdown %.3f, alone %llu "
+	       "ns; %lld low commands\n",
+	       (unsigned long long)budget[CONV], CONV, (unsigned long long)budget[N1 - 1], held,
+	       CONV, ch, s.slowdown_permille / 1000.0, (unsigned long long)s.alone_command_ns,
+	       (long long)(low1 - low0));
+	for (int i = CONV; i < N1; i++)
+		CHECK(budget[i] > 0 && budget[i] != UINT64_MAX); /* converged: co-runs, bounded */
+	CHECK(held <= 1.2 * 1.1);
+	CHECK(held > 1.02); /* low work co-ran: the budget was used */
+	CHECK(ch <= 12);    /* settled: a probe now and then, no oscillation */
+	CHECK(s.slowdown_permille >= 900 && s.slowdown_permille <= 1500);
+	CHECK(s.alone_command_ns >= BASE_US * 1000 && s.alone_command_ns < 3 * BASE_US * 1000);
+
+	/* Step: each co-running low command now costs three times as much. */
+	uint64_t before = budget[N1 - 1];
+	atomic_store(&g_beta, 0.24);
+	atomic_store(&g_nrec, 0);
+	high_chain(g_high[0].xq, N2, budget);
+	n = atomic_load(&g_nrec);
+	int react = -1;
+	for (int i = 0; i < N2 && react < 0; i++)
+		if (budget[i] < before)
+			react = i;
+	double after = mean_factor(160, n);
+	printf("step (beta 0.24): budget %llu -> %llu ns, below the old after %d commands; mean "
+	       "factor %.3f after 160\n",
+	       (unsigned long long)before, (unsigned long long)budget[N2 - 1], react, after);
+	CHECK(react >= 0 && react <= 64);
+	CHECK(after <= 1.2 * 1.1);
+	lows_stop();
+	atomic_store(&g_beta, 0.08);
+
+	/* Clearing it: the process setting again. */
+	CHECK_OK(XHintLatencyObjective(g_high[0].xq, 0));
+	CHECK(t_stats(g_high[0].xq).corun_budget_ns == 0);
+	CHECK(t_stats(g_high[0].xq).slowdown_permille == 0);
+	close_lane(&g_high[0]);
+}
+
+/* Objective 2.0: the load cannot reach it (7 low commands: 1.56x), so it goes unlimited. */
+static void widens(void)
+{
+	enum { N = 640, BY = 480 };
+	static uint64_t budget[N];
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/test_objective_%d.json", (int)getpid());
+	CHECK_OK(XSchedTraceStart(path));
+	open_lane(&g_high[0], 2);
+	CHECK_OK(XHintLatencyObjective(g_high[0].xq, 2.0));
+	lows_start();
+	t_sleep_us(50000);
+	atomic_store(&g_nrec, 0);
+	high_chain(g_high[0].xq, N, budget);
+	int n = atomic_load(&g_nrec);
+	lows_stop();
+	int first = -1;
+	for (int i = 0; i < N && first < 0; i++)
+		if (budget[i] == UINT64_MAX)
+			first = i;
+	double f = mean_factor(BY, n);
+	printf("objective 2.0: not limited after %d commands; mean factor %.3f after %d\n", first,
+	       f, BY);
+	CHECK(first >= 0 && first <= BY);
+	CHECK(budget[N - 1] == UINT64_MAX);
+	CHECK(f > 1.15); /* low work co-runs freely: several low commands at a time */
+	CHECK(f <= 2.0 * 1.1);
+	close_lane(&g_high[0]);
+	/* Each move of the budget is a trace event; the last one says "not limited". */
+	CHECK_OK(XSchedTraceStop());
+	FILE *fp = fopen(path, "r");
+	CHECK(fp);
+	char line[512];
+	int moves = 0, unlimited = 0;
+	while (fgets(line, sizeof(line), fp))
+		if (strstr(line, "\"corun budget\"")) {
+			moves++;
+			unlimited += strstr(line, "\"b\":9223372036854775807") != NULL;
+		}
+	fclose(fp);
+	remove(path);
+	printf("  trace: %d budget moves, %d to not limited\n", moves, unlimited);
+	CHECK(moves >= 2 && unlimited >= 1);
+}
+
+static void *high_main(void *arg)
+{
+	high_chain(((struct lane *)arg)->xq, 640, NULL);
+	return NULL;
+}
+
+/* Two protected queues, 1.2 and 2.0: the tighter one sets the budget. */
+static void tightest(void)
+{
+	open_lane(&g_high[0], 2);
+	open_lane(&g_high[1], 2);
+	CHECK_OK(XHintLatencyObjective(g_high[0].xq, 1.2));
+	CHECK_OK(XHintLatencyObjective(g_high[1].xq, 2.0));
+	lows_start();
+	t_sleep_us(50000);
+	atomic_store(&g_nrec, 0);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, high_main, &g_high[1]) == 0);
+	int unlimited = 0, looks = 0, differ = 0;
+	int64_t t0 = t_now_us();
+	HwCommandHandle c[RING] = {0};
+	for (int k = 0; k < 640 + RING; k++) {
+		HwCommandHandle *s = &c[k % RING];
+		if (*s) {
+			CHECK_OK(XQueueWait(g_high[0].xq, *s));
+			CHECK_OK(HwCommandDestroy(*s));
+			*s = 0;
+			XQueueStats a = t_stats(g_high[0].xq), b = t_stats(g_high[1].xq);
+			if (k > 320) {
+				looks++;
+				unlimited += a.corun_budget_ns == UINT64_MAX;
+				differ += a.corun_budget_ns != b.corun_budget_ns;
+			}
+		}
+		if (k < 640) {
+			CHECK_OK(HwCommandCreateHostFunc(s, high_fn, NULL));
+			CHECK_OK(XQueueSubmit(g_high[0].xq, *s));
+		}
+	}
+	CHECK(pthread_join(th, NULL) == 0);
+	lows_stop();
+	printf("tightest wins: %d of %d looks unlimited, %d differed between the queues (%.1f "
+	       "s)\n",
+	       unlimited, looks, differ, (double)(t_now_us() - t0) / 1e6);
+	CHECK(unlimited == 0);
+	CHECK(differ <= 2); /* read one after the other: a change may fall between */
+	close_lane(&g_high[0]);
+	close_lane(&g_high[1]);
+}
+
+int main(void)
+{
+	pthread_t wd;
+	CHECK(pthread_create(&wd, NULL, watchdog, NULL) == 0);
+	bad_input();
+	no_objective();
+	converge_and_step();
+	widens();
+	tightest();
+	atomic_store(&g_stop, true);
+	atomic_store(&g_nrec, -1);
+	CHECK(pthread_join(wd, NULL) == 0);
+	CHECK_OK(XSchedShutdown());
+	return 0;
+}
