@@ -30,6 +30,9 @@ How the xsched modes run the models (--form):
             (--high-per-op makes its units commands too)
   callback  each request, and each of forward/backward/step of the low loop, is one
             launch callback (xq.submit_callable), the form of libxsched 0.2
+--objective G gives the high XQueue a latency objective (XHintLatencyObjective): the
+library sizes the co-run budget of the low queue to keep the high requests' slowdown over
+alone within G, with as much training as that allows.
 --graphs replays the high model as a CUDA graph (captured with xq.gate_checks(), so that a
 replay stops at the next operator while its XQueue is suspended) in every mode.
 
@@ -76,6 +79,10 @@ def parse_args():
                    help="xsched and scope-alone modes: the high model's units (--unit) "
                         "are commands too (default: its scope is one command)")
     p.add_argument("--graphs", action="store_true", help="high model as a CUDA graph")
+    p.add_argument("--objective", type=float, default=0.0,
+                   help="latency objective of the high XQueue in the xsched modes: the "
+                        "slowdown over alone its requests may suffer (e.g. 1.3; 0: none, "
+                        "the library's fixed co-run budget)")
     p.add_argument("--duration", type=float, default=20.0, help="seconds measured per mode")
     p.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
     p.add_argument("--rate", type=float, default=0.0, help="high requests/s (0: pair's)")
@@ -204,7 +211,9 @@ class Run:
             xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
             level = "max" if a.level == "max" else int(a.level)
             if uses_high:
-                self.xq_high = xsched.XQueue(self.s_high, level=level, priority=1)
+                obj = a.objective if m.startswith("xsched") else 0.0
+                self.xq_high = xsched.XQueue(self.s_high, level=level, priority=1,
+                                             objective=obj or None)
             if uses_low:
                 self.xq_low = xsched.XQueue(self.s_low, level=level, priority=0,
                                             threshold=a.low_threshold)
