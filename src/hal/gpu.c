@@ -368,7 +368,7 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 		what = "kernel launch";
 		err = xs_gpu_launch_kernel(cmd->u.kernel.func, cmd->u.kernel.grid,
 					   cmd->u.kernel.block, cmd->u.kernel.args,
-					   cmd->u.kernel.shared_mem_bytes, g->stream);
+					   cmd->u.kernel.shared_mem_bytes, g->stream, &g->bind);
 		break;
 	case XS_CMD_MODULE_KERNEL:
 		what = "module kernel launch";
@@ -715,12 +715,10 @@ XResult XS_GPU_CREATE_FN(void *stream, xs_hwq **out)
 				    "implicit synchronization with other streams would defeat "
 				    "preemption",
 		 stream);
-	const char *missing;
-	xs_gpu_err err = xs_gpu_runtime_init(&missing);
+	const char *why;
+	xs_gpu_err err = xs_gpu_runtime_init(&why);
 	if (err != XS_GPU_OK) {
-		XS_WARN("hal", XS_GPU_CREATE_NAME ": no usable %s driver%s%s: %s (%s)", XS_GPU_NAME,
-			missing ? " entry point " : "", missing ? missing : "",
-			xs_gpu_err_name(err), xs_gpu_err_string(err));
+		XS_WARN("hal", XS_GPU_CREATE_NAME ": no usable %s runtime: %s", XS_GPU_NAME, why);
 		return xs_gpu_err_is_no_driver(err) ? kXSchedErrorNotSupported
 						    : kXSchedErrorHardware;
 	}
