@@ -369,6 +369,10 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 		err = xs_gpu_launch_kernel(cmd->u.kernel.func, cmd->u.kernel.grid,
 					   cmd->u.kernel.block, cmd->u.kernel.args,
 					   cmd->u.kernel.shared_mem_bytes, g->stream, &g->bind);
+#if defined(XS_GPU_KERNEL_UNRESOLVED)
+		if (err == XS_GPU_KERNEL_UNRESOLVED)
+			return kXSchedErrorNotSupported; /* logged with its remedy */
+#endif
 		break;
 	case XS_CMD_MODULE_KERNEL:
 		what = "module kernel launch";

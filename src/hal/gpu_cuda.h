@@ -47,6 +47,8 @@
 #define XS_GPU_COUNTER_BITS     32
 #define XS_GPU_HAS_SET_PRIORITY 1
 #define XS_GPU_NOT_READY        CUDA_ERROR_NOT_READY
+/* xs_gpu_launch_kernel's result for a runtime function pointer no runtime resolves. */
+#define XS_GPU_KERNEL_UNRESOLVED CUDA_ERROR_NOT_FOUND
 
 typedef CUstream xs_gpu_stream;
 typedef CUevent xs_gpu_event;
@@ -406,12 +408,13 @@ static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b
 		const char *why = NULL;
 		CUresult r = xs__fn_resolve(func, bind->ctx, &fn, &why);
 		if (r != CUDA_SUCCESS) {
-			XS_WARN("hal",
-				"kernel %p on cuda stream %p: %s; an application with the static "
-				"CUDA runtime (nvcc's default) creates the command with "
-				"HwCommandCreateCudaKernel() (xsched.h, after cuda_runtime_api.h) "
-				"or HwCommandCreateModuleKernel()",
-				func, (void *)s, why);
+			XS_WARN("hal", "kernel %p on cuda stream %p: %s%s", func, (void *)s, why,
+				r != XS_GPU_KERNEL_UNRESOLVED
+				    ? ""
+				    : "; an application with the static CUDA runtime (nvcc's "
+				      "default) creates the command with "
+				      "HwCommandCreateCudaKernel() (xsched.h, after "
+				      "cuda_runtime_api.h) or HwCommandCreateModuleKernel()");
 			return r;
 		}
 		r = xs_gpu_module_launch((const void *)fn, g, b, shmem, s, args);
