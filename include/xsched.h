@@ -1129,7 +1129,7 @@ XSCHED_API XResult XSchedTraceStop(void);
  * the helper below, whatever the order of the first includes.
  */
 #if defined(__CUDA_RUNTIME_API_H__) && !defined(XSCHED_CUDA_HELPER_DEFINED)
-#define XSCHED_CUDA_HELPER_DEFINED 1
+#define XSCHED_CUDA_HELPER_DEFINED
 /**
  * @brief HwCommandCreateKernel() for a CUDA kernel of the calling program's own CUDA
  *        runtime, static or shared.
