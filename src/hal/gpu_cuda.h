@@ -281,6 +281,7 @@ static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
 /* The process's CUDA runtime, looked up at the first kernel command that needs it and
  * again while none is found (it may be loaded later, as Python loads PyTorch). */
 typedef int (*xs__get_func_fn)(CUfunction *, const void *);
+typedef int (*xs__last_error_fn)(void);
 
 /* A resolved kernel: the runtime's host stub in one context. */
 typedef struct xs__fn {
@@ -292,10 +293,15 @@ typedef struct xs__fn {
 
 enum { XS__FN_BUCKETS = 256 };
 
-/* Guards xs__fns and xs__get_func. A leaf, never held across a runtime call. */
+/* Guards xs__fns and xs__rt. A leaf, never held across a runtime call. */
 static xs_mutex xs__fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs__fn *xs__fns[XS__FN_BUCKETS];
-static xs__get_func_fn xs__get_func;
+/* The runtime's cudaGetFuncBySymbol, and its cudaGetLastError to clear the error a failed
+ * lookup leaves on the calling thread (the application may check it after its launches). */
+static struct {
+	xs__get_func_fn get_func;
+	xs__last_error_fn last_error;
+} xs__rt;
 
 static size_t xs__fn_bucket(const void *stub, CUcontext ctx)
 {
@@ -308,18 +314,19 @@ static size_t xs__fn_bucket(const void *stub, CUcontext ctx)
 /* cudaGetFuncBySymbol of a runtime the application loaded: exported to the process
  * (an executable, or a libcudart loaded with RTLD_GLOBAL), or a shared libcudart loaded
  * locally (RTLD_NOLOAD: never loads one). */
-static xs__get_func_fn xs__find_runtime(void)
+static void xs__find_runtime(void)
 {
 	static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12",
 					   "libcudart.so.11.0", "libcudart.so"};
-	xs__get_func_fn f;
-	*(void **)&f = dlsym(RTLD_DEFAULT, "cudaGetFuncBySymbol");
-	for (size_t i = 0; !f && i < sizeof(libs) / sizeof(libs[0]); i++) {
-		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
-		if (h)
-			*(void **)&f = dlsym(h, "cudaGetFuncBySymbol");
+	void *h = RTLD_DEFAULT;
+	for (size_t i = 0; !dlsym(h, "cudaGetFuncBySymbol") && i < sizeof(libs) / sizeof(libs[0]);
+	     i++) {
+		void *l = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+		if (l)
+			h = l;
 	}
-	return f;
+	*(void **)&xs__rt.last_error = dlsym(h, "cudaGetLastError");
+	*(void **)&xs__rt.get_func = dlsym(h, "cudaGetFuncBySymbol");
 }
 
 /* Forget what is cached for @stub in @ctx (its launch said the handle is stale: a context
@@ -350,9 +357,10 @@ static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out,
 			xs_mutex_unlock(&xs__fn_lock);
 			return CUDA_SUCCESS;
 		}
-	if (!xs__get_func)
-		xs__get_func = xs__find_runtime();
-	xs__get_func_fn get = xs__get_func;
+	if (!xs__rt.get_func)
+		xs__find_runtime();
+	xs__get_func_fn get = xs__rt.get_func;
+	xs__last_error_fn last_error = xs__rt.last_error;
 	xs_mutex_unlock(&xs__fn_lock);
 	if (!get) {
 		*why = "no shared CUDA runtime (libcudart) in the process";
@@ -372,6 +380,8 @@ static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out,
 	if (rebind)
 		(void)xs__cu.ctx_set_current(cur);
 	if (rt != 0 || !fn) {
+		if (last_error)
+			(void)last_error();
 		*why = "the process's shared CUDA runtime does not know this kernel "
 		       "(cudaGetFuncBySymbol failed)";
 		return CUDA_ERROR_NOT_FOUND;
