@@ -26,6 +26,10 @@ static void hip_open(void)
 	static const char *const libs[] = {"libamdhip64.so.6", "libamdhip64.so.5",
 					   "libamdhip64.so"};
 	char tried[192] = "";
+	/* The runtime the application loaded first: a second one in the process would not
+	 * know its streams. */
+	for (size_t i = 0; !hip_lib && i < sizeof(libs) / sizeof(libs[0]); i++)
+		hip_lib = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
 	for (size_t i = 0; !hip_lib && i < sizeof(libs) / sizeof(libs[0]); i++) {
 		hip_lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
 		if (!hip_lib && i == 0) {

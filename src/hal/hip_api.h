@@ -1,9 +1,9 @@
 /* The HIP runtime, reached at run time (HIP builds only): every hip* call of gpu.c
  * (through gpu_hip.h) and hip_ring.c goes through the table xs_hip, filled by
- * xs_hip_load() from libamdhip64.so.6, .so.5 or .so (dlopen). The library links nothing
- * from ROCm: a program that makes no HIP queue never loads it. A HIP application links
- * libamdhip64 itself, so dlopen finds that same instance, and the kernels and streams it
- * registered are the ones these calls see.
+ * xs_hip_load() from libamdhip64.so.6, .so.5 or .so (dlopen), the one already loaded
+ * first. The library links nothing from ROCm: a program that makes no HIP queue never
+ * loads it. A HIP application links libamdhip64 itself, so dlopen finds that same
+ * instance, and the kernels and streams it registered are the ones these calls see.
  *
  * Compiled against the HIP headers (-D__HIP_PLATFORM_AMD__): each entry point is looked up
  * by the name the header gives it (ROCm 6 headers map some calls to versioned names,
