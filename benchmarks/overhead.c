@@ -161,7 +161,7 @@ static HwCommandHandle short_cmd(void)
 	size_t sizes[] = {sizeof(g_x), sizeof(a), sizeof(b), sizeof(g_xn)};
 	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
 	HwCommandHandle c;
-	OK(HwCommandCreateKernel(&c, xt_kernel_affine(), grid, block, 0, args, sizes, 4));
+	OK(XT_CREATE_KERNEL(&c, xt_kernel_affine(), grid, block, 0, args, sizes, 4));
 	return c;
 }
 
@@ -425,7 +425,7 @@ static double chain_xq(XQueueHandle xq)
 	HwCommandHandle last = 0;
 	for (int i = 0; i < CHAIN; i++) {
 		HwCommandHandle c;
-		OK(HwCommandCreateKernel(&c, xt_kernel_spin(), grid, block, 0, args, sizes, 5));
+		OK(XT_CREATE_KERNEL(&c, xt_kernel_spin(), grid, block, 0, args, sizes, 5));
 		OK(XQueueSubmit(xq, c));
 		if (i + 1 < CHAIN)
 			OK(HwCommandDestroy(c));

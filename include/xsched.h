@@ -45,7 +45,8 @@
  * again, and exit() in the child joins nothing of the parent's. GPU contexts do not
  * survive fork() (CUDA and HIP say so); host queues work in the child.
  *
- * This header needs no GPU headers and compiles as C99 and C++.
+ * This header needs no GPU headers and compiles as C99 and C++. Included after
+ * cuda_runtime_api.h, it also defines HwCommandCreateCudaKernel() (end of the file).
  */
 #ifndef XSCHED_H
 #define XSCHED_H
@@ -605,8 +606,10 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
  * its own threads it makes the stream's context current (cuStreamGetCtx, so streams of
  * primary contexts, as PyTorch makes them, and of driver-API contexts both work), and
  * where it must call the runtime on another thread it restores that thread's context
- * afterwards. The stream must outlive the HwQueue. Needs a CUDA 12.5+ runtime; the
- * driver is reached through the runtime (libcuda is not linked).
+ * afterwards. The stream must outlive the HwQueue. Needs a CUDA 12.0+ driver, opened at
+ * the first call (dlopen of libcuda.so.1; the library links nothing from CUDA, so a
+ * program that makes no CUDA queue never loads it); any CUDA runtime of the application
+ * (static or shared cudart, or none: the driver API) works.
  *
  * Levels, probed here: Lv1 always; Lv2 if the device reports stream wait-value support
  * and one wait-value and one write-value enqueued on @p stream complete. The probe waits
@@ -635,7 +638,9 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
  *         null/legacy/per-thread default stream (its implicit synchronization with every
  *         other stream would defeat preemption);
  *         kXSchedErrorNotAllowed if the stream is already wrapped;
- *         kXSchedErrorNotSupported if this build has no CUDA backend or no driver is found;
+ *         kXSchedErrorNotSupported if this build has no CUDA backend, libcuda.so.1 cannot
+ *         be opened, lacks a CUDA 12.0 entry point or finds no device (one log line
+ *         says which);
  *         kXSchedErrorHardware if the driver rejects the stream.
  * Thread-safety: any thread.
  */
@@ -644,6 +649,9 @@ XSCHED_API XResult CudaQueueCreate(HwQueueHandle *hwq, void *stream);
 /**
  * @brief Wrap an application-owned HIP stream as a HwQueue. As CudaQueueCreate().
  *
+ * The HIP runtime is opened at the first call (dlopen of libamdhip64.so.6, else .so.5: the
+ * one the application linked; the library links nothing from ROCm), and not found or
+ * without a device gives kXSchedErrorNotSupported.
  * Library threads bind the stream's device (hipGetStreamDeviceId, hipSetDevice). The
  * Lv2 probe uses hipStreamWaitValue64/hipStreamWriteValue64 and
  * hipDeviceAttributeCanUseStreamWaitValue. HIP maps streams onto `GPU_MAX_HW_QUEUES`
@@ -736,7 +744,20 @@ typedef struct XDim3 {
  *
  * The arguments are copied into the command when this call returns, so the caller may
  * reuse or free its buffers at once. Sizes come from the caller, never from code-object
- * metadata. Runs only on HIP or CUDA HwQueues (cudaLaunchKernel/hipLaunchKernel).
+ * metadata. Runs only on HIP or CUDA HwQueues.
+ *
+ * @p func is a runtime function pointer, known only to the runtime instance that
+ * registered the kernel. HIP: launched with hipLaunchKernel of the libamdhip64 the
+ * application linked. CUDA: the library calls the driver API only, so at the command's
+ * enqueue it asks the process's shared CUDA runtime (cudaGetFuncBySymbol of a libcudart
+ * loaded by the application or a library it uses, as PyTorch does, or exported by the
+ * executable) for the kernel's CUfunction in the stream's context, and caches it per
+ * kernel and context. An application linked with the static CUDA runtime (nvcc's
+ * default) has none the library can reach: it creates the command with
+ * HwCommandCreateCudaKernel() (defined by this header when cuda_runtime_api.h was
+ * included before it), or with HwCommandCreateModuleKernel(). Otherwise the command
+ * fails at its enqueue with kXSchedErrorNotSupported (XQueueWait() returns it) and one
+ * log line saying so.
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The kernel's host-side handle (the `__global__` function's
@@ -760,8 +781,10 @@ XSCHED_API XResult HwCommandCreateKernel(HwCommandHandle *hw_cmd, const void *fu
  * @brief Create a launch of a module function (`CUfunction`/`hipFunction_t`), copying its
  *        arguments now. As HwCommandCreateKernel() otherwise.
  * @param hw_cmd           [out] The new handle; owned by the caller.
- * @param function         [in]  The module function, from cuModuleGetFunction or
- *                               hipModuleGetFunction.
+ * @param function         [in]  The module function, from cuModuleGetFunction,
+ *                               cudaGetFuncBySymbol (a CUfunction of the context that was
+ *                               current there: submit the command to a stream of that
+ *                               context) or hipModuleGetFunction.
  * @param grid             [in]  Grid size in blocks.
  * @param block            [in]  Block size in threads.
  * @param shared_mem_bytes [in]  Dynamic shared memory per block, in bytes.
@@ -1167,3 +1190,53 @@ XSCHED_API XResult XSchedTraceStop(void);
 #endif
 
 #endif /* XSCHED_H */
+
+/*
+ * Outside the include guard: including xsched.h again after cuda_runtime_api.h defines
+ * the helper below, whatever the order of the first includes.
+ */
+#if defined(__CUDA_RUNTIME_API_H__) && !defined(XSCHED_CUDA_HELPER_DEFINED)
+#define XSCHED_CUDA_HELPER_DEFINED
+/**
+ * @brief HwCommandCreateKernel() for a CUDA kernel of the calling program's own CUDA
+ *        runtime, static or shared.
+ *
+ * Defined (static inline, compiled into the caller) only where cuda_runtime_api.h (or
+ * cuda_runtime.h) was included before this header. It asks the caller's runtime for the
+ * kernel's CUfunction (cudaGetFuncBySymbol) and creates a module-kernel command
+ * (HwCommandCreateModuleKernel()), so it works with nvcc's default static cudart, which
+ * the library cannot reach. The CUfunction belongs to the context current on the calling
+ * thread (the runtime makes the current device's primary context current if none is):
+ * create the command with the device of its stream current, and submit it to CUDA queues
+ * of that context only. Resolved here, so an unknown @p func fails now, not at launch.
+ *
+ * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
+ * @param func             [in]  The `__global__` function's host address.
+ * @param grid             [in]  Grid size in blocks; each component >= 1.
+ * @param block            [in]  Block size in threads; each component >= 1.
+ * @param shared_mem_bytes [in]  Dynamic shared memory per block, in bytes.
+ * @param args             [in]  Pointers to each argument value; read only during this call.
+ * @param arg_sizes        [in]  Size in bytes of each argument; read only during this call.
+ * @param num_args         [in]  Number of arguments.
+ * @return as HwCommandCreateKernel(); also kXSchedErrorInvalidValue, without a log line,
+ *         if the runtime does not know @p func (cudaGetFuncBySymbol failed; the error is
+ *         cleared from the runtime's last error with cudaGetLastError()).
+ * Thread-safety: any thread.
+ */
+static inline XResult HwCommandCreateCudaKernel(HwCommandHandle *hw_cmd, const void *func,
+						XDim3 grid, XDim3 block, size_t shared_mem_bytes,
+						void **args, const size_t *arg_sizes,
+						size_t num_args)
+{
+	cudaFunction_t fn = 0;
+	if (!hw_cmd || !func) /* the library's own checks and log line */
+		return HwCommandCreateKernel(hw_cmd, func, grid, block, shared_mem_bytes, args,
+					     arg_sizes, num_args);
+	if (cudaGetFuncBySymbol(&fn, func) != cudaSuccess || !fn) {
+		(void)cudaGetLastError();
+		return kXSchedErrorInvalidValue;
+	}
+	return HwCommandCreateModuleKernel(hw_cmd, (void *)fn, grid, block, shared_mem_bytes, args,
+					   arg_sizes, num_args);
+}
+#endif

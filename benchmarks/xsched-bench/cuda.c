@@ -5,7 +5,7 @@
  *   op runs inside the launch callback, on the library's launcher thread of that lane's
  *   XQueue, which is then the handle's only user.
  * - SPIN, STAMP and STREAM ops are the benchmark's own kernels (kernels.cu). A lane that
- *   submits kernel commands makes each STREAM op a HwCommandCreateKernel() command of
+ *   submits kernel commands makes each STREAM op a HwCommandCreateCudaKernel() command of
  *   that kernel (arguments copied at creation) instead of a launch callback.
  * - Streams are non-blocking; with hardware priority they get the device's greatest or
  *   least priority (cudaDeviceGetStreamPriorityRange). The device is set to block on
@@ -201,8 +201,8 @@ static XResult xsb__cu_kernel_cmd(struct xsb_lane *l, struct xsb_cbslot *slot, H
 	float *out = c->c;
 	void *args[3] = {&in, &out, &n4};
 	size_t sizes[3] = {sizeof(in), sizeof(out), sizeof(n4)};
-	return HwCommandCreateKernel(cmd, xsb_k_stream_func(), (XDim3){grid, 1, 1},
-				     (XDim3){block, 1, 1}, 0, args, sizes, 3);
+	return HwCommandCreateCudaKernel(cmd, xsb_k_stream_func(), (XDim3){grid, 1, 1},
+					 (XDim3){block, 1, 1}, 0, args, sizes, 3);
 }
 
 static int xsb__cu_launch(struct xsb_lane *l, const struct xsb_op *op)

@@ -948,7 +948,10 @@ class Command(_Handle):
         ``func`` is the kernel's host handle or ``CUfunction``/``hipFunction_t`` (an int
         or c_void_p); ``grid``/``block`` are ints or up to three ints; ``args`` a sequence
         of ctypes values (``c_int(3)``, ``c_void_p(tensor.data_ptr())``...) copied now.
-        ``keep`` is held until the command is known complete (e.g. the tensors)."""
+        ``keep`` is held until the command is known complete (e.g. the tensors).
+        CUDA: a kernel's host handle is resolved at launch by the process's shared
+        libcudart (PyTorch's); a kernel of another runtime (a static cudart) needs its
+        ``CUfunction`` and ``module=True``."""
         vals = []
         for a in args:
             if not isinstance(a, ctypes._SimpleCData) and not isinstance(a, Structure):

@@ -7,12 +7,17 @@
  * other thread that must call the runtime here (creation, destroy, hardware priority)
  * binds it for the call and then restores what the thread had.
  *
- * Commands: kernels (cudaLaunchKernel/hipLaunchKernel on the copied arguments), module
- * kernels (cuLaunchKernel/hipModuleLaunchKernel), copies and fills, launch callbacks
+ * Runtimes: CUDA is the driver API (libcuda.so.1), HIP is libamdhip64, each opened at the
+ * first queue of its kind (gpu_cuda.h, hip_api.h); the library links neither.
+ *
+ * Commands: kernels (HIP: hipLaunchKernel on the copied arguments; CUDA: the runtime
+ * function pointer resolved to a CUfunction by the process's shared libcudart, then
+ * cuLaunchKernel), module kernels (cuLaunchKernel/hipModuleLaunchKernel), copies and
+ * fills, launch callbacks
  * (called on the enqueuing thread with the stream), host functions (the runtime's
  * launch-host-func, through a trampoline that stores their result), event records (an
  * event of the library's, made at the first launch, without timing) and event waits
- * (cudaStreamWaitEvent; a record of another backend has already completed when the
+ * (cuStreamWaitEvent; a record of another backend has already completed when the
  * engine enqueues the wait, so nothing is enqueued then).
  *
  * Counter and done number (hal.h): two words of a 128-byte slot (one cache line each) in
@@ -31,7 +36,7 @@
  * (check) while it waits (a fault stops the stream, so the number would never come).
  *
  * Hardware priority (CUDA): set_priority gives the stream the device's greatest or least
- * priority with cudaStreamSetAttribute(cudaStreamAttributePriority), which takes effect on
+ * priority with cuStreamSetAttribute(CU_STREAM_ATTRIBUTE_PRIORITY), which takes effect on
  * an existing stream (measured on an H100, doc/RESULTS.md); the stream's own priority is
  * read at creation and restored at destroy. HIP (ROCm 5.2-6.x) has no call that changes
  * an existing stream's priority: there the application creates its streams with
@@ -52,8 +57,8 @@
  * the runtime's own name and text for it. A failed launch is reported on its command and
  * leaves the stream usable (the runtime's last error is cleared).
  *
- * Locks: xs__slot_lock guards the slot pages. A leaf, never held across a runtime call
- * that waits for the device.
+ * Locks: xs__slot_lock guards the slot pages; xs__fn_lock (CUDA, gpu_cuda.h) the resolved
+ * kernels. Leaves, never held across a runtime call that waits for the device.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -368,7 +373,11 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 		what = "kernel launch";
 		err = xs_gpu_launch_kernel(cmd->u.kernel.func, cmd->u.kernel.grid,
 					   cmd->u.kernel.block, cmd->u.kernel.args,
-					   cmd->u.kernel.shared_mem_bytes, g->stream);
+					   cmd->u.kernel.shared_mem_bytes, g->stream, &g->bind);
+#if defined(XS_GPU_KERNEL_UNRESOLVED)
+		if (err == XS_GPU_KERNEL_UNRESOLVED)
+			return kXSchedErrorNotSupported; /* logged with its remedy */
+#endif
 		break;
 	case XS_CMD_MODULE_KERNEL:
 		what = "module kernel launch";
@@ -715,12 +724,10 @@ XResult XS_GPU_CREATE_FN(void *stream, xs_hwq **out)
 				    "implicit synchronization with other streams would defeat "
 				    "preemption",
 		 stream);
-	const char *missing;
-	xs_gpu_err err = xs_gpu_runtime_init(&missing);
+	const char *why;
+	xs_gpu_err err = xs_gpu_runtime_init(&why);
 	if (err != XS_GPU_OK) {
-		XS_WARN("hal", XS_GPU_CREATE_NAME ": no usable %s driver%s%s: %s (%s)", XS_GPU_NAME,
-			missing ? " entry point " : "", missing ? missing : "",
-			xs_gpu_err_name(err), xs_gpu_err_string(err));
+		XS_WARN("hal", XS_GPU_CREATE_NAME ": no usable %s runtime: %s", XS_GPU_NAME, why);
 		return xs_gpu_err_is_no_driver(err) ? kXSchedErrorNotSupported
 						    : kXSchedErrorHardware;
 	}

@@ -1,30 +1,39 @@
 /* Name mapping for gpu.c built as the CUDA backend (-DXS_GPU_CUDA). Included by gpu.c only.
  *
- * Runtime calls come from libcudart. Driver calls (the stream's context, binding it to a
- * thread, stream wait-value, module launch, a device attribute) come through
- * cudaGetDriverEntryPointByVersion (CUDA 12.5 and later), so the library does not link
- * libcuda: without a driver it still loads, and CudaQueueCreate returns
- * kXSchedErrorNotSupported. A CUresult has the value of the cudaError_t of the same
- * meaning for every code these calls return (CUDA_ERROR_INVALID_VALUE = 1 =
- * cudaErrorInvalidValue, CUDA_ERROR_INVALID_HANDLE = 400 = cudaErrorInvalidResourceHandle,
- * ...), so driver results are passed on as cudaError_t and described by
- * cudaGetErrorName/cudaGetErrorString like the others.
+ * Every call is a CUDA driver API call, reached at run time: the first CudaQueueCreate
+ * opens libcuda.so.1 (dlopen), looks each entry point up with cuGetProcAddress at the
+ * ABI of CUDA 12.0 (cuStreamWaitValue32 and cuMemHostGetDevicePointer are their _v2
+ * there), and calls cuInit(0). The library links nothing from CUDA: compiled against
+ * cuda.h for its types and constants only, it loads on machines without a driver, and
+ * a program that makes no CUDA queue never loads libcuda. Without a driver
+ * CudaQueueCreate returns kXSchedErrorNotSupported.
+ *
+ * Runtime function pointers (HwCommandCreateKernel): a `__global__` function's host
+ * address is known only to the CUDA runtime instance that registered it (the static
+ * cudart in an executable, or a shared libcudart). At a kernel command's enqueue the
+ * library asks the process's shared runtime for its CUfunction (cudaGetFuncBySymbol,
+ * found with dlsym(RTLD_DEFAULT) or in an already loaded libcudart.so.13/12/11), with
+ * the stream's context current, and caches it per kernel and context. An application
+ * with the static runtime resolves the kernel itself (HwCommandCreateCudaKernel() in
+ * xsched.h, a module kernel). See xs__fn_resolve.
  *
  * Thread binding: a stream belongs to a context (cuStreamGetCtx). Library threads make
- * that context current with cuCtxSetCurrent; the runtime then uses it for every call on
- * that thread, whether it is a device's primary context (PyTorch, the runtime API) or one
- * the application created with the driver API. cudaSetDevice would pick the primary
- * context and could not serve the latter.
+ * that context current with cuCtxSetCurrent, whether it is a device's primary context
+ * (PyTorch, the runtime API) or one the application created with the driver API.
  */
 #ifndef XS_HAL_GPU_CUDA_H
 #define XS_HAL_GPU_CUDA_H
 
 #include <cuda.h>
-#include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/thread.h"
 
 #define XS_GPU_NAME        "cuda"
 #define XS_GPU_CREATE_NAME "CudaQueueCreate"
@@ -37,65 +46,47 @@
 /* The counter and done words the stream reads and writes are 32 bits wide. */
 #define XS_GPU_COUNTER_BITS     32
 #define XS_GPU_HAS_SET_PRIORITY 1
-#define XS_GPU_NOT_READY        cudaErrorNotReady
+#define XS_GPU_NOT_READY        CUDA_ERROR_NOT_READY
+/* xs_gpu_launch_kernel's result for a runtime function pointer no runtime resolves. */
+#define XS_GPU_KERNEL_UNRESOLVED CUDA_ERROR_NOT_FOUND
 
-typedef cudaStream_t xs_gpu_stream;
-typedef cudaEvent_t xs_gpu_event;
-typedef cudaError_t xs_gpu_err;
-#define XS_GPU_OK cudaSuccess
+typedef CUstream xs_gpu_stream;
+typedef CUevent xs_gpu_event;
+typedef CUresult xs_gpu_err;
+#define XS_GPU_OK CUDA_SUCCESS
 
 /* The stream's context: what a library thread binds before touching the stream. */
 typedef struct xs_gpu_binding {
 	CUcontext ctx;
 } xs_gpu_binding;
 
-/* ---- runtime calls with the same shape in both runtimes ---- */
-#define xs_gpu_err_name                      cudaGetErrorName
-#define xs_gpu_err_string                    cudaGetErrorString
-#define xs_gpu_clear_error                   cudaGetLastError
-#define XS_GPU_EVENT_DISABLE_TIMING          cudaEventDisableTiming
-#define xs_gpu_event_create                  cudaEventCreateWithFlags
-#define xs_gpu_event_record                  cudaEventRecord
-#define xs_gpu_event_destroy                 cudaEventDestroy
-#define xs_gpu_stream_wait_event(s, e)       cudaStreamWaitEvent(s, e, 0)
-#define xs_gpu_stream_sync                   cudaStreamSynchronize
-#define xs_gpu_stream_query                  cudaStreamQuery
-#define xs_gpu_stream_get_priority           cudaStreamGetPriority
-#define xs_gpu_stream_get_flags              cudaStreamGetFlags
-#define XS_GPU_STREAM_NON_BLOCKING           cudaStreamNonBlocking
-#define xs_gpu_memcpy_async(d, s, n, st)     cudaMemcpyAsync(d, s, n, cudaMemcpyDefault, st)
-#define xs_gpu_memset_async                  cudaMemsetAsync
-#define XS_GPU_HOST_FN_PARAMS                void *data
-#define XS_GPU_HOST_FN_UNUSED()              ((void)0)
-#define xs_gpu_launch_host_func              cudaLaunchHostFunc
-#define xs_gpu_host_get_device_pointer(d, h) cudaHostGetDevicePointer(d, h, 0)
+/* ---- the driver, loaded at the first CudaQueueCreate ---- */
 
-/* Pinned, mapped into the device's address space, usable from every context. Ordinary
- * write-back memory that the device reads coherently over the bus (not write-combined). */
-static inline xs_gpu_err xs_gpu_host_alloc_mapped(void **p, size_t n)
-{
-	return cudaHostAlloc(p, n, cudaHostAllocMapped | cudaHostAllocPortable);
-}
-
-static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b, void **args,
-					      size_t shmem, xs_gpu_stream s)
-{
-	dim3 gd = {g.x, g.y, g.z}, bd = {b.x, b.y, b.z};
-	return cudaLaunchKernel(func, gd, bd, args, shmem, s);
-}
-
-/* The null stream, cudaStreamLegacy and cudaStreamPerThread. */
-static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
-{
-	return s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread;
-}
-
-/* ---- driver calls, through entry points ---- */
+/* Entry points, written once under xs__cu_once; all set when xs__cu_status is
+ * CUDA_SUCCESS. Signatures are those of CUDA 12.0 (the version asked for). */
 static struct {
+	CUresult (*init)(unsigned int);
+	CUresult (*get_error_name)(CUresult, const char **);
+	CUresult (*get_error_string)(CUresult, const char **);
+	CUresult (*event_create)(CUevent *, unsigned int);
+	CUresult (*event_record)(CUevent, CUstream);
+	CUresult (*event_destroy)(CUevent);
+	CUresult (*stream_wait_event)(CUstream, CUevent, unsigned int);
+	CUresult (*stream_synchronize)(CUstream);
+	CUresult (*stream_query)(CUstream);
+	CUresult (*stream_get_priority)(CUstream, int *);
+	CUresult (*stream_get_flags)(CUstream, unsigned int *);
 	CUresult (*stream_get_ctx)(CUstream, CUcontext *);
+	CUresult (*stream_set_attribute)(CUstream, CUstreamAttrID, const CUstreamAttrValue *);
+	CUresult (*memcpy_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+	CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+	CUresult (*launch_host_func)(CUstream, CUhostFn, void *);
+	CUresult (*mem_host_alloc)(void **, size_t, unsigned int);
+	CUresult (*mem_host_get_device_pointer)(CUdeviceptr *, void *, unsigned int);
 	CUresult (*ctx_get_current)(CUcontext *);
 	CUresult (*ctx_set_current)(CUcontext);
 	CUresult (*ctx_get_device)(CUdevice *);
+	CUresult (*ctx_get_stream_priority_range)(int *, int *);
 	CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
 	CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 	CUresult (*stream_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
@@ -105,8 +96,14 @@ static struct {
 	CUresult (*module_get_loading_mode)(CUmoduleLoadingMode *);
 } xs__cu;
 static pthread_once_t xs__cu_once = PTHREAD_ONCE_INIT;
-static cudaError_t xs__cu_status; /* written once under xs__cu_once */
-static const char *xs__cu_missing;
+static CUresult xs__cu_status; /* written once under xs__cu_once */
+static char xs__cu_why[256];   /* why the driver is unusable, when it is */
+static const char *xs__cu_lib = "libcuda.so.1";
+
+/* Status of a driver that is not there: the library could not be opened, or lacks an
+ * entry point this backend needs. Both read as "no usable driver" (xs_gpu_err_is_no_driver). */
+#define XS__CU_NO_LIBRARY CUDA_ERROR_NOT_FOUND
+#define XS__CU_TOO_OLD    CUDA_ERROR_NOT_SUPPORTED
 
 static void xs__cu_load(void)
 {
@@ -114,29 +111,330 @@ static void xs__cu_load(void)
 		const char *name;
 		void **fn;
 	} syms[] = {
+	    {"cuInit", (void **)&xs__cu.init},
+	    {"cuGetErrorName", (void **)&xs__cu.get_error_name},
+	    {"cuGetErrorString", (void **)&xs__cu.get_error_string},
+	    {"cuEventCreate", (void **)&xs__cu.event_create},
+	    {"cuEventRecord", (void **)&xs__cu.event_record},
+	    {"cuEventDestroy", (void **)&xs__cu.event_destroy},
+	    {"cuStreamWaitEvent", (void **)&xs__cu.stream_wait_event},
+	    {"cuStreamSynchronize", (void **)&xs__cu.stream_synchronize},
+	    {"cuStreamQuery", (void **)&xs__cu.stream_query},
+	    {"cuStreamGetPriority", (void **)&xs__cu.stream_get_priority},
+	    {"cuStreamGetFlags", (void **)&xs__cu.stream_get_flags},
 	    {"cuStreamGetCtx", (void **)&xs__cu.stream_get_ctx},
+	    {"cuStreamSetAttribute", (void **)&xs__cu.stream_set_attribute},
+	    {"cuMemcpyAsync", (void **)&xs__cu.memcpy_async},
+	    {"cuMemsetD8Async", (void **)&xs__cu.memset_d8_async},
+	    {"cuLaunchHostFunc", (void **)&xs__cu.launch_host_func},
+	    {"cuMemHostAlloc", (void **)&xs__cu.mem_host_alloc},
+	    {"cuMemHostGetDevicePointer", (void **)&xs__cu.mem_host_get_device_pointer},
 	    {"cuCtxGetCurrent", (void **)&xs__cu.ctx_get_current},
 	    {"cuCtxSetCurrent", (void **)&xs__cu.ctx_set_current},
 	    {"cuCtxGetDevice", (void **)&xs__cu.ctx_get_device},
+	    {"cuCtxGetStreamPriorityRange", (void **)&xs__cu.ctx_get_stream_priority_range},
 	    {"cuDeviceGetAttribute", (void **)&xs__cu.device_get_attribute},
 	    {"cuStreamWaitValue32", (void **)&xs__cu.stream_wait_value32},
 	    {"cuStreamWriteValue32", (void **)&xs__cu.stream_write_value32},
 	    {"cuLaunchKernel", (void **)&xs__cu.launch_kernel},
 	    {"cuModuleGetLoadingMode", (void **)&xs__cu.module_get_loading_mode},
 	};
+	/* The process's driver, if the application loaded it; else load it for good (the
+	 * handle is never closed: entry points stay valid for the process's life). */
+	void *lib = dlopen(xs__cu_lib, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *e = dlerror();
+		snprintf(xs__cu_why, sizeof(xs__cu_why), "%s", e ? e : xs__cu_lib);
+		xs__cu_status = XS__CU_NO_LIBRARY;
+		return;
+	}
+	CUresult (*get_proc)(const char *, void **, int, cuuint64_t,
+			     CUdriverProcAddressQueryResult *);
+	*(void **)&get_proc = dlsym(lib, "cuGetProcAddress_v2");
+	if (!get_proc) {
+		snprintf(xs__cu_why, sizeof(xs__cu_why),
+			 "%s has no cuGetProcAddress_v2 (a driver older than CUDA 12)", xs__cu_lib);
+		xs__cu_status = XS__CU_TOO_OLD;
+		return;
+	}
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-		/* 12000: the ABI of each symbol as of CUDA 12.0 (cuStreamWaitValue32 and
-		 * cuStreamWriteValue32 are their _v2 there), which later drivers keep. */
-		cudaError_t err = cudaGetDriverEntryPointByVersion(syms[i].name, syms[i].fn, 12000,
-								   cudaEnableDefault, &q);
-		if (err == cudaSuccess && q != cudaDriverEntryPointSuccess)
-			err = cudaErrorCallRequiresNewerDriver;
-		if (err != cudaSuccess) {
-			xs__cu_status = err;
-			xs__cu_missing = syms[i].name;
+		CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		/* 12000: each entry point's ABI as of CUDA 12.0, which later drivers keep. The
+		 * streams passed are never default streams, so legacy and per-thread match. */
+		CUresult r = get_proc(syms[i].name, syms[i].fn, 12000,
+				      CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q);
+		if (r != CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS || !*syms[i].fn) {
+			snprintf(xs__cu_why, sizeof(xs__cu_why),
+				 "%s has no entry point %s for CUDA 12.0 (CUresult %d, query %d)",
+				 xs__cu_lib, syms[i].name, (int)r, (int)q);
+			memset(&xs__cu, 0, sizeof(xs__cu));
+			xs__cu_status = XS__CU_TOO_OLD;
 			return;
 		}
+	}
+	CUresult r = xs__cu.init(0);
+	if (r != CUDA_SUCCESS) {
+		const char *name = "?", *text = "?";
+		(void)xs__cu.get_error_name(r, &name);
+		(void)xs__cu.get_error_string(r, &text);
+		snprintf(xs__cu_why, sizeof(xs__cu_why), "cuInit: %s (%s)", name, text);
+		xs__cu_status = r;
+	}
+}
+
+/* Load the driver once. On failure *why says what is missing. */
+static inline xs_gpu_err xs_gpu_runtime_init(const char **why)
+{
+	pthread_once(&xs__cu_once, xs__cu_load);
+	*why = xs__cu_status != CUDA_SUCCESS ? xs__cu_why : NULL;
+	return xs__cu_status;
+}
+
+/* The driver's name and text for @err; also before (or without) a driver. */
+static inline const char *xs_gpu_err_name(xs_gpu_err err)
+{
+	const char *s = NULL;
+	if (!xs__cu.get_error_name || xs__cu.get_error_name(err, &s) != CUDA_SUCCESS || !s)
+		return err == XS__CU_NO_LIBRARY ? "no libcuda.so.1" : "unknown CUresult";
+	return s;
+}
+
+static inline const char *xs_gpu_err_string(xs_gpu_err err)
+{
+	const char *s = NULL;
+	if (!xs__cu.get_error_string || xs__cu.get_error_string(err, &s) != CUDA_SUCCESS || !s)
+		return "no description (the driver is not loaded)";
+	return s;
+}
+
+/* Whether @err says that the driver is being torn down (process exit): nothing to report. */
+static inline bool xs_gpu_err_is_shutdown(xs_gpu_err err)
+{
+	return err == CUDA_ERROR_DEINITIALIZED || err == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+/* Whether @err (from xs_gpu_runtime_init) says that no usable driver or device is present. */
+static inline bool xs_gpu_err_is_no_driver(xs_gpu_err err)
+{
+	return err == XS__CU_NO_LIBRARY || err == XS__CU_TOO_OLD || err == CUDA_ERROR_NO_DEVICE ||
+	       err == CUDA_ERROR_NOT_INITIALIZED || err == CUDA_ERROR_STUB_LIBRARY ||
+	       err == CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER ||
+	       err == CUDA_ERROR_DEVICE_UNAVAILABLE || err == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ||
+	       err == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE ||
+	       err == CUDA_ERROR_SYSTEM_NOT_READY;
+}
+
+/* ---- calls with the same shape in both runtimes ---- */
+
+/* The driver API keeps no per-thread last error: nothing to clear. */
+#define xs_gpu_clear_error()              ((void)0)
+#define XS_GPU_EVENT_DISABLE_TIMING       CU_EVENT_DISABLE_TIMING
+#define xs_gpu_event_create(e, f)         xs__cu.event_create(e, f)
+#define xs_gpu_event_record(e, s)         xs__cu.event_record(e, s)
+#define xs_gpu_event_destroy(e)           xs__cu.event_destroy(e)
+#define xs_gpu_stream_wait_event(s, e)    xs__cu.stream_wait_event(s, e, 0)
+#define xs_gpu_stream_sync(s)             xs__cu.stream_synchronize(s)
+#define xs_gpu_stream_query(s)            xs__cu.stream_query(s)
+#define xs_gpu_stream_get_priority(s, p)  xs__cu.stream_get_priority(s, p)
+#define xs_gpu_stream_get_flags(s, f)     xs__cu.stream_get_flags(s, f)
+#define XS_GPU_STREAM_NON_BLOCKING        CU_STREAM_NON_BLOCKING
+#define XS_GPU_HOST_FN_PARAMS             void *data
+#define XS_GPU_HOST_FN_UNUSED()           ((void)0)
+#define xs_gpu_launch_host_func(s, fn, d) xs__cu.launch_host_func(s, fn, d)
+
+/* Unified addressing: the driver infers the direction from the two pointers. */
+static inline xs_gpu_err xs_gpu_memcpy_async(void *dst, const void *src, size_t n, CUstream s)
+{
+	return xs__cu.memcpy_async((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n, s);
+}
+
+static inline xs_gpu_err xs_gpu_memset_async(void *dst, int value, size_t n, CUstream s)
+{
+	return xs__cu.memset_d8_async((CUdeviceptr)(uintptr_t)dst, (unsigned char)value, n, s);
+}
+
+static inline xs_gpu_err xs_gpu_host_get_device_pointer(void **dev, void *host)
+{
+	CUdeviceptr d = 0;
+	CUresult r = xs__cu.mem_host_get_device_pointer(&d, host, 0);
+	*dev = (void *)(uintptr_t)d;
+	return r;
+}
+
+/* Pinned, mapped into the device's address space, usable from every context (with the
+ * context the caller has bound). Ordinary write-back memory that the device reads
+ * coherently over the bus (not write-combined). */
+static inline xs_gpu_err xs_gpu_host_alloc_mapped(void **p, size_t n)
+{
+	return xs__cu.mem_host_alloc(p, n, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+}
+
+/* The null stream, CU_STREAM_LEGACY (cudaStreamLegacy) and CU_STREAM_PER_THREAD
+ * (cudaStreamPerThread). */
+static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
+{
+	return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+/* ---- runtime function pointers -> CUfunction ---- */
+
+/* The process's CUDA runtime, looked up at the first kernel command that needs it and
+ * again while none is found (it may be loaded later, as Python loads PyTorch). */
+typedef int (*xs__get_func_fn)(CUfunction *, const void *);
+typedef int (*xs__last_error_fn)(void);
+
+/* A resolved kernel: the runtime's host stub in one context. */
+typedef struct xs__fn {
+	struct xs__fn *next;
+	const void *stub;
+	CUcontext ctx;
+	CUfunction fn;
+} xs__fn;
+
+enum { XS__FN_BUCKETS = 256 };
+
+/* Guards xs__fns and xs__rt. A leaf, never held across a runtime call. */
+static xs_mutex xs__fn_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs__fn *xs__fns[XS__FN_BUCKETS];
+/* The runtime's cudaGetFuncBySymbol, and its cudaGetLastError to clear the error a failed
+ * lookup leaves on the calling thread (the application may check it after its launches). */
+static struct {
+	xs__get_func_fn get_func;
+	xs__last_error_fn last_error;
+} xs__rt;
+
+static size_t xs__fn_bucket(const void *stub, CUcontext ctx)
+{
+	uintptr_t h = (uintptr_t)stub ^ ((uintptr_t)ctx >> 4);
+	h ^= h >> 17;
+	h *= (uintptr_t)0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 24) % XS__FN_BUCKETS;
+}
+
+/* cudaGetFuncBySymbol of a runtime the application loaded: exported to the process
+ * (an executable, or a libcudart loaded with RTLD_GLOBAL), or a shared libcudart loaded
+ * locally (RTLD_NOLOAD: never loads one). */
+static void xs__find_runtime(void)
+{
+	static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12",
+					   "libcudart.so.11.0", "libcudart.so"};
+	void *h = RTLD_DEFAULT;
+	for (size_t i = 0; !dlsym(h, "cudaGetFuncBySymbol") && i < sizeof(libs) / sizeof(libs[0]);
+	     i++) {
+		void *l = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+		if (l)
+			h = l;
+	}
+	*(void **)&xs__rt.last_error = dlsym(h, "cudaGetLastError");
+	*(void **)&xs__rt.get_func = dlsym(h, "cudaGetFuncBySymbol");
+}
+
+/* Forget what is cached for @stub in @ctx (its launch said the handle is stale: a context
+ * destroyed and another made at the same address). */
+static void xs__fn_forget(const void *stub, CUcontext ctx)
+{
+	xs_mutex_lock(&xs__fn_lock);
+	for (xs__fn **pp = &xs__fns[xs__fn_bucket(stub, ctx)]; *pp; pp = &(*pp)->next)
+		if ((*pp)->stub == stub && (*pp)->ctx == ctx) {
+			xs__fn *dead = *pp;
+			*pp = dead->next;
+			free(dead);
+			break;
+		}
+	xs_mutex_unlock(&xs__fn_lock);
+}
+
+/* The CUfunction of runtime stub @stub in context @ctx: cached, else asked of the
+ * process's runtime with @ctx current on this thread (bound for the call if another
+ * context is). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND with *why set. */
+static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out, const char **why)
+{
+	size_t b = xs__fn_bucket(stub, ctx);
+	xs_mutex_lock(&xs__fn_lock);
+	for (xs__fn *e = xs__fns[b]; e; e = e->next)
+		if (e->stub == stub && e->ctx == ctx) {
+			*out = e->fn;
+			xs_mutex_unlock(&xs__fn_lock);
+			return CUDA_SUCCESS;
+		}
+	if (!xs__rt.get_func)
+		xs__find_runtime();
+	xs__get_func_fn get = xs__rt.get_func;
+	xs__last_error_fn last_error = xs__rt.last_error;
+	xs_mutex_unlock(&xs__fn_lock);
+	if (!get) {
+		*why = "no shared CUDA runtime (libcudart) in the process";
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	CUcontext cur = NULL;
+	CUresult r = xs__cu.ctx_get_current(&cur);
+	bool rebind = r == CUDA_SUCCESS && cur != ctx;
+	if (rebind)
+		r = xs__cu.ctx_set_current(ctx);
+	if (r != CUDA_SUCCESS) {
+		*why = "cannot make the stream's context current";
+		return r;
+	}
+	CUfunction fn = NULL;
+	int rt = get(&fn, stub);
+	if (rebind)
+		(void)xs__cu.ctx_set_current(cur);
+	if (rt != 0 || !fn) {
+		if (last_error)
+			(void)last_error();
+		*why = "the process's shared CUDA runtime does not know this kernel "
+		       "(cudaGetFuncBySymbol failed)";
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	xs__fn *e = malloc(sizeof(*e));
+	if (e) {
+		e->stub = stub;
+		e->ctx = ctx;
+		e->fn = fn;
+		xs_mutex_lock(&xs__fn_lock);
+		e->next = xs__fns[b];
+		xs__fns[b] = e;
+		xs_mutex_unlock(&xs__fn_lock);
+	}
+	*out = fn;
+	return CUDA_SUCCESS;
+}
+
+static inline xs_gpu_err xs_gpu_module_launch(const void *fn, XDim3 g, XDim3 b, size_t shmem,
+					      xs_gpu_stream s, void **args)
+{
+	return xs__cu.launch_kernel((CUfunction)(uintptr_t)fn, g.x, g.y, g.z, b.x, b.y, b.z,
+				    (unsigned int)shmem, s, args, NULL);
+}
+
+/* Launch runtime stub @func on @s, whose context is @bind's. A stub no runtime of the
+ * process resolves logs why (once per call) and returns CUDA_ERROR_NOT_FOUND. */
+static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b, void **args,
+					      size_t shmem, xs_gpu_stream s,
+					      const xs_gpu_binding *bind)
+{
+	for (int attempt = 0;; attempt++) {
+		CUfunction fn = NULL;
+		const char *why = NULL;
+		CUresult r = xs__fn_resolve(func, bind->ctx, &fn, &why);
+		if (r != CUDA_SUCCESS) {
+			XS_WARN("hal", "kernel %p on cuda stream %p: %s%s", func, (void *)s, why,
+				r != XS_GPU_KERNEL_UNRESOLVED
+				    ? ""
+				    : "; an application with the static CUDA runtime (nvcc's "
+				      "default) creates the command with "
+				      "HwCommandCreateCudaKernel() (xsched.h, after "
+				      "cuda_runtime_api.h) or HwCommandCreateModuleKernel()");
+			return r;
+		}
+		r = xs_gpu_module_launch((const void *)fn, g, b, shmem, s, args);
+		if (attempt == 0 &&
+		    (r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+		     r == CUDA_ERROR_INVALID_CONTEXT)) {
+			xs__fn_forget(func, bind->ctx); /* stale: resolve once more */
+			continue;
+		}
+		return r;
 	}
 }
 
@@ -145,7 +443,7 @@ static void xs__cu_load(void)
 static inline xs_gpu_err xs_gpu_signal_alloc(void **p)
 {
 	*p = NULL;
-	return cudaErrorNotSupported;
+	return CUDA_ERROR_NOT_SUPPORTED;
 }
 static inline void xs_gpu_signal_free(void *p)
 {
@@ -178,46 +476,22 @@ static inline const char *xs_gpu_pool_name(int pool)
 static inline bool xs_gpu_lazy_loading(void)
 {
 	CUmoduleLoadingMode m = CU_MODULE_EAGER_LOADING;
-	return xs__cu.module_get_loading_mode &&
-	       xs__cu.module_get_loading_mode(&m) == CUDA_SUCCESS && m == CU_MODULE_LAZY_LOADING;
-}
-
-/* Load the driver entry points once. On failure *missing names the first absent one. */
-static inline xs_gpu_err xs_gpu_runtime_init(const char **missing)
-{
-	pthread_once(&xs__cu_once, xs__cu_load);
-	*missing = xs__cu_missing;
-	return xs__cu_status;
-}
-
-/* Whether @err says that the runtime is being torn down (process exit): nothing to report. */
-static inline bool xs_gpu_err_is_shutdown(xs_gpu_err err)
-{
-	return err == cudaErrorCudartUnloading || err == cudaErrorContextIsDestroyed;
-}
-
-/* Whether @err says that no usable driver or device is present. */
-static inline bool xs_gpu_err_is_no_driver(xs_gpu_err err)
-{
-	return err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||
-	       err == cudaErrorStubLibrary || err == cudaErrorCallRequiresNewerDriver ||
-	       err == cudaErrorDevicesUnavailable || err == cudaErrorSystemDriverMismatch ||
-	       err == cudaErrorCompatNotSupportedOnDevice;
+	return xs__cu.module_get_loading_mode(&m) == CUDA_SUCCESS && m == CU_MODULE_LAZY_LOADING;
 }
 
 static inline xs_gpu_err xs_gpu_stream_binding(xs_gpu_stream s, xs_gpu_binding *b)
 {
-	return (xs_gpu_err)xs__cu.stream_get_ctx((CUstream)s, &b->ctx);
+	return xs__cu.stream_get_ctx(s, &b->ctx);
 }
 
 static inline xs_gpu_err xs_gpu_current_binding(xs_gpu_binding *b)
 {
-	return (xs_gpu_err)xs__cu.ctx_get_current(&b->ctx);
+	return xs__cu.ctx_get_current(&b->ctx);
 }
 
 static inline xs_gpu_err xs_gpu_bind(const xs_gpu_binding *b)
 {
-	return (xs_gpu_err)xs__cu.ctx_set_current(b->ctx);
+	return xs__cu.ctx_set_current(b->ctx);
 }
 
 static inline bool xs_gpu_same_binding(const xs_gpu_binding *a, const xs_gpu_binding *b)
@@ -235,23 +509,22 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 	if (r == CUDA_SUCCESS)
 		r = xs__cu.device_get_attribute(
 		    ok, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, dev);
-	return (xs_gpu_err)r;
+	return r;
 }
 
 /* Enqueue: the stream goes on once (int32_t)(*dev_ptr - (uint32_t)value) >= 0 (the
  * driver API's GEQ compares wrap-safe), i.e. once the counter reached @value. */
 static inline xs_gpu_err xs_gpu_wait_counter(xs_gpu_stream s, void *dev_ptr, uint64_t value)
 {
-	return (xs_gpu_err)xs__cu.stream_wait_value32((CUstream)s, (CUdeviceptr)(uintptr_t)dev_ptr,
-						      (cuuint32_t)value, CU_STREAM_WAIT_VALUE_GEQ);
+	return xs__cu.stream_wait_value32(s, (CUdeviceptr)(uintptr_t)dev_ptr, (cuuint32_t)value,
+					  CU_STREAM_WAIT_VALUE_GEQ);
 }
 
 /* Enqueue: write the low 32 bits of @value, after a memory barrier (the default flags). */
 static inline xs_gpu_err xs_gpu_write_done(xs_gpu_stream s, void *dev_ptr, uint64_t value)
 {
-	return (xs_gpu_err)xs__cu.stream_write_value32((CUstream)s, (CUdeviceptr)(uintptr_t)dev_ptr,
-						       (cuuint32_t)value,
-						       CU_STREAM_WRITE_VALUE_DEFAULT);
+	return xs__cu.stream_write_value32(s, (CUdeviceptr)(uintptr_t)dev_ptr, (cuuint32_t)value,
+					   CU_STREAM_WRITE_VALUE_DEFAULT);
 }
 
 /* The key of a device for the engine: the context. */
@@ -260,25 +533,18 @@ static inline uint64_t xs_gpu_binding_key(const xs_gpu_binding *b)
 	return (uint64_t)(uintptr_t)b->ctx;
 }
 
-/* The bound device's stream priority range (greatest is the numerically lowest). */
+/* The bound context's stream priority range (greatest is the numerically lowest). */
 static inline xs_gpu_err xs_gpu_priority_range(int *least, int *greatest)
 {
-	return cudaDeviceGetStreamPriorityRange(least, greatest);
+	return xs__cu.ctx_get_stream_priority_range(least, greatest);
 }
 
 static inline xs_gpu_err xs_gpu_stream_set_priority(xs_gpu_stream s, int prio)
 {
-	cudaStreamAttrValue v;
+	CUstreamAttrValue v;
 	memset(&v, 0, sizeof(v));
 	v.priority = prio;
-	return cudaStreamSetAttribute(s, cudaStreamAttributePriority, &v);
-}
-
-static inline xs_gpu_err xs_gpu_module_launch(const void *fn, XDim3 g, XDim3 b, size_t shmem,
-					      xs_gpu_stream s, void **args)
-{
-	return (xs_gpu_err)xs__cu.launch_kernel((CUfunction)(uintptr_t)fn, g.x, g.y, g.z, b.x, b.y,
-						b.z, (unsigned int)shmem, (CUstream)s, args, NULL);
+	return xs__cu.stream_set_attribute(s, CU_STREAM_ATTRIBUTE_PRIORITY, &v);
 }
 
 #endif

@@ -1,9 +1,12 @@
 /* Name mapping for gpu.c built as the HIP backend (-DXS_GPU_HIP). Included by gpu.c only.
  *
- * Every call comes from libamdhip64. Written against ROCm 5.2.3 (Debian 12), which has
- * no hipStreamGetDevice: hipGetStreamDeviceId gives the stream's device (it is still in
+ * Every call goes to libamdhip64, opened at the first HipQueueCreate (hip_api.h): the
+ * library links nothing from ROCm. Written against ROCm 5.2.3 (Debian 12), which has no
+ * hipStreamGetDevice: hipGetStreamDeviceId gives the stream's device (it is still in
  * ROCm 6). HIP has no user-visible contexts here: a library thread binds the stream's
- * device with hipSetDevice.
+ * device with hipSetDevice. Runtime function pointers (HwCommandCreateKernel) go to
+ * hipLaunchKernel of the same runtime instance the application registered them with
+ * (dlopen finds the libamdhip64 it linked).
  *
  * Lv2 gate: hipStreamWaitValue32 on host memory from hipHostMalloc(Mapped | Coherent):
  * coherent (fine-grained) so that the device sees a host store without a cache flush.
@@ -14,9 +17,10 @@
 #ifndef XS_HAL_GPU_HIP_H
 #define XS_HAL_GPU_HIP_H
 
-#include <hip/hip_runtime_api.h>
+#include "hal/hip_api.h"
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define XS_GPU_NAME        "hip"
 #define XS_GPU_CREATE_NAME "HipQueueCreate"
@@ -44,40 +48,42 @@ typedef struct xs_gpu_binding {
 } xs_gpu_binding;
 
 /* ---- runtime calls with the same shape in both runtimes ---- */
-#define xs_gpu_err_name                  hipGetErrorName
-#define xs_gpu_err_string                hipGetErrorString
-#define xs_gpu_clear_error               hipGetLastError
+#define xs_gpu_err_name                  XS_HIP(hipGetErrorName)
+#define xs_gpu_err_string                XS_HIP(hipGetErrorString)
+#define xs_gpu_clear_error               XS_HIP(hipGetLastError)
 #define XS_GPU_EVENT_DISABLE_TIMING      hipEventDisableTiming
-#define xs_gpu_event_create              hipEventCreateWithFlags
-#define xs_gpu_event_record              hipEventRecord
-#define xs_gpu_event_destroy             hipEventDestroy
-#define xs_gpu_stream_wait_event(s, e)   hipStreamWaitEvent(s, e, 0)
-#define xs_gpu_stream_sync               hipStreamSynchronize
-#define xs_gpu_stream_query              hipStreamQuery
-#define xs_gpu_stream_get_flags          hipStreamGetFlags
+#define xs_gpu_event_create              XS_HIP(hipEventCreateWithFlags)
+#define xs_gpu_event_record              XS_HIP(hipEventRecord)
+#define xs_gpu_event_destroy             XS_HIP(hipEventDestroy)
+#define xs_gpu_stream_wait_event(s, e)   XS_HIP(hipStreamWaitEvent)(s, e, 0)
+#define xs_gpu_stream_sync               XS_HIP(hipStreamSynchronize)
+#define xs_gpu_stream_query              XS_HIP(hipStreamQuery)
+#define xs_gpu_stream_get_flags          XS_HIP(hipStreamGetFlags)
 #define XS_GPU_STREAM_NON_BLOCKING       hipStreamNonBlocking
-#define xs_gpu_memcpy_async(d, s, n, st) hipMemcpyAsync(d, s, n, hipMemcpyDefault, st)
-#define xs_gpu_memset_async              hipMemsetAsync
+#define xs_gpu_memcpy_async(d, s, n, st) XS_HIP(hipMemcpyAsync)(d, s, n, hipMemcpyDefault, st)
+#define xs_gpu_memset_async              XS_HIP(hipMemsetAsync)
 /* ROCm 5.2.3 declares hipLaunchHostFunc but its library does not export it:
  * hipStreamAddCallback, whose callback also holds back later work on the stream, stands
  * in. Its status argument is not used (a failed stream reports at the next completion
  * point). */
 #define XS_GPU_HOST_FN_PARAMS                hipStream_t stream_, hipError_t status_, void *data
 #define XS_GPU_HOST_FN_UNUSED()              ((void)stream_, (void)status_)
-#define xs_gpu_launch_host_func(s, fn, d)    hipStreamAddCallback(s, fn, d, 0)
-#define xs_gpu_host_get_device_pointer(d, h) hipHostGetDevicePointer(d, h, 0)
+#define xs_gpu_launch_host_func(s, fn, d)    XS_HIP(hipStreamAddCallback)(s, fn, d, 0)
+#define xs_gpu_host_get_device_pointer(d, h) XS_HIP(hipHostGetDevicePointer)(d, h, 0)
 
 static inline xs_gpu_err xs_gpu_host_alloc_mapped(void **p, size_t n)
 {
-	return hipHostMalloc(p, n,
-			     hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent);
+	return XS_HIP(hipHostMalloc)(
+	    p, n, hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent);
 }
 
 static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b, void **args,
-					      size_t shmem, xs_gpu_stream s)
+					      size_t shmem, xs_gpu_stream s,
+					      const xs_gpu_binding *bind)
 {
+	(void)bind;
 	dim3 gd = {g.x, g.y, g.z}, bd = {b.x, b.y, b.z};
-	return hipLaunchKernel(func, gd, bd, args, shmem, s);
+	return XS_HIP(hipLaunchKernel)(func, gd, bd, args, shmem, s);
 }
 
 /* Whether @err says that the runtime is being torn down (process exit): nothing to report. */
@@ -92,13 +98,23 @@ static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
 	return s == NULL || s == (hipStream_t)1 || s == hipStreamPerThread;
 }
 
-static inline xs_gpu_err xs_gpu_runtime_init(const char **missing)
+/* Open the runtime once and count the devices. On failure *why says what is missing. */
+static inline xs_gpu_err xs_gpu_runtime_init(const char **why)
 {
+	static char msg[160];
 	int n = 0;
-	*missing = NULL;
-	hipError_t err = hipGetDeviceCount(&n);
+	hipError_t err = xs_hip_load(why);
+	if (err != hipSuccess)
+		return err;
+	err = XS_HIP(hipGetDeviceCount)(&n);
 	if (err == hipSuccess && n == 0)
 		err = hipErrorNoDevice;
+	if (err != hipSuccess) {
+		/* Racing writers write the same text. */
+		snprintf(msg, sizeof(msg), "hipGetDeviceCount: %s (%s)",
+			 XS_HIP(hipGetErrorName)(err), XS_HIP(hipGetErrorString)(err));
+		*why = msg;
+	}
 	return err;
 }
 
@@ -110,18 +126,18 @@ static inline bool xs_gpu_err_is_no_driver(xs_gpu_err err)
 
 static inline xs_gpu_err xs_gpu_stream_binding(xs_gpu_stream s, xs_gpu_binding *b)
 {
-	b->device = hipGetStreamDeviceId(s);
+	b->device = XS_HIP(hipGetStreamDeviceId)(s);
 	return b->device >= 0 ? hipSuccess : hipErrorInvalidHandle;
 }
 
 static inline xs_gpu_err xs_gpu_current_binding(xs_gpu_binding *b)
 {
-	return hipGetDevice(&b->device);
+	return XS_HIP(hipGetDevice)(&b->device);
 }
 
 static inline xs_gpu_err xs_gpu_bind(const xs_gpu_binding *b)
 {
-	return hipSetDevice(b->device);
+	return XS_HIP(hipSetDevice)(b->device);
 }
 
 static inline bool xs_gpu_same_binding(const xs_gpu_binding *a, const xs_gpu_binding *b)
@@ -132,9 +148,10 @@ static inline bool xs_gpu_same_binding(const xs_gpu_binding *a, const xs_gpu_bin
 static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 {
 	int dev;
-	hipError_t err = hipGetDevice(&dev);
+	hipError_t err = XS_HIP(hipGetDevice)(&dev);
 	if (err == hipSuccess)
-		err = hipDeviceGetAttribute(ok, hipDeviceAttributeCanUseStreamWaitValue, dev);
+		err =
+		    XS_HIP(hipDeviceGetAttribute)(ok, hipDeviceAttributeCanUseStreamWaitValue, dev);
 	return err;
 }
 
@@ -147,12 +164,12 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 #define XS_GPU_WANTS_SIGNAL_MEMORY(c) ((c)->hip_cp_wait)
 static inline xs_gpu_err xs_gpu_signal_alloc(void **p)
 {
-	return hipExtMallocWithFlags(p, 8, hipMallocSignalMemory);
+	return XS_HIP(hipExtMallocWithFlags)(p, 8, hipMallocSignalMemory);
 }
 static inline void xs_gpu_signal_free(void *p)
 {
 	if (p)
-		(void)hipFree(p);
+		(void)XS_HIP(hipFree)(p);
 }
 
 /* Pools of hardware queues: ROCclr keeps GPU_MAX_HW_QUEUES HSA queues per stream
@@ -167,7 +184,7 @@ static inline void xs_gpu_signal_free(void *p)
 static inline int xs_gpu_stream_pool(xs_gpu_stream s)
 {
 	int p = 0;
-	if (hipStreamGetPriority(s, &p) != hipSuccess)
+	if (XS_HIP(hipStreamGetPriority)(s, &p) != hipSuccess)
 		p = 0;
 	return p < 0 ? 0 : p == 0 ? 1 : 2; /* lower numbers are higher priorities */
 }
@@ -190,13 +207,13 @@ static inline bool xs_gpu_lazy_loading(void)
 /* Enqueue: the stream goes on once *dev_ptr >= value. */
 static inline xs_gpu_err xs_gpu_wait_counter(xs_gpu_stream s, void *dev_ptr, uint64_t value)
 {
-	return hipStreamWaitValue64(s, dev_ptr, value, hipStreamWaitValueGte, ~UINT64_C(0));
+	return XS_HIP(hipStreamWaitValue64)(s, dev_ptr, value, hipStreamWaitValueGte, ~UINT64_C(0));
 }
 
 /* Enqueue: write @value. */
 static inline xs_gpu_err xs_gpu_write_done(xs_gpu_stream s, void *dev_ptr, uint64_t value)
 {
-	return hipStreamWriteValue64(s, dev_ptr, value, 0);
+	return XS_HIP(hipStreamWriteValue64)(s, dev_ptr, value, 0);
 }
 
 /* The key of a device for the engine: the device index. */
@@ -208,8 +225,8 @@ static inline uint64_t xs_gpu_binding_key(const xs_gpu_binding *b)
 static inline xs_gpu_err xs_gpu_module_launch(const void *fn, XDim3 g, XDim3 b, size_t shmem,
 					      xs_gpu_stream s, void **args)
 {
-	return hipModuleLaunchKernel((hipFunction_t)(uintptr_t)fn, g.x, g.y, g.z, b.x, b.y, b.z,
-				     (unsigned int)shmem, s, args, NULL);
+	return XS_HIP(hipModuleLaunchKernel)((hipFunction_t)(uintptr_t)fn, g.x, g.y, g.z, b.x, b.y,
+					     b.z, (unsigned int)shmem, s, args, NULL);
 }
 
 #endif

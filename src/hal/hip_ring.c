@@ -1,7 +1,7 @@
 /* The HIP stream -> hardware queue lookup of hip_ring.h. HIP builds only. */
 #include "hal/hip_ring.h"
 
-#include <hip/hip_runtime_api.h>
+#include "hal/hip_api.h"
 #include <hip/hiprtc.h>
 
 #include <dlfcn.h>
@@ -74,9 +74,9 @@ static XResult map_error(hipError_t e)
 static XResult fail(void *stream, const char *call, hipError_t e)
 {
 	XResult res = map_error(e);
-	(void)hipGetLastError(); /* do not leave the failure as the thread's last error */
+	(void)XS_HIP(hipGetLastError)(); /* do not leave the failure as the thread's last error */
 	XS_WARN(TOPIC, "HIP stream %p: %s failed (%s%s); Lv3 unavailable for it", stream, call,
-		hipGetErrorString(e),
+		XS_HIP(hipGetErrorString)(e),
 		no_code_object(e) ? "; the library has no code object for this GPU: rebuild "
 				    "with -Dhip_offload_arch=<its gfx name>"
 				  : "");
@@ -84,8 +84,8 @@ static XResult fail(void *stream, const char *call, hipError_t e)
 }
 
 /* Load the kernel on @dev unless done. Caller holds ring_lock. */
-/* hiprtc, found at run time: ROCm 5.2 exports it from libamdhip64, ROCm 5.3+ ships
- * libhiprtc.so.N. Guarded by ring_lock. */
+/* hiprtc, found at run time: ROCm 5.2 exports it from libamdhip64 (the process's, or the
+ * one hip_api.c opened), ROCm 5.3+ ships libhiprtc.so.N. Guarded by ring_lock. */
 static struct {
 	hiprtcResult (*create)(hiprtcProgram *, const char *, const char *, int,
 			       const char *const *, const char *const *);
@@ -104,6 +104,9 @@ static bool rtc_find_locked(void)
 	if (rtc.tried)
 		return rtc.create != NULL;
 	rtc.tried = true;
+	if (!dlsym(h, "hiprtcCreateProgram") && xs_hip_library() &&
+	    dlsym(xs_hip_library(), "hiprtcCreateProgram"))
+		h = xs_hip_library();
 	for (size_t i = 0; !dlsym(h, "hiprtcCreateProgram") && i < sizeof(libs) / sizeof(libs[0]);
 	     i++) {
 		void *l = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
@@ -129,7 +132,8 @@ static hipError_t rtc_load_locked(int dev)
 	const char *opts[1] = {opt};
 	size_t size = 0;
 	char *code = NULL;
-	hipError_t e = hipGetDeviceProperties(&prop, dev);
+	hipError_t e = XS_HIP(hipGetDeviceProperties) ? XS_HIP(hipGetDeviceProperties)(&prop, dev)
+						      : hipErrorNotSupported;
 
 	if (e != hipSuccess)
 		return e;
@@ -156,7 +160,7 @@ static hipError_t rtc_load_locked(int dev)
 		free(code);
 		return hipErrorNoBinaryForGpu;
 	}
-	e = hipModuleLoadData(&ring_module[dev], code);
+	e = XS_HIP(hipModuleLoadData)(&ring_module[dev], code);
 	free(code); /* loaded: the runtime keeps its own copy */
 	if (e != hipSuccess)
 		ring_module[dev] = NULL;
@@ -173,19 +177,20 @@ static hipError_t load_locked(int dev)
 	if (ring_kernel[dev])
 		return hipSuccess;
 	if (!ring_module[dev] && xs_hip_ring_co_size > 0) {
-		e = hipModuleLoadData(&ring_module[dev], xs_hip_ring_co);
+		e = XS_HIP(hipModuleLoadData)(&ring_module[dev], xs_hip_ring_co);
 		if (e != hipSuccess)
 			ring_module[dev] = NULL;
 	}
 	/* A code object runs only on its exact ISA: none for this GPU in the bundle (MI300
 	 * is gfx942, which a ROCm 5.2 hipcc cannot build), so compile one here. */
 	if (!ring_module[dev] && (xs_hip_ring_co_size == 0 || no_code_object(e))) {
-		(void)hipGetLastError();
+		(void)XS_HIP(hipGetLastError)();
 		e = rtc_load_locked(dev);
 	}
 	if (!ring_module[dev])
 		return e;
-	return hipModuleGetFunction(&ring_kernel[dev], ring_module[dev], "xs_hip_ring_read");
+	return XS_HIP(hipModuleGetFunction)(&ring_kernel[dev], ring_module[dev],
+					    "xs_hip_ring_read");
 }
 
 XResult xs_hip_stream_ring_base(void *stream, uint64_t *ring)
@@ -204,7 +209,7 @@ XResult xs_hip_stream_ring_base(void *stream, uint64_t *ring)
 			       "unavailable for it");
 		return kXSchedErrorInvalidValue;
 	}
-	e = hipGetDevice(&dev);
+	e = XS_HIP(hipGetDevice)(&dev);
 	if (e != hipSuccess)
 		return fail(stream, "hipGetDevice", e);
 	if (dev < 0 || dev >= MAX_DEVICES) {
@@ -221,7 +226,7 @@ XResult xs_hip_stream_ring_base(void *stream, uint64_t *ring)
 	if (!ring_buf) {
 		void *p = NULL;
 
-		e = hipHostMalloc(&p, 64, hipHostMallocMapped | hipHostMallocPortable);
+		e = XS_HIP(hipHostMalloc)(&p, 64, hipHostMallocMapped | hipHostMallocPortable);
 		if (e == hipSuccess)
 			ring_buf = p;
 	}
@@ -231,18 +236,18 @@ XResult xs_hip_stream_ring_base(void *stream, uint64_t *ring)
 	}
 	if (e == hipSuccess) {
 		call = "hipHostGetDevicePointer";
-		e = hipHostGetDevicePointer(&dev_buf, (void *)ring_buf, 0);
+		e = XS_HIP(hipHostGetDevicePointer)(&dev_buf, (void *)ring_buf, 0);
 	}
 	if (e == hipSuccess) {
 		ring_buf[0] = 0;
 		args[0] = &dev_buf;
 		call = "hipModuleLaunchKernel";
-		e = hipModuleLaunchKernel(ring_kernel[dev], 1, 1, 1, 1, 1, 1, 0,
-					  (hipStream_t)stream, args, NULL);
+		e = XS_HIP(hipModuleLaunchKernel)(ring_kernel[dev], 1, 1, 1, 1, 1, 1, 0,
+						  (hipStream_t)stream, args, NULL);
 	}
 	if (e == hipSuccess) {
 		call = "hipStreamSynchronize";
-		e = hipStreamSynchronize((hipStream_t)stream);
+		e = XS_HIP(hipStreamSynchronize)((hipStream_t)stream);
 	}
 	r = e == hipSuccess ? ring_buf[0] : 0;
 	xs_mutex_unlock(&ring_lock);

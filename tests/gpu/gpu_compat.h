@@ -11,6 +11,9 @@
 #endif
 #define XT_RUNTIME      "hip"
 #define XT_QUEUE_CREATE HipQueueCreate
+/* A kernel command of a runtime function pointer (the library launches it with the HIP
+ * runtime the program linked). */
+#define XT_CREATE_KERNEL HwCommandCreateKernel
 typedef hipError_t gpuError_t;
 typedef hipStream_t gpuStream_t;
 #define gpuSuccess                    hipSuccess
@@ -44,6 +47,9 @@ typedef hipDeviceProp_t gpuDeviceProp;
 #endif
 #define XT_RUNTIME                    "cuda"
 #define XT_QUEUE_CREATE               CudaQueueCreate
+/* A kernel command resolved by this program's CUDA runtime, static or shared (xsched.h,
+ * included after this header). */
+#define XT_CREATE_KERNEL              HwCommandCreateCudaKernel
 typedef cudaError_t gpuError_t;
 typedef cudaStream_t gpuStream_t;
 #define gpuSuccess                    cudaSuccess
