@@ -417,51 +417,78 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 }
 
 /* The done mark of a stream without memory operations: a host function. */
-typedef struct xs__mark {
+typedef struct xs__mark_arg {
 	xs__gpu_q *g;
 	uint64_t seq;
-} xs__mark;
+} xs__mark_arg;
 
 static void xs__mark_tramp(XS_GPU_HOST_FN_PARAMS)
 {
 	XS_GPU_HOST_FN_UNUSED();
-	xs__mark *m = data;
+	xs__mark_arg *m = data;
 	xs__store(m->g->done, m->seq);
 	free(m);
 }
 
-static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
+/* Enqueue the done mark of @seq (a stream write-value, or a host function where the
+ * stream has no memory operations). */
+static xs_gpu_err xs__mark(xs__gpu_q *g, uint64_t seq)
+{
+	if (g->memops)
+		return xs_gpu_write_done(g->stream, g->done_dev, seq);
+	xs__mark_arg *m = malloc(sizeof(*m));
+	if (!m)
+		return (xs_gpu_err)1;
+	m->g = g;
+	m->seq = seq;
+	xs_gpu_err err = xs_gpu_launch_host_func(g->stream, xs__mark_tramp, m);
+	if (err != XS_GPU_OK)
+		free(m);
+	return err;
+}
+
+static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags)
 {
 	xs__gpu_q *g = xs__gq(q);
 	XResult res = kXSchedSuccess;
 	xs_gpu_err err = XS_GPU_OK;
-	if (gated && cmd) {
+	bool gated = (flags & XS_ENQ_GATED) && cmd;
+	bool mark = (flags & XS_ENQ_MARK) || !cmd || !g->memops;
+	if ((flags & XS_ENQ_MARK_PREV) && g->memops) {
+		/* The previous command's mark and this one's counter wait: one call where the
+		 * runtime batches memory operations. */
+		err = gated ? xs_gpu_write_then_wait(g->stream, g->done_dev, seq - 1,
+						     g->counter_dev, seq)
+			    : xs_gpu_write_done(g->stream, g->done_dev, seq - 1);
+		if (err != XS_GPU_OK) {
+			xs_gpu_clear_error();
+			atomic_store_explicit(&q->broken, true, memory_order_relaxed);
+			return xs__fail("done mark (stream write-value)", g->stream, err);
+		}
+		gated = false; /* done */
+	}
+	if (gated) {
 		err = xs_gpu_wait_counter(g->stream, g->counter_dev, seq);
 		if (err != XS_GPU_OK)
 			res = xs__fail("counter wait (stream wait-value)", g->stream, err);
 	}
 	if (cmd && res == kXSchedSuccess)
 		res = xs__launch(g, cmd);
-	if (g->memops) {
-		err = xs_gpu_write_done(g->stream, g->done_dev, seq);
-	} else {
-		xs__mark *m = malloc(sizeof(*m));
-		err = m ? xs_gpu_launch_host_func(g->stream, xs__mark_tramp, m) : XS_GPU_OK;
-		if (m) {
-			m->g = g;
-			m->seq = seq;
-		}
-		if (!m || err != XS_GPU_OK)
-			free(m);
-		if (!m)
-			err = (xs_gpu_err)1;
-	}
+	if (!mark)
+		return res;
+	err = xs__mark(g, seq);
 	if (err != XS_GPU_OK) {
 		xs_gpu_clear_error();
 		atomic_store_explicit(&q->broken, true, memory_order_relaxed);
 		return xs__fail("done mark (stream write-value)", g->stream, err);
 	}
 	return res;
+}
+
+/* Whether the stream has nothing incomplete: what was enqueued before the call is done. */
+static bool xs__idle(xs_hwq *q)
+{
+	return xs_gpu_stream_query(xs__gq(q)->stream) == XS_GPU_OK;
 }
 
 static void xs__set_run_gate(xs_hwq *q, bool open)
@@ -598,7 +625,9 @@ static const xs_hal_ops xs__gpu_ops = {
     .thread_init = xs__thread_init,
     .supports = xs__supports,
     .device_key = xs__device_key,
+    .lazy_marks = true,
     .enqueue = xs__enqueue,
+    .idle = xs__idle,
     .reset = xs__reset,
     .commit = xs__commit,
     .done = xs__done,

@@ -90,6 +90,8 @@ static struct {
 	CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
 	CUresult (*stream_wait_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 	CUresult (*stream_write_value32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+	CUresult (*stream_batch_mem_op)(CUstream, unsigned int, CUstreamBatchMemOpParams *,
+					unsigned int);
 	CUresult (*launch_kernel)(CUfunction, unsigned int, unsigned int, unsigned int,
 				  unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
 				  void **, void **);
@@ -136,6 +138,7 @@ static void xs__cu_load(void)
 	    {"cuDeviceGetAttribute", (void **)&xs__cu.device_get_attribute},
 	    {"cuStreamWaitValue32", (void **)&xs__cu.stream_wait_value32},
 	    {"cuStreamWriteValue32", (void **)&xs__cu.stream_write_value32},
+	    {"cuStreamBatchMemOp", (void **)&xs__cu.stream_batch_mem_op},
 	    {"cuLaunchKernel", (void **)&xs__cu.launch_kernel},
 	    {"cuModuleGetLoadingMode", (void **)&xs__cu.module_get_loading_mode},
 	};
@@ -525,6 +528,26 @@ static inline xs_gpu_err xs_gpu_write_done(xs_gpu_stream s, void *dev_ptr, uint6
 {
 	return xs__cu.stream_write_value32(s, (CUdeviceptr)(uintptr_t)dev_ptr, (cuuint32_t)value,
 					   CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+/* Enqueue: write the low 32 bits of @value to @done_ptr, then wait for the counter at
+ * @counter_ptr to reach @target, in one call (a batch of memory operations, run in
+ * order): one driver call instead of two, about 1 us less per command on an H100
+ * (measured 2026-11-25, doc/RESULTS.md). */
+static inline xs_gpu_err xs_gpu_write_then_wait(xs_gpu_stream s, void *done_ptr, uint64_t value,
+						void *counter_ptr, uint64_t target)
+{
+	CUstreamBatchMemOpParams p[2];
+	memset(p, 0, sizeof(p));
+	p[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+	p[0].writeValue.address = (CUdeviceptr)(uintptr_t)done_ptr;
+	p[0].writeValue.value = (cuuint32_t)value;
+	p[0].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+	p[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+	p[1].waitValue.address = (CUdeviceptr)(uintptr_t)counter_ptr;
+	p[1].waitValue.value = (cuuint32_t)target;
+	p[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+	return xs__cu.stream_batch_mem_op(s, 2, p, 0);
 }
 
 /* The key of a device for the engine: the context. */

@@ -216,6 +216,15 @@ static inline xs_gpu_err xs_gpu_write_done(xs_gpu_stream s, void *dev_ptr, uint6
 	return XS_HIP(hipStreamWriteValue64)(s, dev_ptr, value, 0);
 }
 
+/* Enqueue: write @value to @done_ptr, then wait for @counter_ptr to reach @target (two
+ * calls: ROCm 5 has no batch of memory operations). */
+static inline xs_gpu_err xs_gpu_write_then_wait(xs_gpu_stream s, void *done_ptr, uint64_t value,
+						void *counter_ptr, uint64_t target)
+{
+	xs_gpu_err err = xs_gpu_write_done(s, done_ptr, value);
+	return err == XS_GPU_OK ? xs_gpu_wait_counter(s, counter_ptr, target) : err;
+}
+
 /* The key of a device for the engine: the device index. */
 static inline uint64_t xs_gpu_binding_key(const xs_gpu_binding *b)
 {

@@ -5,12 +5,18 @@
  * terms (doc/architecture.md):
  *
  * - Sequence numbers. The engine numbers the commands of a HwQueue 1, 2, 3, ... in
- *   enqueue order. enqueue(q, cmd, seq, gated) puts cmd on the queue behind everything
+ *   enqueue order. enqueue(q, cmd, seq, flags) puts cmd on the queue behind everything
  *   enqueued before and, after it, a *done mark* (with cmd NULL, only the mark): when the queue
  * reaches the mark it publishes seq (GPU: a stream write-value into host-mapped memory; host: the
  * executor stores it). done(q) reads the last published number, so completion tracking is one
  *   memory load, from any thread, for any number of queues.
- * - Counter gate (Lv2). With @gated the queue first waits until its counter >= seq
+ * - Left-out marks. With XS_ENQ_MARK clear the mark after cmd is left out: seq becomes
+ *   visible with a later mark (marks count: publishing n says every number <= n is done),
+ *   and, for a queue that ran dry, through idle(). XS_ENQ_MARK_PREV puts the mark of
+ *   seq - 1 first, before the counter wait and cmd: the engine asks for it when cmd may
+ *   block the queue (a counter wait, an event wait), so that what ran before is seen done
+ *   meanwhile. Only backends with lazy_marks are asked to leave a mark out.
+ * - Counter gate (Lv2). With XS_ENQ_GATED the queue first waits until its counter >= seq
  *   (GPU: a stream wait-value on a host-mapped word). commit(q, c) stores c into the
  *   counter: the device may then run every gated command numbered <= c. Storing a lower
  *   value (decommit) stops the queue before the next gated command above it; a command
@@ -51,6 +57,13 @@
 
 typedef struct xs_hwq xs_hwq;
 
+/* enqueue's flags (the contract above). */
+enum {
+	XS_ENQ_GATED = 1u << 0,     /* wait for the counter to reach seq first */
+	XS_ENQ_MARK = 1u << 1,      /* the done mark of seq after cmd */
+	XS_ENQ_MARK_PREV = 1u << 2, /* the done mark of seq - 1 before anything else */
+};
+
 typedef struct xs_hal_ops {
 	const char *name;
 	/* The backend calls xs_hwq.on_done after each done number it publishes (else the
@@ -64,8 +77,13 @@ typedef struct xs_hal_ops {
 	/* Queues with the same key share a device: one commitment budget, one progress
 	 * thread. */
 	uint64_t (*device_key)(xs_hwq *q);
-	/* See the contract above. Must not wait for the device. */
-	XResult (*enqueue)(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated);
+	/* Whether enqueue honours a left-out mark (XS_ENQ_MARK clear; see the contract). */
+	bool lazy_marks;
+	/* See the contract above (@flags: XS_ENQ_*). Must not wait for the device. */
+	XResult (*enqueue)(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags);
+	/* Optional, with lazy_marks and without pushes_done: whether everything enqueued so
+	 * far has completed (GPU: a stream query). Must not wait; false on failure. */
+	bool (*idle)(xs_hwq *q);
 	/* Set the counter and the done number back to 0; nothing of the queue is incomplete
 	 * (a new XQueue starts numbering; the engine raised xs_hwq.generation before the
 	 * call). Wakes the threads blocked in wait_done. */

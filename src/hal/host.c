@@ -28,6 +28,7 @@ struct xs__entry {
 	xs_cmd *cmd;  /* holds a reference; NULL for a done mark alone */
 	uint64_t seq; /* 0: a run gate check (no number, nothing published) */
 	bool gated;
+	bool mark; /* publish seq once run (else at the next mark, or when the queue stops) */
 	struct xs__entry *next;
 };
 
@@ -110,15 +111,31 @@ static XResult xs__wait_record(xs__host_q *h, xs_cmd *rec)
 	return res;
 }
 
+/* Publish @seq as done: what its entries did is visible to whoever sees it. Caller holds
+ * h->lock. */
+static void xs__publish(xs__host_q *h, uint64_t seq)
+{
+	atomic_store_explicit(&h->done_seq, seq, memory_order_release);
+	xs_cond_broadcast(&h->cv);
+	if (h->base.on_done)
+		h->base.on_done(h->base.on_done_arg);
+}
+
 static void *xs__executor(void *arg)
 {
 	xs__host_q *h = arg;
+	uint64_t ran = 0; /* the last number run, not yet published (a left-out mark) */
 	xs_mutex_lock(&h->lock);
 	for (;;) {
 		/* The counter is stored without the lock; commit broadcasts under it after the
 		 * store, so a check that saw the old value is followed by a wake-up. */
-		while (!xs__may_start(h) && !(h->stop && !h->head))
+		while (!xs__may_start(h) && !(h->stop && !h->head)) {
+			if (ran) { /* the queue ran dry or waits: what ran is done (hal.h) */
+				xs__publish(h, ran);
+				ran = 0;
+			}
 			xs_cond_wait(&h->cv, &h->lock);
+		}
 		if (!h->head) /* stop, and nothing left */
 			break;
 		struct xs__entry *e = h->head;
@@ -130,6 +147,13 @@ static void *xs__executor(void *arg)
 			continue;
 		}
 		atomic_store_explicit(&h->started_seq, e->seq, memory_order_relaxed);
+		if (ran && e->cmd && e->cmd->kind != XS_CMD_EVENT_RECORD) {
+			/* User code (a host function, a callback) or an event wait may block the
+			 * queue: what ran before is done, published first (XS_ENQ_MARK_PREV's
+			 * purpose, hal.h). */
+			xs__publish(h, ran);
+			ran = 0;
+		}
 		xs_mutex_unlock(&h->lock);
 
 		xs_cmd *cmd = e->cmd;
@@ -152,12 +176,15 @@ static void *xs__executor(void *arg)
 		xs_obj_unref(cmd ? &cmd->obj : NULL);
 
 		xs_mutex_lock(&h->lock);
-		atomic_store_explicit(&h->done_seq, e->seq, memory_order_release);
+		ran = e->seq;
+		if (e->mark) {
+			xs__publish(h, ran);
+			ran = 0;
+		}
 		free(e);
-		xs_cond_broadcast(&h->cv);
-		if (h->base.on_done)
-			h->base.on_done(h->base.on_done_arg);
 	}
+	if (ran)
+		xs__publish(h, ran);
 	xs_mutex_unlock(&h->lock);
 	return NULL;
 }
@@ -194,7 +221,7 @@ static void xs__append(xs__host_q *h, struct xs__entry *e)
 	xs_mutex_unlock(&h->lock);
 }
 
-static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
+static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags)
 {
 	xs__host_q *h = xs__hq(q);
 	XResult res = kXSchedSuccess;
@@ -213,7 +240,11 @@ static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, bool gated)
 		xs_obj_ref(&cmd->obj);
 	e->cmd = cmd;
 	e->seq = seq;
-	e->gated = gated;
+	e->gated = flags & XS_ENQ_GATED;
+	/* XS_ENQ_MARK_PREV needs nothing here: the executor publishes what ran whenever it
+	 * cannot go on (the queue ran dry, or waits at a counter, gate or Lv3 hold) and
+	 * before each entry that runs user code or waits for an event. */
+	e->mark = flags & XS_ENQ_MARK;
 	xs__append(h, e);
 	return res;
 }
@@ -330,6 +361,7 @@ static const xs_hal_ops xs__host_ops = {
     .thread_init = xs__thread_init,
     .supports = xs__supports,
     .device_key = xs__device_key,
+    .lazy_marks = true,
     .enqueue = xs__enqueue,
     .reset = xs__reset,
     .commit = xs__commit,

@@ -359,7 +359,7 @@ static void *xs__progress_main(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			/* The lock only where a done number moved, and on each look (which
 			 * also takes idle queues off the active list). */
-			if (look || xs_engine_done_moved(v[i])) {
+			if (look || xs_engine_done_moved(v[i]) || xs_engine_tail_due(v[i], now)) {
 				xs_mutex_lock(&v[i]->lock);
 				progressed |= xs_engine_reap(v[i], check);
 				xs_mutex_unlock(&v[i]->lock);

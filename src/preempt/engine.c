@@ -144,6 +144,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->sleep_seq = UINT64_MAX;
 	atomic_init(&xq->seen_done, 0);
 	atomic_init(&xq->expect_ns, INT64_MAX);
+	atomic_init(&xq->tail_unmarked, false);
 	xq->gate_after = UINT64_MAX;
 	xs_list_init(&xq->pending);
 	xs_list_init(&xq->inflight);
@@ -367,6 +368,56 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd);
 }
 
+/* Whether number @seq (@cmd) may go without a done mark of its own (hal.h, "Left-out
+ * marks"): its completion is then seen with a later mark, or by asking the backend whether
+ * the queue is idle (xs_engine_reap). That saves a driver call per command (a stream
+ * write-value: 1.1-1.2 us of a 4 us launch on an H100, doc/RESULTS.md). At most every
+ * batch_size-th command (and at least one in half the in-flight window, so that the
+ * window keeps moving) carries a mark, and so does every command of a queue that needs
+ * each completion at once: a limited queue (the budget's accounting), one with a waiter
+ * for it, one being destroyed, one above Lv2 (a suspended Lv3 queue cannot say it is
+ * idle) or whose stream got run gate checks (a stream stopped at one is not idle either);
+ * and every event record (dependencies follow it) and inline command. Caller holds
+ * xq->lock. */
+static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq)
+{
+	if (!xq->hwq->ops->lazy_marks || xq->limited || xq->closing ||
+	    xq->level >= kPreemptLevelInterrupt || xq->gate_after != UINT64_MAX)
+		return false;
+	switch (cmd->kind) {
+	case XS_CMD_KERNEL:
+	case XS_CMD_MODULE_KERNEL:
+	case XS_CMD_MEMCPY:
+	case XS_CMD_MEMSET:
+	case XS_CMD_CALLBACK:
+	case XS_CMD_HOST_FUNC:
+		break;
+	default:
+		return false;
+	}
+	if (xq->sleepers && xq->sleep_seq <= seq)
+		return false;
+	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
+	return (int64_t)(seq - xq->marked) < k;
+}
+
+/* The backend's flags for enqueuing @cmd as number @seq (hal.h). A command that may stop
+ * the queue before it completes (a counter wait, an event wait, a host function, which
+ * may block or wait for an earlier command of its own queue) gets the previous number's
+ * left-out mark in front of it, so that what ran before is seen done meanwhile. Caller
+ * holds xq->lock. */
+static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq, bool gated,
+				  XResult skip)
+{
+	unsigned flags = gated ? XS_ENQ_GATED : 0;
+	if (skip != kXSchedSuccess || !xs__may_leave_mark(xq, cmd, seq))
+		flags |= XS_ENQ_MARK;
+	if ((gated || cmd->kind == XS_CMD_EVENT_WAIT || cmd->kind == XS_CMD_HOST_FUNC) &&
+	    xq->marked < seq - 1)
+		flags |= XS_ENQ_MARK_PREV;
+	return flags;
+}
+
 /* Enqueue pending commands in order while they may go, on the calling thread. Caller
  * holds xq->lock, which is dropped around each backend call. */
 static void xs__drain(xs_xqueue *xq)
@@ -399,6 +450,7 @@ static void xs__drain(xs_xqueue *xq)
 		bool needs_done = record && (gated || xs__gated_in_flight(xq));
 		if (record)
 			cmd->u.record.ops = q->ops;
+		unsigned flags = xs__enqueue_flags(xq, cmd, seq, gated, skip);
 		xs_dev_activate(xq);
 		xs_obj_ref(&cmd->obj);
 		xq->issuing = seq;
@@ -409,7 +461,7 @@ static void xs__drain(xs_xqueue *xq)
 		if (!broken) {
 			const xs_xqueue *outer = xs__in_enqueue; /* an inline callback's, or NULL */
 			xs__in_enqueue = xq;
-			res = q->ops->enqueue(q, skip == kXSchedSuccess ? cmd : NULL, seq, gated);
+			res = q->ops->enqueue(q, skip == kXSchedSuccess ? cmd : NULL, seq, flags);
 			xs__in_enqueue = outer;
 		}
 		if (skip != kXSchedSuccess)
@@ -423,6 +475,11 @@ static void xs__drain(xs_xqueue *xq)
 			cmd->result = res;
 		xq->enqueued = seq;
 		xq->issuing = 0;
+		if (flags & XS_ENQ_MARK)
+			xq->marked = seq;
+		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1)
+			xq->marked = seq - 1;
+		atomic_store_explicit(&xq->tail_unmarked, xq->marked < seq, memory_order_relaxed);
 		if (!gated && !xq->busy_since_ns)
 			xs__busy(xq, xs_now_ns());
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
@@ -558,6 +615,17 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health)
 	}
 	uint64_t done = q->ops->done(q);
 	XResult fail = kXSchedSuccess;
+	if (done != UINT64_MAX && done >= xq->marked && xq->marked < xq->enqueued && q->ops->idle) {
+		/* Every mark was seen; the commands after the last one have none: done if the
+		 * queue is idle. Read first: what was enqueued before the query. */
+		uint64_t upto = xq->enqueued;
+		if (q->ops->idle(q)) {
+			done = upto;
+			xq->marked = upto;
+			atomic_store_explicit(&xq->tail_unmarked, xq->marked < xq->enqueued,
+					      memory_order_relaxed);
+		}
+	}
 	if (done == UINT64_MAX) {
 		done = xq->enqueued;
 		fail = kXSchedErrorHardware;
@@ -674,6 +742,12 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 int64_t xs_engine_expect_ns(const xs_xqueue *xq)
 {
 	return atomic_load_explicit(&xq->expect_ns, memory_order_relaxed);
+}
+
+bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now)
+{
+	return atomic_load_explicit(&xq->tail_unmarked, memory_order_relaxed) &&
+	       atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) <= now;
 }
 
 bool xs_engine_done_moved(xs_xqueue *xq)

@@ -89,8 +89,9 @@ typedef struct xs_xqueue {
 	uint64_t issuing;    /* the seq inside an enqueue call now, 0 = none (statistics) */
 	XResult err_pending; /* first failure since XQueueWaitAll last reported one */
 
-	int64_t threshold, batch_size; /* window; batch_size is kept for the API (unused) */
-	int level;                     /* XPreemptLevel in force */
+	int64_t threshold, batch_size; /* window; at most batch_size commands per done mark */
+	uint64_t marked;      /* the highest number whose done mark was enqueued (or seen done) */
+	int level;            /* XPreemptLevel in force */
 	bool launching;       /* the launch token: one thread enqueues at a time, in order */
 	bool app_suspended;   /* XQueueSuspend/Resume */
 	bool sched_suspended; /* the scheduler's decision */
@@ -121,6 +122,7 @@ typedef struct xs_xqueue {
 	/* Lock-free copies for the progress thread's look (written under the lock): */
 	_Atomic uint64_t seen_done; /* = completed */
 	_Atomic int64_t expect_ns;  /* busy_since + est: the head's expected end, or INT64_MAX */
+	atomic_bool tail_unmarked;  /* = marked < enqueued: seen done only through idle() */
 	int hw_top;                 /* hardware priority applied: 1 top, 0 not, -1 none yet */
 	unsigned sleepers;          /* threads asleep on done_cv */
 	uint64_t sleep_seq;         /* the least number they wait for (UINT64_MAX: none) */

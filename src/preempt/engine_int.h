@@ -136,6 +136,10 @@ int64_t xs_engine_expect_ns(const xs_xqueue *xq);
 /* Whether @xq's done number moved past what it completed: worth a reap. Any thread, no
  * lock (a relaxed look). */
 bool xs_engine_done_moved(xs_xqueue *xq);
+/* Whether @xq's last commands were enqueued without a done mark and were expected to
+ * complete by @now: worth a reap, which asks the backend whether the queue is idle. Any
+ * thread, no lock. */
+bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now);
 /* Called with xq->lock held by deps.c when a blocked queue may go on. */
 void xs_engine_notify(xs_xqueue *xq);
 
