@@ -498,9 +498,17 @@ static void xs__set_run_gate(xs_hwq *q, bool open)
 
 /* A wait for the run gate (>= 1) where the stream is now: captured into a graph when the
  * stream captures. On the application's thread, with its context current. */
-static XResult xs__gate_check(xs_hwq *q)
+static XResult xs__gate_check(xs_hwq *q, uint64_t mark_prev)
 {
 	xs__gpu_q *g = xs__gq(q);
+	if (mark_prev) {
+		xs_gpu_err err = xs__mark(g, mark_prev);
+		if (err != XS_GPU_OK) {
+			xs_gpu_clear_error();
+			atomic_store_explicit(&q->broken, true, memory_order_relaxed);
+			return xs__fail("done mark (stream write-value)", g->stream, err);
+		}
+	}
 	xs_gpu_err err = xs_gpu_wait_counter(g->stream, g->gate_dev, 1);
 	if (err != XS_GPU_OK) {
 		xs_gpu_clear_error();

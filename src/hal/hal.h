@@ -12,7 +12,8 @@
  *   memory load, from any thread, for any number of queues.
  * - Left-out marks. With XS_ENQ_MARK clear the mark after cmd is left out: seq becomes
  *   visible with a later mark (marks count: publishing n says every number <= n is done),
- *   and, for a queue that ran dry, through idle(). XS_ENQ_MARK_PREV puts the mark of
+ *   and, for a queue that ran dry, through idle(): the done number itself stays where the
+ *   last mark left it. XS_ENQ_MARK_PREV puts the mark of
  *   seq - 1 first, before the counter wait and cmd: the engine asks for it when cmd may
  *   block the queue (a counter wait, an event wait), so that what ran before is seen done
  *   meanwhile. Only backends with lazy_marks are asked to leave a mark out.
@@ -79,10 +80,14 @@ typedef struct xs_hal_ops {
 	uint64_t (*device_key)(xs_hwq *q);
 	/* Whether enqueue honours a left-out mark (XS_ENQ_MARK clear; see the contract). */
 	bool lazy_marks;
+	/* Whether launch callbacks run on the queue, in its order (host), rather than at
+	 * enqueue on the enqueuing thread (GPU): then they may block it like host functions. */
+	bool callbacks_on_queue;
 	/* See the contract above (@flags: XS_ENQ_*). Must not wait for the device. */
 	XResult (*enqueue)(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags);
-	/* Optional, with lazy_marks and without pushes_done: whether everything enqueued so
-	 * far has completed (GPU: a stream query). Must not wait; false on failure. */
+	/* With lazy_marks: whether everything enqueued so far has completed (GPU: a stream
+	 * query; host: no entry runs or waits). Must not wait; false on failure. A backend
+	 * that pushes done numbers also ends wait_done when the queue is idle. */
 	bool (*idle)(xs_hwq *q);
 	/* Set the counter and the done number back to 0; nothing of the queue is incomplete
 	 * (a new XQueue starts numbering; the engine raised xs_hwq.generation before the
@@ -107,9 +112,11 @@ typedef struct xs_hal_ops {
 	XResult (*check)(xs_hwq *q);
 	/* Run gate (see the contract). Both NULL where the queue cannot wait on memory.
 	 * set_run_gate is called with the XQueue's lock held and is a single store;
-	 * gate_check is called by the application's thread, outside the engine's numbering. */
+	 * gate_check is called by the application's thread, outside the engine's numbering;
+	 * with @mark_prev > 0 it first puts the done mark of that number (a left-out mark of
+	 * the last command, which a closed gate would otherwise hide). */
 	void (*set_run_gate)(xs_hwq *q, bool open);
-	XResult (*gate_check)(xs_hwq *q);
+	XResult (*gate_check)(xs_hwq *q, uint64_t mark_prev);
 	/* Give the native queue the device's greatest (@top) or least hardware priority.
 	 * NULL where the runtime cannot change it on an existing queue. */
 	void (*set_priority)(xs_hwq *q, bool top);

@@ -28,7 +28,8 @@ struct xs__entry {
 	xs_cmd *cmd;  /* holds a reference; NULL for a done mark alone */
 	uint64_t seq; /* 0: a run gate check (no number, nothing published) */
 	bool gated;
-	bool mark; /* publish seq once run (else at the next mark, or when the queue stops) */
+	bool mark;      /* publish seq once run (XS_ENQ_MARK) */
+	bool mark_prev; /* publish seq - 1 on reaching this entry (XS_ENQ_MARK_PREV) */
 	struct xs__entry *next;
 };
 
@@ -50,7 +51,8 @@ typedef struct xs__host_q {
 	xs_mutex lock; /* guards everything below */
 	xs_cond cv;    /* the executor waits for work, the counter or release; waiters for done */
 	struct xs__entry *head, *tail;
-	bool held; /* Lv3 holds the queue: no entry starts */
+	bool held;    /* Lv3 holds the queue: no entry starts */
+	bool running; /* the executor runs an entry (idle: none runs, none is queued) */
 	bool stop;
 	atomic_bool abort_waits; /* destroy: leave wait entries (never needed by the contract) */
 } xs__host_q;
@@ -121,6 +123,18 @@ static void xs__publish(xs__host_q *h, uint64_t seq)
 		h->base.on_done(h->base.on_done_arg);
 }
 
+/* Publish the number before the head entry when the engine asked for it
+ * (XS_ENQ_MARK_PREV) and it is not published yet: as a stream reaches the write in front
+ * of a command, the executor reaches the head entry, whether or not it may start. Caller
+ * holds h->lock. */
+static void xs__mark_prev(xs__host_q *h, uint64_t *ran)
+{
+	if (*ran && h->head && h->head->mark_prev) {
+		xs__publish(h, *ran);
+		*ran = 0;
+	}
+}
+
 static void *xs__executor(void *arg)
 {
 	xs__host_q *h = arg;
@@ -129,12 +143,10 @@ static void *xs__executor(void *arg)
 	for (;;) {
 		/* The counter is stored without the lock; commit broadcasts under it after the
 		 * store, so a check that saw the old value is followed by a wake-up. */
+		xs__mark_prev(h, &ran);
 		while (!xs__may_start(h) && !(h->stop && !h->head)) {
-			if (ran) { /* the queue ran dry or waits: what ran is done (hal.h) */
-				xs__publish(h, ran);
-				ran = 0;
-			}
 			xs_cond_wait(&h->cv, &h->lock);
+			xs__mark_prev(h, &ran);
 		}
 		if (!h->head) /* stop, and nothing left */
 			break;
@@ -147,13 +159,7 @@ static void *xs__executor(void *arg)
 			continue;
 		}
 		atomic_store_explicit(&h->started_seq, e->seq, memory_order_relaxed);
-		if (ran && e->cmd && e->cmd->kind != XS_CMD_EVENT_RECORD) {
-			/* User code (a host function, a callback) or an event wait may block the
-			 * queue: what ran before is done, published first (XS_ENQ_MARK_PREV's
-			 * purpose, hal.h). */
-			xs__publish(h, ran);
-			ran = 0;
-		}
+		h->running = true;
 		xs_mutex_unlock(&h->lock);
 
 		xs_cmd *cmd = e->cmd;
@@ -170,23 +176,39 @@ static void *xs__executor(void *arg)
 		else if (cmd->kind == XS_CMD_EVENT_WAIT)
 			res = xs__wait_record(h, cmd->u.wait.record);
 		xs_hal_set_running(NULL, 0);
-		/* The engine reads result once it saw the done number stored below. */
+		/* The engine reads result once it saw the done number stored below, or the
+		 * queue idle (under the lock). */
 		if (res != kXSchedSuccess)
 			cmd->result = res;
 		xs_obj_unref(cmd ? &cmd->obj : NULL);
 
 		xs_mutex_lock(&h->lock);
+		h->running = false;
 		ran = e->seq;
 		if (e->mark) {
 			xs__publish(h, ran);
 			ran = 0;
+		} else if (!h->head) {
+			/* Idle with a left-out mark: nothing is published (as a stream's done word
+			 * stays); waiters and the engine look again and ask idle(). */
+			xs_cond_broadcast(&h->cv);
+			if (h->base.on_done)
+				h->base.on_done(h->base.on_done_arg);
 		}
 		free(e);
 	}
-	if (ran)
-		xs__publish(h, ran);
 	xs_mutex_unlock(&h->lock);
 	return NULL;
+}
+
+/* Whether nothing enqueued is incomplete (hal.h): no entry runs or waits. */
+static bool xs__idle(xs_hwq *q)
+{
+	xs__host_q *h = xs__hq(q);
+	xs_mutex_lock(&h->lock);
+	bool idle = !h->head && !h->running;
+	xs_mutex_unlock(&h->lock);
+	return idle;
 }
 
 static XResult xs__thread_init(xs_hwq *q)
@@ -241,10 +263,8 @@ static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags)
 	e->cmd = cmd;
 	e->seq = seq;
 	e->gated = flags & XS_ENQ_GATED;
-	/* XS_ENQ_MARK_PREV needs nothing here: the executor publishes what ran whenever it
-	 * cannot go on (the queue ran dry, or waits at a counter, gate or Lv3 hold) and
-	 * before each entry that runs user code or waits for an event. */
 	e->mark = flags & XS_ENQ_MARK;
+	e->mark_prev = flags & XS_ENQ_MARK_PREV;
 	xs__append(h, e);
 	return res;
 }
@@ -258,11 +278,12 @@ static void xs__set_run_gate(xs_hwq *q, bool open)
 	xs_mutex_unlock(&h->lock);
 }
 
-static XResult xs__gate_check(xs_hwq *q)
+static XResult xs__gate_check(xs_hwq *q, uint64_t mark_prev)
 {
 	struct xs__entry *e = calloc(1, sizeof(*e)); /* seq 0: a gate check */
 	if (!e)
 		return kXSchedErrorUnknown;
+	e->mark_prev = mark_prev != 0;
 	xs__append(xs__hq(q), e);
 	return kXSchedSuccess;
 }
@@ -308,8 +329,11 @@ static XResult xs__wait_done(xs_hwq *q, uint64_t seq, uint64_t gen)
 {
 	xs__host_q *h = xs__hq(q);
 	xs_mutex_lock(&h->lock);
+	/* Also ends when the queue is idle with @seq unpublished (a left-out mark): the
+	 * engine then asks idle(). */
 	while (atomic_load_explicit(&h->done_seq, memory_order_acquire) < seq &&
-	       atomic_load_explicit(&q->generation, memory_order_relaxed) == gen)
+	       atomic_load_explicit(&q->generation, memory_order_relaxed) == gen &&
+	       (h->head || h->running))
 		xs_cond_wait(&h->cv, &h->lock);
 	xs_mutex_unlock(&h->lock);
 	return kXSchedSuccess;
@@ -362,7 +386,9 @@ static const xs_hal_ops xs__host_ops = {
     .supports = xs__supports,
     .device_key = xs__device_key,
     .lazy_marks = true,
+    .callbacks_on_queue = true,
     .enqueue = xs__enqueue,
+    .idle = xs__idle,
     .reset = xs__reset,
     .commit = xs__commit,
     .started = xs__started,

@@ -403,7 +403,8 @@ static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t 
 
 /* The backend's flags for enqueuing @cmd as number @seq (hal.h). A command that may stop
  * the queue before it completes (a counter wait, an event wait, a host function, which
- * may block or wait for an earlier command of its own queue) gets the previous number's
+ * may block or wait for an earlier command of its own queue, and a callback where it runs
+ * on the queue) gets the previous number's
  * left-out mark in front of it, so that what ran before is seen done meanwhile. Caller
  * holds xq->lock. */
 static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq, bool gated,
@@ -412,8 +413,9 @@ static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64
 	unsigned flags = gated ? XS_ENQ_GATED : 0;
 	if (skip != kXSchedSuccess || !xs__may_leave_mark(xq, cmd, seq))
 		flags |= XS_ENQ_MARK;
-	if ((gated || cmd->kind == XS_CMD_EVENT_WAIT || cmd->kind == XS_CMD_HOST_FUNC) &&
-	    xq->marked < seq - 1)
+	bool may_block = gated || cmd->kind == XS_CMD_EVENT_WAIT || cmd->kind == XS_CMD_HOST_FUNC ||
+			 (cmd->kind == XS_CMD_CALLBACK && xq->hwq->ops->callbacks_on_queue);
+	if (may_block && xq->marked < seq - 1)
 		flags |= XS_ENQ_MARK_PREV;
 	return flags;
 }
@@ -620,10 +622,8 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health)
 		 * queue is idle. Read first: what was enqueued before the query. */
 		uint64_t upto = xq->enqueued;
 		if (q->ops->idle(q)) {
-			done = upto;
-			xq->marked = upto;
-			atomic_store_explicit(&xq->tail_unmarked, xq->marked < xq->enqueued,
-					      memory_order_relaxed);
+			done = upto; /* `marked` stays: the done word is still the last mark's */
+			atomic_store_explicit(&xq->tail_unmarked, false, memory_order_relaxed);
 		}
 	}
 	if (done == UINT64_MAX) {
@@ -1006,11 +1006,33 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 			q->ops->name);
 		return kXSchedErrorNotSupported;
 	}
+	/* The launch token for the call: the check goes between two commands, and the mark
+	 * in front of it (below) must not overtake one being enqueued (done numbers only
+	 * grow). */
+	bool own = xs__in_enqueue == xq; /* from a callback inside our enqueue: ours already */
 	xs_mutex_lock(&xq->lock);
+	while (xq->launching && !own)
+		xs_cond_wait(&xq->cv, &xq->lock);
+	xq->launching = true;
 	if (xq->gate_after == UINT64_MAX)
 		xq->gate_after = xq->enqueued; /* what is enqueued from now on is behind it */
+	/* A closed check would hide the completion of a last command left without a mark
+	 * (a stopped stream is not idle): its mark goes in front of the check. */
+	uint64_t mark = xq->marked < xq->enqueued ? xq->enqueued : 0;
+	if (mark)
+		xq->marked = mark;
 	xs_mutex_unlock(&xq->lock);
-	return q->ops->gate_check(q);
+	XResult res = q->ops->gate_check(q, mark);
+	if (!own) {
+		xs_mutex_lock(&xq->lock);
+		xq->launching = false;
+		xs_cond_broadcast(&xq->cv);
+		/* What was submitted meanwhile: by the launch thread, not here (this thread
+		 * may be capturing the stream). */
+		xs_engine_progress(xq, false);
+		xs_mutex_unlock(&xq->lock);
+	}
+	return res;
 }
 
 /* ---- suspension and levels ---- */
