@@ -633,7 +633,6 @@ static const xs_hal_ops xs__gpu_ops = {
     .thread_init = xs__thread_init,
     .supports = xs__supports,
     .device_key = xs__device_key,
-    .lazy_marks = true,
     .enqueue = xs__enqueue,
     .idle = xs__idle,
     .reset = xs__reset,
@@ -690,6 +689,8 @@ static int xs__probe_level(xs__gpu_q *g)
 		return kPreemptLevelBlock;
 	}
 	g->memops = true;
+	/* Left-out marks (hal.h): opt-in until they have run on a GPU. */
+	g->base.lazy_marks = xs_config_get()->gpu_lazy_marks;
 	return kPreemptLevelDeactivate;
 }
 

@@ -16,7 +16,7 @@
  *   last mark left it. XS_ENQ_MARK_PREV puts the mark of
  *   seq - 1 first, before the counter wait and cmd: the engine asks for it when cmd may
  *   block the queue (a counter wait, an event wait), so that what ran before is seen done
- *   meanwhile. Only backends with lazy_marks are asked to leave a mark out.
+ *   meanwhile. Only queues with xs_hwq.lazy_marks are asked to leave a mark out.
  * - Counter gate (Lv2). With XS_ENQ_GATED the queue first waits until its counter >= seq
  *   (GPU: a stream wait-value on a host-mapped word). commit(q, c) stores c into the
  *   counter: the device may then run every gated command numbered <= c. Storing a lower
@@ -78,15 +78,13 @@ typedef struct xs_hal_ops {
 	/* Queues with the same key share a device: one commitment budget, one progress
 	 * thread. */
 	uint64_t (*device_key)(xs_hwq *q);
-	/* Whether enqueue honours a left-out mark (XS_ENQ_MARK clear; see the contract). */
-	bool lazy_marks;
 	/* Whether launch callbacks run on the queue, in its order (host), rather than at
 	 * enqueue on the enqueuing thread (GPU): then they may block it like host functions. */
 	bool callbacks_on_queue;
 	/* See the contract above (@flags: XS_ENQ_*). Must not wait for the device. */
 	XResult (*enqueue)(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags);
-	/* With lazy_marks: whether everything enqueued so far has completed (GPU: a stream
-	 * query; host: no entry runs or waits). Must not wait; false on failure. A backend
+	/* For queues with lazy_marks: whether everything enqueued so far has completed (GPU: a
+	 * stream query; host: no entry runs or waits). Must not wait; false on failure. A backend
 	 * that pushes done numbers also ends wait_done when the queue is idle. */
 	bool (*idle)(xs_hwq *q);
 	/* Set the counter and the done number back to 0; nothing of the queue is incomplete
@@ -141,6 +139,10 @@ struct xs_hwq {
 	/* The hardware queues that the device's streams are spread over (CUDA connections,
 	 * HSA queues of a priority pool), 0 = one per stream. Read-only once published. */
 	unsigned hw_queues;
+	/* enqueue honours a left-out mark (XS_ENQ_MARK clear; the contract above): host
+	 * queues; GPU queues with stream memory operations when XSCHED_GPU_LAZY_MARKS=1.
+	 * Read-only once published. */
+	bool lazy_marks;
 	atomic_bool broken; /* the done mark could not be enqueued (see the contract) */
 	/* How often the numbering restarted (a new XQueue): raised by the engine before
 	 * ops->reset, read by it before a wait_done, which it ends (see there). */

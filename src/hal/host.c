@@ -385,7 +385,6 @@ static const xs_hal_ops xs__host_ops = {
     .thread_init = xs__thread_init,
     .supports = xs__supports,
     .device_key = xs__device_key,
-    .lazy_marks = true,
     .callbacks_on_queue = true,
     .enqueue = xs__enqueue,
     .idle = xs__idle,
@@ -413,6 +412,7 @@ XResult xs_host_queue_create(xs_hwq **out)
 		return kXSchedErrorUnknown;
 	xs_hwq_init(&h->base, &xs__host_ops, kPreemptLevelDeactivate, NULL, xs__free);
 	h->base.hw_queues = xs_config_get()->host_hw_queues; /* a model, for tests */
+	h->base.lazy_marks = true;
 	atomic_init(&h->counter, 0);
 	atomic_init(&h->done_seq, 0);
 	atomic_init(&h->started_seq, 0);

@@ -381,7 +381,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
  * xq->lock. */
 static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq)
 {
-	if (!xq->hwq->ops->lazy_marks || xq->limited || xq->closing ||
+	if (!xq->hwq->lazy_marks || xq->limited || xq->closing ||
 	    xq->level >= kPreemptLevelInterrupt || xq->gate_after != UINT64_MAX)
 		return false;
 	switch (cmd->kind) {
