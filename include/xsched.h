@@ -486,6 +486,10 @@ XSCHED_API XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, vo
  * open, the scheduler treats the XQueue as ready (HPF keeps lower XQueues suspended, the
  * budget's hold keeps them from committing) even when it has nothing in flight. Keep the
  * scope around the work of one request, not around idle waits. Scopes nest (counted).
+ * A thread that keeps a scope open and then waits for lower-priority work, directly or
+ * through a command that waits for it (a host function's XQueueLaunchInline() on a held
+ * XQueue, a synchronous XQueueSuspend() of a queue running such a host function), waits
+ * for itself, as it would holding a lock.
  *
  * @param xq [in] The XQueue.
  * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live.

@@ -264,14 +264,23 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
 {
-	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions):
-	 * its commands go uncharged. */
-	if (!xq->limited || xq->closing || cmd->charge_ns)
+	if (!xq->limited || cmd->charge_ns)
 		return true;
+	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions),
+	 * and one that a running command waits for (it has lenders: priority inheritance)
+	 * must not wait for budget that this very command may hold: their commands go
+	 * uncharged. */
+	bool exempt = xq->closing || !xs_list_empty(&xq->lenders);
 	xs_device *d = xq->dev;
 	xs_budget *b = &d->budget;
 	int64_t now = xs_now_ns();
 	xs_mutex_lock(&d->lock);
+	if (exempt) {
+		if (xs_linked(&xq->wait_link))
+			xs_list_remove(&xq->wait_link);
+		xs_mutex_unlock(&d->lock);
+		return true;
+	}
 	int64_t est = xs__est(d, xq);
 	bool room = xs__room(d, est, now);
 	bool ok = room && xs__turn(b, xq, xs__space(d, now));

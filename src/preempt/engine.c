@@ -816,7 +816,8 @@ static void xs__waiter_begin(xs_xqueue *target, xs_lend *lend)
 	xs_mutex_unlock(&b->lock);
 	xs_mutex_lock(&target->lock);
 	xs_list_push_back(&target->lenders, &lend->link);
-	xs_engine_notify(target); /* the scheduler ranks it anew */
+	xs_engine_notify(target);          /* the scheduler ranks it anew */
+	xs_engine_progress(target, false); /* and the budget no longer holds it */
 	xs_mutex_unlock(&target->lock);
 }
 

@@ -56,6 +56,9 @@ static atomic_bool g_stop, g_wd_done;
 static unsigned g_seed;
 static bool g_extra; /* XS_CHAOS_EXTRA=1 */
 static atomic_int g_inline_calls, g_inline_ok;
+/* The scopes the chaos thread holds open on all slots: the sum of their `scopes`, each
+ * change made under the slot's lock. */
+static atomic_int g_open_scopes;
 
 static XResult inline_cb(HwQueueHandle hwq, void *data)
 {
@@ -95,6 +98,7 @@ static void slot_open(struct slot *s, unsigned *seed, bool same)
 	atomic_store(&s->cur, s->xq);
 	s->gen++;
 	s->next = 0;
+	atomic_fetch_sub(&g_open_scopes, s->scopes); /* gone with the queue */
 	s->scopes = 0;
 }
 
@@ -236,8 +240,11 @@ static void *chaos(void *arg)
 			op = 1;
 		switch (op) {
 		case 0: {
-			XResult r =
-			    XQueueSuspend(xq, rand_r(&seed) % 2 ? kQueueSuspendFlagSyncHwQueue : 0);
+			/* With inline launches (extra) a synchronous suspension may wait for a
+			 * host function that waits for a queue held by a scope this thread left
+			 * open: a cycle of the test's own (xsched.h, XQueueBeginScope). */
+			bool sync = rand_r(&seed) % 2 && !(g_extra && atomic_load(&g_open_scopes));
+			XResult r = XQueueSuspend(xq, sync ? kQueueSuspendFlagSyncHwQueue : 0);
 			CHECK(r == kXSchedSuccess || r == kXSchedErrorNotSupported);
 			pthread_mutex_unlock(&s->lock);
 			t_sleep_us(rand_r(&seed) % 2000);
@@ -275,9 +282,11 @@ static void *chaos(void *arg)
 			if (s->scopes && rand_r(&seed) % 2) {
 				CHECK_OK(XQueueEndScope(xq));
 				s->scopes--;
+				atomic_fetch_sub(&g_open_scopes, 1);
 			} else {
 				CHECK_OK(XQueueBeginScope(xq));
 				s->scopes++;
+				atomic_fetch_add(&g_open_scopes, 1);
 			}
 			break;
 		default: /* deadlines and laxities for EDF, KEDF and LAX */
