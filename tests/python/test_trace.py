@@ -22,7 +22,9 @@ import xsched  # noqa: E402
 
 
 def _run_two_queues():
-    # A co-run budget of 0: HPF then suspends the low queue, and the trace shows it.
+    # A co-run budget of 0: HPF then suspends the low queue, and the trace shows it (the
+    # high commands take 20 ms each, so a loaded machine's scheduler pass still comes
+    # while they run).
     xsched.set_corun_budget(0)
     xsched.set_scheduler(xsched.Scheduler.LOCAL, xsched.Policy.HPF)
     qh, ql = xsched.HostQueue(), xsched.HostQueue()
@@ -32,7 +34,7 @@ def _run_two_queues():
     for _ in range(50):
         low.submit_host_func(lambda: gate.wait(0.002))
     for _ in range(10):
-        high.submit_host_func(lambda: gate.wait(0.002))
+        high.submit_host_func(lambda: gate.wait(0.02))
     high.wait_all()
     low.wait_all()
     handles = (high.handle, low.handle)
