@@ -27,6 +27,22 @@ static double now_us(void)
 	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 #define N 20000
+
+/* The mark of @value at @done, then a wait for @cnt >= @target: one batch of memory
+ * operations. */
+static void write_then_wait(CUstream s, CUdeviceptr done, uint32_t value, CUdeviceptr cnt,
+			    uint32_t target)
+{
+	CUstreamBatchMemOpParams p[2] = {};
+	p[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+	p[0].writeValue.address = done;
+	p[0].writeValue.value = value;
+	p[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+	p[1].waitValue.address = cnt;
+	p[1].waitValue.value = target;
+	p[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+	cuStreamBatchMemOp(s, 2, p, 0);
+}
 int main()
 {
 	cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
@@ -83,15 +99,7 @@ int main()
 					cuStreamWriteValue32((CUstream)s, done, i, 0);
 					break;
 				case 4: {
-					CUstreamBatchMemOpParams p[2] = {};
-					p[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-					p[0].writeValue.address = done;
-					p[0].writeValue.value = i - 1;
-					p[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-					p[1].waitValue.address = cnt;
-					p[1].waitValue.value = i;
-					p[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
-					cuStreamBatchMemOp((CUstream)s, 2, p, 0);
+					write_then_wait((CUstream)s, done, i - 1, cnt, i);
 					cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, (CUstream)s, args,
 						       0);
 					break;
@@ -118,15 +126,7 @@ int main()
 							    CU_STREAM_WAIT_VALUE_GEQ);
 					break;
 				case 9: {
-					CUstreamBatchMemOpParams p[2] = {};
-					p[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
-					p[0].writeValue.address = done;
-					p[0].writeValue.value = i - 1;
-					p[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
-					p[1].waitValue.address = cnt;
-					p[1].waitValue.value = i;
-					p[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
-					cuStreamBatchMemOp((CUstream)s, 2, p, 0);
+					write_then_wait((CUstream)s, done, i - 1, cnt, i);
 					break;
 				}
 				}

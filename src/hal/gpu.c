@@ -447,6 +447,15 @@ static xs_gpu_err xs__mark(xs__gpu_q *g, uint64_t seq)
 	return err;
 }
 
+/* A done mark could not be enqueued: numbers would stall, so the queue is broken (hal.h,
+ * "Failure"). */
+static XResult xs__mark_failed(xs_hwq *q, xs_gpu_err err)
+{
+	xs_gpu_clear_error();
+	atomic_store_explicit(&q->broken, true, memory_order_relaxed);
+	return xs__fail("done mark (stream write-value)", xs__gq(q)->stream, err);
+}
+
 static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags)
 {
 	xs__gpu_q *g = xs__gq(q);
@@ -460,11 +469,8 @@ static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags)
 		err = gated ? xs_gpu_write_then_wait(g->stream, g->done_dev, seq - 1,
 						     g->counter_dev, seq)
 			    : xs_gpu_write_done(g->stream, g->done_dev, seq - 1);
-		if (err != XS_GPU_OK) {
-			xs_gpu_clear_error();
-			atomic_store_explicit(&q->broken, true, memory_order_relaxed);
-			return xs__fail("done mark (stream write-value)", g->stream, err);
-		}
+		if (err != XS_GPU_OK)
+			return xs__mark_failed(q, err);
 		gated = false; /* done */
 	}
 	if (gated) {
@@ -477,11 +483,8 @@ static XResult xs__enqueue(xs_hwq *q, xs_cmd *cmd, uint64_t seq, unsigned flags)
 	if (!mark)
 		return res;
 	err = xs__mark(g, seq);
-	if (err != XS_GPU_OK) {
-		xs_gpu_clear_error();
-		atomic_store_explicit(&q->broken, true, memory_order_relaxed);
-		return xs__fail("done mark (stream write-value)", g->stream, err);
-	}
+	if (err != XS_GPU_OK)
+		return xs__mark_failed(q, err);
 	return res;
 }
 
@@ -503,11 +506,8 @@ static XResult xs__gate_check(xs_hwq *q, uint64_t mark_prev)
 	xs__gpu_q *g = xs__gq(q);
 	if (mark_prev) {
 		xs_gpu_err err = xs__mark(g, mark_prev);
-		if (err != XS_GPU_OK) {
-			xs_gpu_clear_error();
-			atomic_store_explicit(&q->broken, true, memory_order_relaxed);
-			return xs__fail("done mark (stream write-value)", g->stream, err);
-		}
+		if (err != XS_GPU_OK)
+			return xs__mark_failed(q, err);
 	}
 	xs_gpu_err err = xs_gpu_wait_counter(g->stream, g->gate_dev, 1);
 	if (err != XS_GPU_OK) {
