@@ -7,10 +7,12 @@
  *   can hold it back any more, so the backend orders the wait behind it natively
  *   (cudaStreamWaitEvent; the host executor waits for the marker). A record enqueued
  *   behind a counter gate (Lv2+), or with gated commands before it, can be held back for
- *   as long as its XQueue stays suspended; a wait enqueued behind it would then stall the
- *   waiting queue while it counts as running, and HPF would keep the producer suspended
- *   for ever. Such a record is marked needs_done, and its waiters go only once it has
- *   completed.
+ *   as long as its XQueue stays suspended; one behind a host function (or a callback run
+ *   on the queue) for as long as that function waits for another XQueue, which the
+ *   scheduler may keep suspended. A wait enqueued behind it would then stall the waiting
+ *   queue while it counts as running, and HPF would keep the producer (or the queue the
+ *   producer waits for) suspended for ever. Such a record is marked needs_done, and its
+ *   waiters go only once it has completed.
  * While the head wait cannot go, its XQueue is *blocked*: it is on the blocked list, the
  * scheduler treats it as not ready (so HPF lets the producer run), and every change of a
  * record's state (and every new submitted record, which may sit behind the wait in the

@@ -212,10 +212,21 @@ static void xs__top_update(xs_xqueue *xq)
 
 /* ---- commit ---- */
 
-/* Whether a gated command enqueued now would sit behind gated, uncompleted work. */
-static bool xs__gated_in_flight(const xs_xqueue *xq)
+/* Whether a command enqueued now would sit behind uncompleted work that the scheduler may
+ * hold back: a gated command (closed while its XQueue is suspended), or a host function
+ * or a callback run on the queue (either may wait for another XQueue, which the scheduler
+ * may keep suspended). An event record behind such work is not sure to complete on its
+ * own, so its waiters wait for its completion (deps.c). Caller holds xq->lock. */
+static bool xs__held_in_flight(const xs_xqueue *xq)
 {
-	xs_list_for_each(l, &xq->inflight) if (xs_container_of(l, xs_cmd, link)->gated) return true;
+	bool on_queue = xq->hwq->ops->callbacks_on_queue;
+	xs_list_for_each(l, &xq->inflight)
+	{
+		const xs_cmd *c = xs_container_of(l, xs_cmd, link);
+		if (c->gated || c->kind == XS_CMD_HOST_FUNC ||
+		    (c->kind == XS_CMD_CALLBACK && on_queue))
+			return true;
+	}
 	return false;
 }
 
@@ -449,7 +460,7 @@ static void xs__drain(xs_xqueue *xq)
 		bool gated = xs_engine_gated(xq);
 		cmd->gated = gated;
 		bool record = cmd->kind == XS_CMD_EVENT_RECORD;
-		bool needs_done = record && (gated || xs__gated_in_flight(xq));
+		bool needs_done = record && (gated || xs__held_in_flight(xq));
 		if (record)
 			cmd->u.record.ops = q->ops;
 		unsigned flags = xs__enqueue_flags(xq, cmd, seq, gated, skip);
