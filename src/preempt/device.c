@@ -116,21 +116,24 @@ static void xs__flush_kicks(xs_device *d)
 
 void xs_dev_deactivate(xs_xqueue *xq)
 {
+	if (!xq->active)
+		return;
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
-	if (xs_linked(&xq->act_link))
-		xs_list_remove(&xq->act_link);
+	xs_list_remove(&xq->act_link);
+	xq->active = false;
 	xs_mutex_unlock(&d->lock);
 }
 
 void xs_dev_activate(xs_xqueue *xq)
 {
+	if (xq->active)
+		return; /* the common case, each command of a busy queue: no device lock */
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
-	if (!xs_linked(&xq->act_link)) {
-		xs_list_push_back(&d->active, &xq->act_link);
-		xs_cond_signal(&d->progress_cv);
-	}
+	xs_list_push_back(&d->active, &xq->act_link);
+	xq->active = true;
+	xs_cond_signal(&d->progress_cv);
 	xs_mutex_unlock(&d->lock);
 }
 
@@ -531,7 +534,7 @@ void xs_dev_detach(xs_xqueue *xq)
 	xs_mutex_lock(&xs__devs_lock);
 	xs_mutex_lock(&d->lock);
 	xs_list_remove(&xq->dev_link);
-	if (xs_linked(&xq->act_link))
+	if (xq->active) /* not after xs_engine_destroy's drain (xs_dev_deactivate) */
 		xs_list_remove(&xq->act_link);
 	if (xs_linked(&xq->kick_link))
 		xs_list_remove(&xq->kick_link);

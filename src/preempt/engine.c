@@ -357,12 +357,33 @@ enum {
 	XS__QUANTUM_NS = 200000,
 };
 
+static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail);
+
+/* Whether the in-flight window is full. Before saying so, complete what the device has
+ * marked done since the progress thread last looked (one read of the done word): that
+ * thread looks XS__POLL_MIN_NS (50 us) apart at best, ten or more microsecond kernels,
+ * and a window found full sends the rest of a burst through the launch thread (a hand-off
+ * and a lock taken in turn per command). A failure (UINT64_MAX) is left to the progress
+ * thread. Caller holds xq->lock. */
+static bool xs__window_full(xs_xqueue *xq)
+{
+	if ((int64_t)(xq->enqueued - xq->completed) < xq->threshold)
+		return false;
+	uint64_t done = xq->hwq->ops->done(xq->hwq);
+	if (done != UINT64_MAX && done > xq->completed) {
+		if (done > xq->enqueued)
+			done = xq->enqueued;
+		xs__complete_upto(xq, done, kXSchedSuccess);
+	}
+	return (int64_t)(xq->enqueued - xq->completed) >= xq->threshold;
+}
+
 /* Whether the head command @cmd may be enqueued now; *skip is a result that replaces its
  * launch (a failed dependency). Caller holds xq->lock. */
 static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 {
 	*skip = kXSchedSuccess;
-	if ((int64_t)(xq->enqueued - xq->completed) >= xq->threshold)
+	if (xs__window_full(xq))
 		return false;
 	if (!xs__may_launch(xq))
 		return false;
@@ -1263,6 +1284,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 		xs_engine_notify(xq);
 	}
 	xs_dep_unblock(xq);
+	xs_dev_deactivate(xq);
 	xs_mutex_unlock(&xq->lock);
 	xs_dev_detach(xq);
 }

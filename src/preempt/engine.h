@@ -130,6 +130,8 @@ typedef struct xs_xqueue {
 	/* Under dev->lock: */
 	xs_link dev_link;       /* dev->queues */
 	xs_link act_link;       /* dev->active: has enqueued, incomplete commands */
+	bool active;            /* = act_link is linked; written under xq->lock and dev->lock
+				 * both, so either lock is enough to read it */
 	xs_link kick_link;      /* dev->kicks: the launch thread should drain it */
 	xs_link wait_link;      /* dev->budget.waiters: waits for budget */
 	int64_t prio;           /* the scheduler's priority: the rank among waiters */
