@@ -6,10 +6,12 @@
  * or commits (Lv2+: one store, done here). Backends that push done numbers (the host
  * backend) wake it. For the others (GPU) it polls while some XQueue has work in flight,
  * but sleeps between looks: XS__POLL_MIN_NS after a look that found progress, doubling
- * while nothing completes up to XS__POLL_MAX_NS, and never past the earliest moment a
- * command is expected to complete (its queue's estimated time per command) or the budget
- * admits its next waiter (budget.c). Waiters poll for their own commands (engine.c), so
- * this thread's pace bounds only how soon lower queues refill their windows.
+ * while nothing completes up to XS__POLL_MAX_NS, and never past the moment the budget
+ * admits its next waiter (budget.c) or a command that the budget or a pending command
+ * waits for is expected to complete (its queue's estimated time per command; engine.c,
+ * xs__busy). Waiters poll for their own commands and submitting threads complete what is
+ * marked done when their window is full (engine.c), so this thread's pace bounds only how
+ * soon other queues' windows refill and an idle queue is seen idle.
  *
  * The launch thread ("xs-launch") drains the XQueues kicked to it: it enqueues their
  * pending commands (running their launch callbacks) when they may enqueue. A command

@@ -143,6 +143,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xs_cond_init(&xq->done_cv);
 	xq->sleep_seq = UINT64_MAX;
 	atomic_init(&xq->seen_done, 0);
+	atomic_init(&xq->end_ns, INT64_MAX);
 	atomic_init(&xq->expect_ns, INT64_MAX);
 	atomic_init(&xq->tail_unmarked, false);
 	xq->gate_after = UINT64_MAX;
@@ -193,12 +194,20 @@ static void xs__wake_sleepers(xs_xqueue *xq, uint64_t reached)
 }
 
 /* Committed work of @xq started at @now (0: none runs); keeps the expected end of its
- * head command for the progress thread. Caller holds xq->lock. */
+ * head command for the progress thread. That thread looks at that moment only where
+ * something waits for the completion: the budget (a limited queue: its waiters, and no
+ * bubble before the next commit) or commands pending behind a full window. Elsewhere it
+ * keeps its polling pace (device.c): looking at each expected end made it wake once per
+ * command of a stream of microsecond kernels, and take the XQueue's lock each time
+ * against the submitting thread (half a core, and 1-2 us per kernel, on an H100). The
+ * waiters of the XQueue look for themselves. Caller holds xq->lock. */
 static void xs__busy(xs_xqueue *xq, int64_t now)
 {
 	xq->busy_since_ns = now;
 	int64_t e = now && xq->est_ns > 0 ? now + xq->est_ns : INT64_MAX;
-	atomic_store_explicit(&xq->expect_ns, e, memory_order_relaxed);
+	atomic_store_explicit(&xq->end_ns, e, memory_order_relaxed);
+	bool wanted = xq->limited || !xs_list_empty(&xq->pending);
+	atomic_store_explicit(&xq->expect_ns, wanted ? e : INT64_MAX, memory_order_relaxed);
 }
 
 /* Recount @xq in its device's top_busy after its work, its limit, its blocking or its
@@ -779,7 +788,7 @@ int64_t xs_engine_expect_ns(const xs_xqueue *xq)
 bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now)
 {
 	return atomic_load_explicit(&xq->tail_unmarked, memory_order_relaxed) &&
-	       atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) <= now;
+	       atomic_load_explicit(&xq->end_ns, memory_order_relaxed) <= now;
 }
 
 bool xs_engine_done_moved(xs_xqueue *xq)
