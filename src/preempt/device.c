@@ -7,10 +7,10 @@
  * backend) wake it. For the others (GPU) it polls while some XQueue has work in flight,
  * but sleeps between looks: XS__POLL_MIN_NS after a look that found progress, doubling
  * while nothing completes up to XS__POLL_MAX_NS, and never past the moment the budget
- * admits its next waiter (budget.c) or a command that the budget or a pending command
- * waits for is expected to complete (its queue's estimated time per command; engine.c,
- * xs__busy). Waiters poll for their own commands and submitting threads complete what is
- * marked done when their window is full (engine.c), so this thread's pace bounds only how
+ * admits its next waiter (budget.c) or a long command, or one that the budget or a
+ * pending command waits for, is expected to complete (its queue's estimated time per
+ * command; engine.c, xs__busy). Waiters poll for their own commands and submitting threads complete
+ * what is marked done when their window is full (engine.c), so this thread's pace bounds only how
  * soon other queues' windows refill and an idle queue is seen idle.
  *
  * The launch thread ("xs-launch") drains the XQueues kicked to it: it enqueues their

@@ -193,20 +193,30 @@ static void xs__wake_sleepers(xs_xqueue *xq, uint64_t reached)
 	}
 }
 
+enum {
+	/* Commands at least this long (estimated) are looked at when they are expected to
+	 * complete; shorter ones at the progress thread's pace, whose shortest sleep is as
+	 * long (device.c, XS__POLL_MIN_NS). */
+	XS__EXPECT_MIN_NS = 50000,
+};
+
 /* Committed work of @xq started at @now (0: none runs); keeps the expected end of its
- * head command for the progress thread. That thread looks at that moment only where
- * something waits for the completion: the budget (a limited queue: its waiters, and no
- * bubble before the next commit) or commands pending behind a full window. Elsewhere it
- * keeps its polling pace (device.c): looking at each expected end made it wake once per
- * command of a stream of microsecond kernels, and take the XQueue's lock each time
- * against the submitting thread (half a core, and 1-2 us per kernel, on an H100). The
- * waiters of the XQueue look for themselves. Caller holds xq->lock. */
+ * head command for the progress thread. That thread looks at that moment where something
+ * waits for the completion (the budget, for a limited queue: its waiters, and no bubble
+ * before the next commit; commands pending behind a full window), or where commands are
+ * long enough that its polling pace would see the end late (the queues this one holds
+ * wait for it). Elsewhere, a stream of short commands, it keeps its pace, 50 us after a
+ * completion: looking at each expected end made it wake once per microsecond kernel and
+ * take the XQueue's lock each time against the submitting thread (half a core, and 1-2 us
+ * per kernel, on an H100, doc/RESULTS.md). The XQueue's waiters look for themselves.
+ * Caller holds xq->lock. */
 static void xs__busy(xs_xqueue *xq, int64_t now)
 {
 	xq->busy_since_ns = now;
 	int64_t e = now && xq->est_ns > 0 ? now + xq->est_ns : INT64_MAX;
 	atomic_store_explicit(&xq->end_ns, e, memory_order_relaxed);
-	bool wanted = xq->limited || !xs_list_empty(&xq->pending);
+	bool wanted =
+	    xq->limited || !xs_list_empty(&xq->pending) || xq->est_ns >= XS__EXPECT_MIN_NS;
 	atomic_store_explicit(&xq->expect_ns, wanted ? e : INT64_MAX, memory_order_relaxed);
 }
 

@@ -131,8 +131,9 @@ bool xs_engine_release(xs_xqueue *xq);
  * and that xs_engine_release would commit (not what XQueueSuspend holds). */
 bool xs_engine_holds(const xs_xqueue *xq);
 /* When the progress thread should look at @xq: when its running command is expected to
- * complete (ns, monotonic) where another queue or a pending command waits for that
- * completion; INT64_MAX when unknown, when nothing runs, or when nothing waits for it. */
+ * complete (ns, monotonic), for long commands and where the budget or a pending command
+ * waits for that completion (engine.c, xs__busy); INT64_MAX when unknown, when nothing
+ * runs, or for a stream of short commands that nothing waits for. */
 int64_t xs_engine_expect_ns(const xs_xqueue *xq);
 /* Whether @xq's done number moved past what it completed: worth a reap. Any thread, no
  * lock (a relaxed look). */
