@@ -364,9 +364,10 @@ static void *xs__progress_main(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			/* The lock only where a done number moved, and on each look (which
 			 * also takes idle queues off the active list). */
-			if (look || xs_engine_done_moved(v[i]) || xs_engine_tail_due(v[i], now)) {
+			bool due = xs_engine_tail_due(v[i], now);
+			if (look || due || xs_engine_done_moved(v[i])) {
 				xs_mutex_lock(&v[i]->lock);
-				progressed |= xs_engine_reap(v[i], check);
+				progressed |= xs_engine_reap(v[i], check, due);
 				xs_mutex_unlock(&v[i]->lock);
 			}
 			int64_t e = xs_engine_expect_ns(v[i]);

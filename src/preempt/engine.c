@@ -143,8 +143,8 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xs_cond_init(&xq->done_cv);
 	xq->sleep_seq = UINT64_MAX;
 	atomic_init(&xq->seen_done, 0);
-	atomic_init(&xq->end_ns, INT64_MAX);
 	atomic_init(&xq->expect_ns, INT64_MAX);
+	atomic_init(&xq->tail_due_ns, INT64_MAX);
 	atomic_init(&xq->tail_unmarked, false);
 	xq->gate_after = UINT64_MAX;
 	xs_list_init(&xq->pending);
@@ -214,7 +214,6 @@ static void xs__busy(xs_xqueue *xq, int64_t now)
 {
 	xq->busy_since_ns = now;
 	int64_t e = now && xq->est_ns > 0 ? now + xq->est_ns : INT64_MAX;
-	atomic_store_explicit(&xq->end_ns, e, memory_order_relaxed);
 	bool wanted =
 	    xq->limited || !xs_list_empty(&xq->pending) || xq->est_ns >= XS__EXPECT_MIN_NS;
 	atomic_store_explicit(&xq->expect_ns, wanted ? e : INT64_MAX, memory_order_relaxed);
@@ -419,6 +418,34 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd);
 }
 
+enum {
+	/* An unmarked tail is asked about (idle(), a stream query) only this long after the
+	 * last enqueue at the soonest: a query takes the driver's locks against the launches
+	 * of a burst still coming, whose next mark will tell instead. */
+	XS__TAIL_QUIET_NS = 20000,
+};
+
+/* Number @seq was enqueued: keep the expected end of the last command and, for a tail
+ * left without a mark, when the progress thread should ask whether the queue is idle:
+ * at that expected end, and not before XS__TAIL_QUIET_NS after this enqueue. Asking at
+ * the head's expected end instead sent a stream query from every look of the progress
+ * thread through a burst of microsecond kernels (H100, doc/RESULTS.md). Caller holds
+ * xq->lock. */
+static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq)
+{
+	int64_t now = xs_now_ns();
+	int64_t base = xq->tail_end_ns > now ? xq->tail_end_ns : now;
+	xq->tail_end_ns = base + (xq->est_ns > 0 ? xq->est_ns : 0);
+	bool unmarked = xq->marked < seq;
+	if (unmarked) {
+		int64_t due = xq->tail_end_ns;
+		if (due < now + XS__TAIL_QUIET_NS)
+			due = now + XS__TAIL_QUIET_NS;
+		atomic_store_explicit(&xq->tail_due_ns, due, memory_order_relaxed);
+	}
+	atomic_store_explicit(&xq->tail_unmarked, unmarked, memory_order_relaxed);
+}
+
 /* Whether number @seq (@cmd) may go without a done mark of its own (hal.h, "Left-out
  * marks"): its completion is then seen with a later mark, or by asking the backend whether
  * the queue is idle (xs_engine_reap). That saves a driver call per command (a stream
@@ -532,7 +559,7 @@ static void xs__drain(xs_xqueue *xq)
 			xq->marked = seq;
 		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1)
 			xq->marked = seq - 1;
-		atomic_store_explicit(&xq->tail_unmarked, xq->marked < seq, memory_order_relaxed);
+		xs__tail_enqueued(xq, seq);
 		if (!gated && !xq->busy_since_ns)
 			xs__busy(xq, xs_now_ns());
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
@@ -658,7 +685,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
 		xs_engine_notify(xq); /* idle now */
 }
 
-bool xs_engine_reap(xs_xqueue *xq, bool check_health)
+bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 {
 	xs_hwq *q = xq->hwq;
 	if (xq->completed == xq->enqueued) {
@@ -668,7 +695,8 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health)
 	}
 	uint64_t done = q->ops->done(q);
 	XResult fail = kXSchedSuccess;
-	if (done != UINT64_MAX && done >= xq->marked && xq->marked < xq->enqueued && q->ops->idle) {
+	if (ask_idle && done != UINT64_MAX && done >= xq->marked && xq->marked < xq->enqueued &&
+	    q->ops->idle) {
 		/* Every mark was seen; the commands after the last one have none: done if the
 		 * queue is idle. Read first: what was enqueued before the query. */
 		uint64_t upto = xq->enqueued;
@@ -759,10 +787,10 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 		xs_mutex_unlock(&xq->lock);
 		XResult res = q->ops->wait_done(q, seq, gen);
 		xs_mutex_lock(&xq->lock);
-		xs_engine_reap(xq, res != kXSchedSuccess);
+		xs_engine_reap(xq, res != kXSchedSuccess, true);
 		return;
 	}
-	xs_engine_reap(xq, false);
+	xs_engine_reap(xq, false, true);
 	if (xq->completed >= seq)
 		return;
 	int64_t now = xs_now_ns();
@@ -776,7 +804,7 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 		xs_mutex_lock(&xq->lock);
 		if (res != kXSchedSuccess) {
 			atomic_store_explicit(&q->broken, true, memory_order_relaxed);
-			xs_engine_reap(xq, false); /* fails what is incomplete */
+			xs_engine_reap(xq, false, true); /* fails what is incomplete */
 			return;
 		}
 	}
@@ -792,13 +820,19 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 
 int64_t xs_engine_expect_ns(const xs_xqueue *xq)
 {
-	return atomic_load_explicit(&xq->expect_ns, memory_order_relaxed);
+	int64_t e = atomic_load_explicit(&xq->expect_ns, memory_order_relaxed);
+	if (atomic_load_explicit(&xq->tail_unmarked, memory_order_relaxed)) {
+		int64_t t = atomic_load_explicit(&xq->tail_due_ns, memory_order_relaxed);
+		if (t < e)
+			e = t;
+	}
+	return e;
 }
 
 bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now)
 {
 	return atomic_load_explicit(&xq->tail_unmarked, memory_order_relaxed) &&
-	       atomic_load_explicit(&xq->end_ns, memory_order_relaxed) <= now;
+	       atomic_load_explicit(&xq->tail_due_ns, memory_order_relaxed) <= now;
 }
 
 bool xs_engine_done_moved(xs_xqueue *xq)

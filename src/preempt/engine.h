@@ -120,14 +120,16 @@ typedef struct xs_xqueue {
 	int64_t busy_ns;            /* device time its completed commands took, summed */
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
 	/* Lock-free copies for the progress thread's look (written under the lock): */
-	_Atomic uint64_t seen_done; /* = completed */
-	_Atomic int64_t end_ns;     /* busy_since + est: the head's expected end, or INT64_MAX */
-	_Atomic int64_t expect_ns;  /* = end_ns where the progress thread should look then
-				     * (xs__busy), else INT64_MAX */
-	atomic_bool tail_unmarked;  /* = marked < enqueued: seen done only through idle() */
-	int hw_top;                 /* hardware priority applied: 1 top, 0 not, -1 none yet */
-	unsigned sleepers;          /* threads asleep on done_cv */
-	uint64_t sleep_seq;         /* the least number they wait for (UINT64_MAX: none) */
+	_Atomic uint64_t seen_done;  /* = completed */
+	_Atomic int64_t expect_ns;   /* busy_since + est, the head's expected end, where the
+				      * progress thread should look then (xs__busy); else
+				      * INT64_MAX */
+	atomic_bool tail_unmarked;   /* = marked < enqueued: seen done only through idle() */
+	_Atomic int64_t tail_due_ns; /* when to ask idle() about that tail (xs__tail_enqueued) */
+	int64_t tail_end_ns;         /* the expected end of the last command enqueued */
+	int hw_top;                  /* hardware priority applied: 1 top, 0 not, -1 none yet */
+	unsigned sleepers;           /* threads asleep on done_cv */
+	uint64_t sleep_seq;          /* the least number they wait for (UINT64_MAX: none) */
 
 	/* Under dev->lock: */
 	xs_link dev_link;       /* dev->queues */

@@ -121,8 +121,10 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch);
  * charge the head pending command and kick the launch thread to enqueue it. */
 void xs_engine_grant(xs_xqueue *xq);
 /* Read the done number, complete what it covers; returns whether anything completed.
- * With @check_health, a queue that made no progress is asked for faults. */
-bool xs_engine_reap(xs_xqueue *xq, bool check_health);
+ * With @check_health, a queue that made no progress is asked for faults. With @ask_idle,
+ * commands after the last mark seen are complete if the backend says the queue is idle
+ * (a driver call: the progress thread asks only once xs_engine_tail_due says so). */
+bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle);
 /* Stall release: commit what @xq holds enqueued behind its counter although the scheduler
  * suspends or the budget limits it (not when the application suspended it); returns
  * whether it committed anything. */
@@ -130,10 +132,11 @@ bool xs_engine_release(xs_xqueue *xq);
 /* Whether @xq holds enqueued commands behind its counter that the device may not run yet
  * and that xs_engine_release would commit (not what XQueueSuspend holds). */
 bool xs_engine_holds(const xs_xqueue *xq);
-/* When the progress thread should look at @xq: when its running command is expected to
- * complete (ns, monotonic), for long commands and where the budget or a pending command
- * waits for that completion (engine.c, xs__busy); INT64_MAX when unknown, when nothing
- * runs, or for a stream of short commands that nothing waits for. */
+/* When the progress thread should look at @xq (ns, monotonic): when its running command
+ * is expected to complete, for long commands and where the budget or a pending command
+ * waits for that completion (engine.c, xs__busy), or when an unmarked tail is due
+ * (xs_engine_tail_due); INT64_MAX when unknown, when nothing runs, or for a stream of
+ * short commands that nothing waits for. */
 int64_t xs_engine_expect_ns(const xs_xqueue *xq);
 /* Whether @xq's done number moved past what it completed: worth a reap. Any thread, no
  * lock (a relaxed look). */
