@@ -1324,6 +1324,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	xq->closing = true;
 	xs__top_update(xq);
 	xs__apply(xq);
+	xs_engine_notify(xq); /* a pass: queues it lends to run now too (sched.c) */
 	xs__waiting w = {0, 0};
 	while (xq->completed != xq->submitted) {
 		xs_engine_progress(xq, true);

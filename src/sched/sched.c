@@ -33,6 +33,7 @@ typedef struct xs__sq {
 	Priority applied;  /* the rank applied with it */
 	size_t pass;       /* its index in xs__entries during a pass */
 	bool lent;         /* during a pass: threads of other XQueues wait for it (xs_lend) */
+	bool closing;      /* during a pass: XQueueDestroy drains it, whatever the policy says */
 } xs__sq;
 
 static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
@@ -160,7 +161,9 @@ static void xs__apply_limits(size_t n, bool lift)
 /* Priority inheritance (xs_lend, preempt/engine.h): a queue that threads of other queues'
  * commands wait for ranks as the most important of them: its priority and rank before
  * the policy decides (@pre), its rank and, while a lender is not suspended, its own
- * suspension after. Chains pass it on (repeated until nothing changes). Lenders are rare:
+ * suspension after. A lender being destroyed counts as not suspended: its drain
+ * overrides suspensions, and the commands it drains may wait for the lent queue. Chains
+ * pass it on (repeated until nothing changes). Lenders are rare:
  * only queues found lent while the entries were built are looked at. Caller holds
  * xs__lock (which guards xs_xqueue.sched_priv). */
 static void xs__inherit(size_t n, bool pre)
@@ -189,7 +192,7 @@ static void xs__inherit(size_t n, bool pre)
 					t->rank = b->rank;
 					changed = true;
 				}
-				if (!pre && !b->suspend && t->suspend) {
+				if (!pre && (!b->suspend || f->closing) && t->suspend) {
 					t->suspend = false;
 					changed = true;
 				}
@@ -226,6 +229,7 @@ static int64_t xs__pass(void)
 		e->level = sq->xq->level;
 		e->busy_ns = sq->xq->busy_ns;
 		sq->lent = !xs_list_empty(&sq->xq->lenders);
+		sq->closing = sq->xq->closing;
 		lent |= sq->lent;
 		xs_mutex_unlock(&sq->xq->lock);
 		e->id = sq->id;
