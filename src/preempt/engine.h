@@ -239,6 +239,19 @@ static inline bool xs_engine_ready(const xs_xqueue *xq)
 	return xs_engine_has_work(xq) && !xq->blocked && !xq->waiting;
 }
 
+/* The XQueue whose event record the head command of @xq waits for while @xq is blocked
+ * (deps.c), else NULL. An address to compare, not to follow: that XQueue may be destroyed
+ * at any moment. Caller holds xq->lock. */
+static inline const xs_xqueue *xs_engine_blocked_on(const xs_xqueue *xq)
+{
+	if (!xq->blocked || xs_list_empty(&xq->pending))
+		return NULL;
+	const xs_cmd *c = xs_container_of(xq->pending.next, xs_cmd, link);
+	if (c->kind != XS_CMD_EVENT_WAIT)
+		return NULL;
+	return atomic_load_explicit(&c->u.wait.record->xq, memory_order_acquire);
+}
+
 /* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
  * device). */
 const void *xs_engine_device(const xs_xqueue *xq);

@@ -34,6 +34,10 @@ typedef struct xs__sq {
 	size_t pass;       /* its index in xs__entries during a pass */
 	bool lent;         /* during a pass: threads of other XQueues wait for it (xs_lend) */
 	bool closing;      /* during a pass: XQueueDestroy drains it, whatever the policy says */
+	/* During a pass: the XQueue whose event record its head command waits for (it is
+	 * blocked), compared by address only; then that queue's index, or SIZE_MAX. */
+	const xs_xqueue *dep_xq;
+	size_t dep;
 } xs__sq;
 
 static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
@@ -158,14 +162,37 @@ static void xs__apply_limits(size_t n, bool lift)
 	}
 }
 
-/* Priority inheritance (xs_lend, preempt/engine.h): a queue that threads of other queues'
- * commands wait for ranks as the most important of them: its priority and rank before
- * the policy decides (@pre), its rank and, while a lender is not suspended, its own
- * suspension after. A lender being destroyed counts as not suspended: its drain
- * overrides suspensions, and the commands it drains may wait for the lent queue. Chains
- * pass it on (repeated until nothing changes). Lenders are rare:
- * only queues found lent while the entries were built are looked at. Caller holds
- * xs__lock (which guards xs_xqueue.sched_priv). */
+/* Priority inheritance from the queue of entry @from to entry @to (@to serves @from):
+ * before the policy decides (@pre), @to's priority and rank become at least @from's;
+ * after it, its rank, and it is not suspended while @from is not (or is being destroyed:
+ * its drain overrides suspensions, and what it drains waits for @to). Returns whether
+ * @to changed. */
+static bool xs__lend_to(xs_sched_entry *to, size_t from, bool pre)
+{
+	const xs_sched_entry *b = &xs__entries[from];
+	bool changed = false;
+	if (pre && b->prio > to->prio) {
+		to->prio = to->rank = b->prio;
+		changed = true;
+	}
+	if (!pre && b->rank > to->rank) {
+		to->rank = b->rank;
+		changed = true;
+	}
+	if (!pre && (!b->suspend || xs__entry_q[from]->closing) && to->suspend) {
+		to->suspend = false;
+		changed = true;
+	}
+	return changed;
+}
+
+/* Priority inheritance, over two relations. A queue that threads of other queues'
+ * commands wait for (xs_lend, preempt/engine.h: a host function's XQueueWait or
+ * XQueueLaunchInline) serves each of them; so does the queue whose event record a
+ * blocked queue's head command waits for (preempt/deps.c). The served queue ranks as
+ * the most important of those it serves (xs__lend_to). Chains pass it on (repeated until
+ * nothing changes). Both are rare: only queues found lent or blocked while the entries
+ * were built are looked at. Caller holds xs__lock (which guards xs_xqueue.sched_priv). */
 static void xs__inherit(size_t n, bool pre)
 {
 	bool changed = true;
@@ -173,6 +200,8 @@ static void xs__inherit(size_t n, bool pre)
 		changed = false;
 		for (size_t i = 0; i < n; i++) {
 			xs__sq *sq = xs__entry_q[i];
+			if (sq->dep < n)
+				changed |= xs__lend_to(&xs__entries[sq->dep], i, pre);
 			if (!sq->lent)
 				continue;
 			xs_sched_entry *t = &xs__entries[i];
@@ -183,23 +212,31 @@ static void xs__inherit(size_t n, bool pre)
 				    xs_container_of(l, xs_lend, link)->from->sched_priv;
 				if (!f || f->pass >= n || xs__entry_q[f->pass] != f)
 					continue; /* not registered, or since this pass began */
-				const xs_sched_entry *b = &xs__entries[f->pass];
-				if (pre && b->prio > t->prio) {
-					t->prio = t->rank = b->prio;
-					changed = true;
-				}
-				if (!pre && b->rank > t->rank) {
-					t->rank = b->rank;
-					changed = true;
-				}
-				if (!pre && (!b->suspend || f->closing) && t->suspend) {
-					t->suspend = false;
-					changed = true;
-				}
+				changed |= xs__lend_to(t, f->pass, pre);
 			}
 			xs_mutex_unlock(&sq->xq->lock);
 		}
 	}
+}
+
+/* Link each blocked queue of this pass to the entry of the queue it waits for (by
+ * address: that queue may be gone, and is then not among the entries). Returns whether
+ * any is linked. Caller holds xs__lock. */
+static bool xs__link_deps(size_t n)
+{
+	bool any = false;
+	for (size_t i = 0; i < n; i++) {
+		xs__sq *sq = xs__entry_q[i];
+		if (!sq->dep_xq)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (j != i && xs__entry_q[j]->xq == sq->dep_xq) {
+				sq->dep = j;
+				any = true;
+				break;
+			}
+	}
+	return any;
 }
 
 /* One scheduling pass. Caller holds xs__lock. Returns the policy's timer (0 = none). */
@@ -214,7 +251,7 @@ static int64_t xs__pass(void)
 		return xs_now_ns() + 1000000; /* try again in 1 ms */
 	}
 	size_t i = 0;
-	bool lent = false;
+	bool lent = false, deps = false;
 	xs_list_for_each(l, &xs__queues)
 	{
 		xs__sq *sq = xs_container_of(l, xs__sq, link);
@@ -230,6 +267,9 @@ static int64_t xs__pass(void)
 		e->busy_ns = sq->xq->busy_ns;
 		sq->lent = !xs_list_empty(&sq->xq->lenders);
 		sq->closing = sq->xq->closing;
+		sq->dep_xq = xs_engine_blocked_on(sq->xq);
+		sq->dep = SIZE_MAX;
+		deps |= sq->dep_xq != NULL;
 		lent |= sq->lent;
 		xs_mutex_unlock(&sq->xq->lock);
 		e->id = sq->id;
@@ -250,10 +290,11 @@ static int64_t xs__pass(void)
 	    .k = xs__k,
 	};
 	xs__stats.passes++;
-	if (lent)
+	bool inherit = lent | (deps && xs__link_deps(n));
+	if (inherit)
 		xs__inherit(n, true);
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
-	if (lent)
+	if (inherit)
 		xs__inherit(n, false);
 	/* Under HPF and MLFQ with a co-run budget on the queue's device (the process's, or a
 	 * latency objective's: preempt/objective.c, which asks for a pass when it moves
