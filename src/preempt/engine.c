@@ -453,13 +453,14 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq)
  * batch_size-th command (and at least one in half the in-flight window, so that the
  * window keeps moving) carries a mark, and so does every command of a queue that needs
  * each completion at once: a limited queue (the budget's accounting), one with a waiter
- * for it, one being destroyed, one above Lv2 (a suspended Lv3 queue cannot say it is
+ * for it, one with a latency objective (each command's time is a sample), one being
+ * destroyed, one above Lv2 (a suspended Lv3 queue cannot say it is
  * idle) or whose stream got run gate checks (a stream stopped at one is not idle either);
  * and every event record (dependencies follow it) and inline command. Caller holds
  * xq->lock. */
 static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq)
 {
-	if (!xq->hwq->lazy_marks || xq->limited || xq->closing ||
+	if (!xq->hwq->lazy_marks || xq->limited || xq->closing || xq->objective.goal_pm ||
 	    xq->level >= kPreemptLevelInterrupt || xq->gate_after != UINT64_MAX)
 		return false;
 	switch (cmd->kind) {
