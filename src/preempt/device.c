@@ -139,6 +139,17 @@ void xs_dev_activate(xs_xqueue *xq)
 	xs_mutex_unlock(&d->lock);
 }
 
+void xs_dev_look(xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	if (!d->poke) {
+		d->poke = true;
+		xs_cond_signal(&d->progress_cv);
+	}
+	xs_mutex_unlock(&d->lock);
+}
+
 /* The backend's push (hal.h on_done): any thread, no engine lock held. */
 static void xs__poke(void *arg)
 {

@@ -171,11 +171,16 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 
 /* Sleep on done_cv until @deadline_ns (0 = none) or until number @seq may have been
  * enqueued, committed or completed. Caller holds xq->lock. */
+static bool xs__expect(xs_xqueue *xq);
+
 static void xs__sleep(xs_xqueue *xq, uint64_t seq, int64_t deadline_ns)
 {
 	if (seq < xq->sleep_seq)
 		xq->sleep_seq = seq;
 	xq->sleepers++;
+	/* The progress thread may be asleep past the completion this thread waits for. */
+	if (xs__expect(xq) && !xq->hwq->ops->pushes_done)
+		xs_dev_look(xq);
 	if (deadline_ns)
 		xs_cond_timedwait(&xq->done_cv, &xq->lock, deadline_ns);
 	else
@@ -200,23 +205,34 @@ enum {
 	XS__EXPECT_MIN_NS = 50000,
 };
 
-/* Committed work of @xq started at @now (0: none runs); keeps the expected end of its
- * head command for the progress thread. That thread looks at that moment where something
- * waits for the completion (the budget, for a limited queue: its waiters, and no bubble
- * before the next commit; commands pending behind a full window), or where commands are
- * long enough that its polling pace would see the end late (the queues this one holds
+/* Keep the expected end of @xq's head command (busy_since + est) for the progress
+ * thread where it should look then: where something waits for the completion (the
+ * budget, for a limited queue: its waiters, and no bubble before the next commit;
+ * commands pending behind a full window; a thread asleep in XQueueWait*, which the
+ * completion wakes sooner than its own estimate would), or where commands are long
+ * enough that the thread's polling pace would see the end late (the queues this one holds
  * wait for it). Elsewhere, a stream of short commands, it keeps its pace, 50 us after a
  * completion: looking at each expected end made it wake once per microsecond kernel and
  * take the XQueue's lock each time against the submitting thread (half a core, and 1-2 us
- * per kernel, on an H100, doc/RESULTS.md). The XQueue's waiters look for themselves.
- * Caller holds xq->lock. */
+ * per kernel, on an H100, doc/RESULTS.md). Returns whether the moment was not kept
+ * before. Caller holds xq->lock. */
+static bool xs__expect(xs_xqueue *xq)
+{
+	int64_t now = xq->busy_since_ns;
+	int64_t e = now && xq->est_ns > 0 ? now + xq->est_ns : INT64_MAX;
+	bool wanted = xq->limited || !xs_list_empty(&xq->pending) || xq->sleepers ||
+		      xq->est_ns >= XS__EXPECT_MIN_NS;
+	if (!wanted)
+		e = INT64_MAX;
+	int64_t was = atomic_exchange_explicit(&xq->expect_ns, e, memory_order_relaxed);
+	return was == INT64_MAX && e != INT64_MAX;
+}
+
+/* Committed work of @xq started at @now (0: none runs). Caller holds xq->lock. */
 static void xs__busy(xs_xqueue *xq, int64_t now)
 {
 	xq->busy_since_ns = now;
-	int64_t e = now && xq->est_ns > 0 ? now + xq->est_ns : INT64_MAX;
-	bool wanted =
-	    xq->limited || !xs_list_empty(&xq->pending) || xq->est_ns >= XS__EXPECT_MIN_NS;
-	atomic_store_explicit(&xq->expect_ns, wanted ? e : INT64_MAX, memory_order_relaxed);
+	xs__expect(xq);
 }
 
 /* Recount @xq in its device's top_busy after its work, its limit, its blocking or its

@@ -67,6 +67,7 @@ xs_device *xs_dev_attach(xs_xqueue *xq);
 void xs_dev_detach(xs_xqueue *xq); /* the reverse; xq is drained */
 /* Caller holds xq->lock: */
 void xs_dev_kick(xs_xqueue *xq);       /* the launch thread will drain xq */
+void xs_dev_look(xs_xqueue *xq);       /* the progress thread looks again now */
 void xs_dev_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
 void xs_dev_deactivate(xs_xqueue *xq); /* and no longer */
 /* Whether the calling thread is one of the device threads of @dev. */
