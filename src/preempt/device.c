@@ -94,7 +94,11 @@ void xs_dev_kick(xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
-	if (!xs_linked(&xq->kick_link)) {
+	/* Not once detached: a kicker that holds a reference (deps.c kicks blocked queues
+	 * with no XQueue lock held) may come after xs_dev_detach, and a queue left on the
+	 * kick list would be drained by the launch thread after it was freed (a use after
+	 * free the randomized stress found under the thread sanitizer). */
+	if (!xs_linked(&xq->kick_link) && xs_linked(&xq->dev_link)) {
 		xs_list_push_back(&d->kicks, &xq->kick_link);
 		if (xs__batching && xs__own == d)
 			d->kick_pending = true;
