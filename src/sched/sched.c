@@ -28,12 +28,14 @@ typedef struct xs__sq {
 	uint64_t id;   /* registration order, from 1: the policies' tie-breaker */
 	/* Under xs__lock: */
 	xs_sched_hints h;
-	void *policy_slot; /* per-queue state of the current policy */
-	int limited;       /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
-	Priority applied;  /* the rank applied with it */
-	size_t pass;       /* its index in xs__entries during a pass */
-	bool lent;         /* during a pass: threads of other XQueues wait for it (xs_lend) */
-	bool closing;      /* during a pass: XQueueDestroy drains it, whatever the policy says */
+	void *policy_slot;   /* per-queue state of the current policy */
+	int limited;         /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
+	Priority applied;    /* the rank applied with it */
+	size_t pass;         /* its index in xs__entries during a pass */
+	bool lent;           /* during a pass: threads of other XQueues wait for it (xs_lend) */
+	bool closing;        /* during a pass: XQueueDestroy drains it, whatever the policy says */
+	bool serves_closing; /* during a pass: a queue being destroyed waits for it, directly or
+			      * along a chain (xs__lend_to): it is not limited either */
 	/* During a pass: the XQueue whose event record its head command waits for (it is
 	 * blocked), compared by address only; then that queue's index, or SIZE_MAX. */
 	const xs_xqueue *dep_xq;
@@ -153,7 +155,7 @@ static void xs__apply_limits(size_t n, bool lift)
 				if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
 				    xs__entries[j].rank > top)
 					top = xs__entries[j].rank;
-		int limited = !lift && rank < top;
+		int limited = !lift && !sq->serves_closing && rank < top;
 		if (limited != sq->limited || rank != sq->applied) {
 			sq->limited = limited;
 			sq->applied = rank;
@@ -162,15 +164,24 @@ static void xs__apply_limits(size_t n, bool lift)
 	}
 }
 
-/* Priority inheritance from the queue of entry @from to entry @to (@to serves @from):
- * before the policy decides (@pre), @to's priority and rank become at least @from's;
- * after it, its rank, and it is not suspended while @from is not (or is being destroyed:
- * its drain overrides suspensions, and what it drains waits for @to). Returns whether
- * @to changed. */
-static bool xs__lend_to(xs_sched_entry *to, size_t from, bool pre)
+/* Priority inheritance from the queue of entry @from to entry @to_i (which serves
+ * @from): before the policy decides (@pre), its priority and rank become at least
+ * @from's; after it, its rank, and it is not suspended while @from is not. A queue being
+ * destroyed (its drain overrides suspensions, and what it drains waits for the one it
+ * lends to) passes on more: the queue it waits for, and any that one waits for, is
+ * neither suspended nor limited (serves_closing; the budget's hold would keep it as
+ * surely). Returns whether @to_i changed. */
+static bool xs__lend_to(size_t to_i, size_t from, bool pre)
 {
+	xs_sched_entry *to = &xs__entries[to_i];
 	const xs_sched_entry *b = &xs__entries[from];
+	const xs__sq *f = xs__entry_q[from];
+	xs__sq *t = xs__entry_q[to_i];
 	bool changed = false;
+	if ((f->closing || f->serves_closing) && !t->serves_closing) {
+		t->serves_closing = true; /* the budget's hold must not keep it either */
+		changed = true;
+	}
 	if (pre && b->prio > to->prio) {
 		to->prio = to->rank = b->prio;
 		changed = true;
@@ -179,7 +190,7 @@ static bool xs__lend_to(xs_sched_entry *to, size_t from, bool pre)
 		to->rank = b->rank;
 		changed = true;
 	}
-	if (!pre && (!b->suspend || xs__entry_q[from]->closing) && to->suspend) {
+	if (!pre && (!b->suspend || f->closing || f->serves_closing) && to->suspend) {
 		to->suspend = false;
 		changed = true;
 	}
@@ -201,10 +212,9 @@ static void xs__inherit(size_t n, bool pre)
 		for (size_t i = 0; i < n; i++) {
 			xs__sq *sq = xs__entry_q[i];
 			if (sq->dep < n)
-				changed |= xs__lend_to(&xs__entries[sq->dep], i, pre);
+				changed |= xs__lend_to(sq->dep, i, pre);
 			if (!sq->lent)
 				continue;
-			xs_sched_entry *t = &xs__entries[i];
 			xs_mutex_lock(&sq->xq->lock);
 			xs_list_for_each(l, &sq->xq->lenders)
 			{
@@ -212,7 +222,7 @@ static void xs__inherit(size_t n, bool pre)
 				    xs_container_of(l, xs_lend, link)->from->sched_priv;
 				if (!f || f->pass >= n || xs__entry_q[f->pass] != f)
 					continue; /* not registered, or since this pass began */
-				changed |= xs__lend_to(t, f->pass, pre);
+				changed |= xs__lend_to(i, f->pass, pre);
 			}
 			xs_mutex_unlock(&sq->xq->lock);
 		}
@@ -267,6 +277,7 @@ static int64_t xs__pass(void)
 		e->busy_ns = sq->xq->busy_ns;
 		sq->lent = !xs_list_empty(&sq->xq->lenders);
 		sq->closing = sq->xq->closing;
+		sq->serves_closing = false;
 		sq->dep_xq = xs_engine_blocked_on(sq->xq);
 		sq->dep = SIZE_MAX;
 		deps |= sq->dep_xq != NULL;

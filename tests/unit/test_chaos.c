@@ -13,8 +13,7 @@
  * command's result; nothing hung (a watchdog aborts after 60 s, printing the seed).
  * XSCHED_TEST_SEED=n repeats a run; the seed is printed first.
  *
- * XS_CHAOS_EXTRA=1 (chaos_inline_gates in the `pending` suite: it still hangs now and then)
- * adds:
+ * XS_CHAOS_EXTRA=1 (chaos_inline_gates in the unit suite) adds:
  * - host functions that launch inline commands on the last slot's queue. Under HPF a host
  *   function of a high-priority queue waits there while a queue of middle priority stays
  *   ready (a scope, or an event wait for a record behind that host function): priority
