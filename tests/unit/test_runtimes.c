@@ -56,6 +56,7 @@ static void host_work(void)
 	CHECK_OK(HwQueueDestroy(hwq));
 }
 
+#if defined(XS_HAVE_CUDA) || defined(XS_HAVE_HIP)
 /* Whether this machine has a usable device of the runtime in @libs (loads it to ask:
  * call only after the library's own checks). @count names the device-count call. */
 static bool usable(const char *const *libs, size_t n, const char *init, const char *count)
@@ -74,6 +75,7 @@ static bool usable(const char *const *libs, size_t n, const char *init, const ch
 		return false;
 	return devices > 0;
 }
+#endif
 
 int main(void)
 {
