@@ -148,10 +148,12 @@ struct xs_hwq {
 	 * ops->reset, read by it before a wait_done, which it ends (see there). */
 	_Atomic uint64_t generation;
 	/* With ops->pushes_done: called by the backend (any thread, no lock of the engine
-	 * held) after it published a done number, once set. Set by the engine before the
-	 * first enqueue of each XQueue; the argument stays valid for the process's life. */
-	void (*on_done)(void *arg);
-	void *on_done_arg;
+	 * held) after it published a done number, once set (xs_hwq_push_done). Set by the
+	 * engine before the first enqueue of each XQueue (xs_hwq_set_on_done), maybe while the
+	 * backend is still inside the push of an earlier XQueue's last command: atomics. The
+	 * argument stays valid for the process's life. */
+	void (*_Atomic on_done)(void *arg);
+	void *_Atomic on_done_arg;
 	/* Owned by the engine (preempt/): the KFD queue when the HwQueue has Lv3. */
 	struct xs_lv3 *lv3;
 	/* Guarded by the engine's binding lock: the XQueue in front of it, and destruction. */
@@ -175,11 +177,27 @@ static inline void xs_hwq_init(xs_hwq *q, const xs_hal_ops *ops, int max_level, 
 	q->hw_queues = 0;
 	atomic_init(&q->broken, false);
 	atomic_init(&q->generation, 0);
-	q->on_done = NULL;
-	q->on_done_arg = NULL;
+	atomic_init(&q->on_done, NULL);
+	atomic_init(&q->on_done_arg, NULL);
 	q->lv3 = NULL;
 	q->xq = NULL;
 	q->dead = false;
+}
+
+/* The engine: where the backend pushes its done numbers (the argument first, so that a
+ * push that sees @fn sees @arg). */
+static inline void xs_hwq_set_on_done(xs_hwq *q, void (*fn)(void *arg), void *arg)
+{
+	atomic_store_explicit(&q->on_done_arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&q->on_done, fn, memory_order_release);
+}
+
+/* The backend, after it published a done number: push it, if the engine asked. */
+static inline void xs_hwq_push_done(xs_hwq *q)
+{
+	void (*fn)(void *arg) = atomic_load_explicit(&q->on_done, memory_order_acquire);
+	if (fn)
+		fn(atomic_load_explicit(&q->on_done_arg, memory_order_relaxed));
 }
 
 /* Backends: create a queue (not yet published). Each returns kXSchedSuccess or the

@@ -119,8 +119,7 @@ static void xs__publish(xs__host_q *h, uint64_t seq)
 {
 	atomic_store_explicit(&h->done_seq, seq, memory_order_release);
 	xs_cond_broadcast(&h->cv);
-	if (h->base.on_done)
-		h->base.on_done(h->base.on_done_arg);
+	xs_hwq_push_done(&h->base);
 }
 
 /* Publish the number before the head entry when the engine asked for it
@@ -192,8 +191,7 @@ static void *xs__executor(void *arg)
 			/* Idle with a left-out mark: nothing is published (as a stream's done word
 			 * stays); waiters and the engine look again and ask idle(). */
 			xs_cond_broadcast(&h->cv);
-			if (h->base.on_done)
-				h->base.on_done(h->base.on_done_arg);
+			xs_hwq_push_done(&h->base);
 		}
 		free(e);
 	}

@@ -534,10 +534,8 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 			d->hw_queues = q->hw_queues;
 		xs__count_queues(d);
 		xq->dev = d;
-		if (q->ops->pushes_done) {
-			q->on_done_arg = d;
-			q->on_done = xs__poke;
-		}
+		if (q->ops->pushes_done)
+			xs_hwq_set_on_done(q, xs__poke, d);
 		xs_mutex_lock(&d->lock);
 		xs_list_push_back(&d->queues, &xq->dev_link);
 		xs_mutex_unlock(&d->lock);
