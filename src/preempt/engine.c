@@ -450,8 +450,16 @@ enum {
 static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq)
 {
 	int64_t now = xs_now_ns();
-	int64_t base = xq->tail_end_ns > now ? xq->tail_end_ns : now;
-	xq->tail_end_ns = base + (xq->est_ns > 0 ? xq->est_ns : 0);
+	int64_t est = xq->est_ns > 0 ? xq->est_ns : 0;
+	/* The commands still in flight run first; the end kept for them counts only as far
+	 * as they can reach from now (an end kept for commands that completed, unseen, would
+	 * push the tail later with each enqueue: a round trip of one command at a time then
+	 * went unasked until its waiter woke, late, and the estimate grew with each). */
+	int64_t reach = now + est * (int64_t)(seq - 1 - xq->completed);
+	int64_t base = xq->tail_end_ns < reach ? xq->tail_end_ns : reach;
+	if (base < now)
+		base = now;
+	xq->tail_end_ns = base + est;
 	bool unmarked = xq->marked < seq;
 	if (unmarked) {
 		int64_t due = xq->tail_end_ns;
