@@ -385,7 +385,7 @@ static void *xs__progress_main(void *arg)
 				progressed |= xs_engine_reap(v[i], check, due);
 				xs_mutex_unlock(&v[i]->lock);
 			}
-			int64_t e = xs_engine_expect_ns(v[i]);
+			int64_t e = xs_engine_expect_ns(v[i], now);
 			if (e < expect)
 				expect = e;
 			xs_obj_unref(&v[i]->obj);

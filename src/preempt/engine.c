@@ -843,12 +843,14 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 	xs__sleep(xq, seq, at);
 }
 
-int64_t xs_engine_expect_ns(const xs_xqueue *xq)
+int64_t xs_engine_expect_ns(const xs_xqueue *xq, int64_t now)
 {
 	int64_t e = atomic_load_explicit(&xq->expect_ns, memory_order_relaxed);
+	if (e <= now)
+		e = INT64_MAX; /* passed: looked at already */
 	if (atomic_load_explicit(&xq->tail_unmarked, memory_order_relaxed)) {
 		int64_t t = atomic_load_explicit(&xq->tail_due_ns, memory_order_relaxed);
-		if (t < e)
+		if (t > now && t < e)
 			e = t;
 	}
 	return e;

@@ -133,12 +133,13 @@ bool xs_engine_release(xs_xqueue *xq);
 /* Whether @xq holds enqueued commands behind its counter that the device may not run yet
  * and that xs_engine_release would commit (not what XQueueSuspend holds). */
 bool xs_engine_holds(const xs_xqueue *xq);
-/* When the progress thread should look at @xq (ns, monotonic): when its running command
- * is expected to complete, for long commands and where the budget or a pending command
- * waits for that completion (engine.c, xs__busy), or when an unmarked tail is due
- * (xs_engine_tail_due); INT64_MAX when unknown, when nothing runs, or for a stream of
- * short commands that nothing waits for. */
-int64_t xs_engine_expect_ns(const xs_xqueue *xq);
+/* When, after @now, the progress thread should look at @xq (ns, monotonic): when its
+ * running command is expected to complete, for long commands and where the budget, a
+ * pending command or a sleeping waiter waits for that completion (engine.c, xs__expect),
+ * or when an unmarked tail comes due (xs_engine_tail_due), whichever comes first of those
+ * still ahead; INT64_MAX when none is (unknown, nothing runs, or a stream of short
+ * commands that nothing waits for). Any thread, no lock (relaxed looks). */
+int64_t xs_engine_expect_ns(const xs_xqueue *xq, int64_t now);
 /* Whether @xq's done number moved past what it completed: worth a reap. Any thread, no
  * lock (a relaxed look). */
 bool xs_engine_done_moved(xs_xqueue *xq);
