@@ -802,9 +802,41 @@ static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__w
 /* One step of a wait for seq @seq of @xq: complete what is done, or sleep a while (woken
  * early by completions and commits). A backend that pushes done numbers (host) blocks in
  * its own wait_done instead. Caller holds xq->lock; it is dropped meanwhile. */
+/* A waiter for number @seq, enqueued without a done mark of its own, puts a mark behind
+ * the tail (number `enqueued`, under the launch token, as a run gate check does: done
+ * numbers only grow), so that the completion is found by a done word (the progress
+ * thread's look, this thread's next read) and not only by asking whether the queue is
+ * idle. Without it only the waiter found such a command done, after a timed sleep that
+ * overshoots by the thread's timer slack, and each such sample lengthened the estimate it
+ * sleeps on (H100, doc/RESULTS.md). Backends that wait for a number themselves
+ * (wait_done) need none. Caller holds xq->lock; it is dropped around the enqueue. */
+static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
+{
+	xs_hwq *q = xq->hwq;
+	bool own = xs__in_enqueue == xq; /* a callback inside our enqueue: the token is ours */
+	if (q->ops->wait_done || own)
+		return;
+	while (xq->launching && xq->marked < seq && xq->completed < seq)
+		xs_cond_wait(&xq->cv, &xq->lock);
+	if (xq->marked >= seq || xq->completed >= seq || seq > xq->enqueued)
+		return;
+	uint64_t mark = xq->enqueued;
+	xq->launching = true;
+	xq->marked = mark;
+	atomic_store_explicit(&xq->tail_unmarked, false, memory_order_relaxed);
+	xs_mutex_unlock(&xq->lock);
+	q->ops->enqueue(q, NULL, mark, XS_ENQ_MARK); /* a failure marks the queue broken */
+	xs_mutex_lock(&xq->lock);
+	xq->launching = false;
+	xs_cond_broadcast(&xq->cv);
+	xs_engine_progress(xq, false); /* what waited for the token: the launch thread's */
+}
+
 static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 {
 	xs_hwq *q = xq->hwq;
+	if (xq->marked < seq)
+		xs__mark_for_waiter(xq, seq);
 	if (q->ops->wait_done) {
 		/* Read while @seq is incomplete, hence before any later XQueue of the HwQueue
 		 * exists (a destroy drains first). */
