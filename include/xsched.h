@@ -69,7 +69,7 @@ extern "C" {
 /**@{*/
 #define XSCHED_VERSION_MAJOR 0
 #define XSCHED_VERSION_MINOR 4
-#define XSCHED_VERSION_PATCH 0
+#define XSCHED_VERSION_PATCH 1
 /**@}*/
 
 /** Handle to an XQueue. 0 is never a valid handle. */
@@ -361,7 +361,7 @@ XSCHED_API XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level);
  * launch; commands already in flight are not affected. @p batch_size is the number of
  * commands per completion point (XSched's meaning): an XQueue that nothing limits (the top
  * priority on its device, below Lv3, no run gate checks) on a host queue, or on a GPU queue
- * with `XSCHED_GPU_LAZY_MARKS=1` (off by default: slow waits on an H100), puts a done mark
+ * (unless `XSCHED_GPU_LAZY_MARKS=0`), puts a done mark
  * on its HwQueue after every batch_size-th command only, and after a command somebody
  * already waits for;
  * the completion of the others is seen with the next mark, or when the HwQueue has run

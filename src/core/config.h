@@ -25,8 +25,8 @@ typedef struct xs_config {
 	int64_t budget_ns;     /* XSCHED_BUDGET_US, default XS_BUDGET_DEFAULT_US (engine) */
 	int64_t corun_ns;      /* XSCHED_CORUN_US, default XS_CORUN_DEFAULT_US (engine) */
 	bool hw_priority;      /* XSCHED_HW_PRIORITY=0 turns it off; default on */
-	bool gpu_lazy_marks;   /* XSCHED_GPU_LAZY_MARKS=1: GPU queues may leave done marks out
-				* (off by default: slow waits on an H100, doc/RESULTS.md) */
+	bool gpu_lazy_marks;   /* XSCHED_GPU_LAZY_MARKS (default 1): GPU queues may leave done
+				* marks out; 0 marks every command */
 	/* XSCHED_HOST_HW_QUEUES, default 0 = unlimited: the hardware queues host queues are
 	 * taken to share, a model of CUDA connections for tests (hal/host.c). */
 	unsigned host_hw_queues;
