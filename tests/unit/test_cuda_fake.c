@@ -1,0 +1,138 @@
+/* The CUDA backend (src/hal/gpu.c) against a fake driver (fake_cuda.c, loaded as
+ * libcuda.so.1 from the test's build folder), with no GPU:
+ * 1. a stream becomes a HwQueue with Lv1 and Lv2 (stream memory operations);
+ * 2. order: kernels and host functions at Lv1 and Lv2 run once each, in submission order;
+ * 3. left-out marks: 400 kernels back to back at Lv1 with the library's defaults put at
+ *    most half as many done marks as kernels (XSCHED_GPU_LAZY_MARKS=0: one per kernel);
+ * 4. a waiter's mark: 100 submit+wait round trips at Lv1 each put a mark behind the command
+ *    waited for, so that its completion is found by the done word (without it a round
+ *    trip took 500 us on an H100);
+ * 5. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
+ *    stops at the counter wait); after the resume everything completes.
+ * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
+ * (0 here unless set). */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static long (*g_count)(const char *name);
+
+static long marks(void)
+{
+	return g_count("cuStreamWriteValue32") + g_count("batch write") +
+	       g_count("cuLaunchHostFunc");
+}
+
+static HwCommandHandle kernel(void)
+{
+	static int x;
+	void *args[] = {&x};
+	size_t sizes[] = {sizeof(x)};
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateModuleKernel(&c, (void *)(uintptr_t)0x2000, (XDim3){1, 1, 1},
+					     (XDim3){256, 1, 1}, 0, args, sizes, 1));
+	return c;
+}
+
+enum { ORDER_N = 300 };
+static int g_ran[ORDER_N], g_nran;
+
+static XResult note(void *data)
+{
+	g_ran[g_nran++] = (int)(intptr_t)data; /* host functions run on the fake device thread */
+	return kXSchedSuccess;
+}
+
+static void order(XQueueHandle xq)
+{
+	g_nran = 0;
+	for (int i = 0; i < ORDER_N; i++) {
+		HwCommandHandle c = kernel();
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+		CHECK_OK(HwCommandCreateHostFunc(&c, note, (void *)(intptr_t)i));
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	CHECK_OK(XQueueWaitAll(xq));
+	CHECK(g_nran == ORDER_N);
+	for (int i = 0; i < ORDER_N; i++)
+		CHECK(g_ran[i] == i);
+}
+
+int main(void)
+{
+	const char *lazy_env = getenv("XSCHED_GPU_LAZY_MARKS");
+	bool lazy = !lazy_env || strcmp(lazy_env, "0") != 0;
+	setenv("FAKE_CUDA_KERNEL_US", "0", 0);
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+	void *stream = (void *)(uintptr_t)0x1000; /* the fake takes any value for a stream */
+	CHECK_OK(CudaQueueCreate(&hwq, stream));
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CHECK(lib);
+	*(void **)&g_count = dlsym(lib, "fake_cuda_count");
+	CHECK(g_count);
+
+	/* 1, 2: Lv2 and Lv1. */
+	CHECK_OK(XQueueCreate(&xq, hwq, kPreemptLevelDeactivate, 0));
+	order(xq);
+	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelBlock));
+	order(xq);
+	printf("order: %d kernels and host functions each at Lv2 and at Lv1, in order\n", ORDER_N);
+
+	/* 3: a burst at Lv1. */
+	long m0 = marks();
+	for (int i = 0; i < 400; i++) {
+		HwCommandHandle c = kernel();
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	CHECK_OK(XQueueWaitAll(xq));
+	long burst = marks() - m0;
+	printf("400 kernels at Lv1: %ld done marks (left-out marks %s; %ld writes, %ld batched, "
+	       "%ld host functions in all)\n",
+	       burst, lazy ? "on" : "off", g_count("cuStreamWriteValue32"), g_count("batch write"),
+	       g_count("cuLaunchHostFunc"));
+	/* One mark per 8 kernels (batch size), and one per kernel enqueued while the
+	 * XQueueWaitAll below already waits (a backlog behind a full window): at most half. */
+	if (lazy)
+		CHECK(burst > 0 && burst <= 400 / 2);
+	else
+		CHECK(burst >= 400);
+
+	/* 4: round trips. */
+	m0 = marks();
+	for (int i = 0; i < 100; i++) {
+		HwCommandHandle c = kernel();
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(XQueueWait(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	long trips = marks() - m0;
+	printf("100 round trips at Lv1: %ld done marks\n", trips);
+	CHECK(trips >= 100);
+
+	/* 5: Lv2 suspended by the application. */
+	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelDeactivate));
+	CHECK_OK(XQueueSuspend(xq, 0));
+	XQueueStats s0 = t_stats(xq);
+	for (int i = 0; i < 50; i++) {
+		HwCommandHandle c = kernel();
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	t_sleep_us(50000);
+	CHECK(t_stats(xq).completed == s0.completed);
+	CHECK_OK(XQueueResume(xq, 0));
+	CHECK_OK(XQueueWaitAll(xq));
+	CHECK(t_stats(xq).completed == s0.completed + 50);
+	printf("Lv2: nothing ran while suspended; all 50 after the resume\n");
+
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(HwQueueDestroy(hwq));
+	CHECK_OK(XSchedShutdown());
+	return 0;
+}
