@@ -379,7 +379,10 @@ static void *xs__progress_main(void *arg)
 		for (size_t i = 0; i < n; i++) {
 			/* The lock only where a done number moved, and on each look (which
 			 * also takes idle queues off the active list). */
-			bool due = xs_engine_tail_due(v[i], now);
+			/* A backend that pushes (host) woke this thread for the change: its
+			 * idle() is cheap, and nothing else would look again before the next
+			 * push or stall check (xs__idle_wait_ns). */
+			bool due = xs_engine_tail_due(v[i], pushes ? INT64_MAX : now);
 			if (look || due || xs_engine_done_moved(v[i])) {
 				xs_mutex_lock(&v[i]->lock);
 				progressed |= xs_engine_reap(v[i], check, due);

@@ -391,7 +391,7 @@ enum {
 	XS__QUANTUM_NS = 200000,
 };
 
-static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail);
+static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed);
 
 /* Whether the in-flight window is full. Before saying so, complete what the device has
  * marked done since the progress thread last looked (one read of the done word): that
@@ -407,7 +407,7 @@ static bool xs__window_full(xs_xqueue *xq)
 	if (done != UINT64_MAX && done > xq->completed) {
 		if (done > xq->enqueued)
 			done = xq->enqueued;
-		xs__complete_upto(xq, done, kXSchedSuccess);
+		xs__complete_upto(xq, done, kXSchedSuccess, true);
 	}
 	return (int64_t)(xq->enqueued - xq->completed) >= xq->threshold;
 }
@@ -417,10 +417,10 @@ static bool xs__window_full(xs_xqueue *xq)
 static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 {
 	*skip = kXSchedSuccess;
-	if (xs__window_full(xq))
-		return false;
-	if (!xs__may_launch(xq))
-		return false;
+	/* The dependency first, whatever else holds the queue: `blocked` must clear once the
+	 * record may be depended on even while the queue is suspended, or a policy that
+	 * suspends queues that are not ready (CFS, UP, FIFO, EDF, k-EDF) would keep it
+	 * suspended, and so not ready, for as long as another queue is ready. */
 	if (cmd->kind == XS_CMD_EVENT_WAIT) {
 		bool go = xs_dep_check(xq, cmd, skip);
 		if (go == xq->blocked) {
@@ -431,6 +431,10 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 		if (!go)
 			return false;
 	}
+	if (xs__window_full(xq))
+		return false;
+	if (!xs__may_launch(xq))
+		return false;
 	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd);
 }
 
@@ -653,12 +657,15 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 /* ---- complete ---- */
 
 /* Complete every in-flight command with seq <= @done, with @fail for those that have no
- * failure of their own. Caller holds xq->lock. */
-static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail)
+ * failure of their own. @timed: now is when they were seen to end, a sample of the
+ * estimate; else they count with the estimate. Caller holds xq->lock. */
+static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed)
 {
 	int64_t now = xs_now_ns();
 	uint64_t n = done - xq->completed;
-	if (xq->busy_since_ns && n) {
+	if (!timed && n)
+		xq->busy_ns += xq->est_ns * (int64_t)n;
+	if (timed && xq->busy_since_ns && n) {
 		/* The moving average (1/8) of the device time per command: the time since work
 		 * was committed, less the charged work of other queues that was expected to run
 		 * before it (else a queue of short commands behind long ones would be taken for
@@ -718,7 +725,7 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 			xs_dev_deactivate(xq);
 		return false;
 	}
-	uint64_t done = q->ops->done(q);
+	uint64_t done = q->ops->done(q), marked_done = done;
 	XResult fail = kXSchedSuccess;
 	if (ask_idle && done != UINT64_MAX && done >= xq->marked && xq->marked < xq->enqueued &&
 	    q->ops->idle) {
@@ -746,7 +753,14 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 		done = xq->enqueued; /* an enqueue call still running: its result comes first */
 	if (done <= xq->completed)
 		return false;
-	xs__complete_upto(xq, done, fail);
+	/* A tail found complete by asking whether a GPU queue is idle was seen done as late as
+	 * the progress thread asked (its due time, at least the estimate): timed, it could
+	 * only lengthen the estimate. Complete what the marks cover with its time, the rest
+	 * with the estimate. A backend that pushes (host) says when it went idle. */
+	bool untimed = fail == kXSchedSuccess && done > marked_done && !q->ops->pushes_done;
+	if (untimed && marked_done > xq->completed)
+		xs__complete_upto(xq, marked_done, fail, true);
+	xs__complete_upto(xq, done, fail, !untimed);
 	return true;
 }
 
@@ -1397,6 +1411,11 @@ void xs_engine_destroy(xs_xqueue *xq)
 		xs_engine_notify(xq);
 	}
 	xs_dep_unblock(xq);
+	/* A waiter's mark or a run gate check may still be inside its backend call: after
+	 * the return the HwQueue may get a new XQueue and be reset, and a mark landing then
+	 * would complete that XQueue's commands. */
+	while (xq->launching)
+		xs_cond_wait(&xq->cv, &xq->lock);
 	xs_dev_deactivate(xq);
 	xs_mutex_unlock(&xq->lock);
 	xs_dev_detach(xq);

@@ -1,0 +1,69 @@
+/* A host queue's command that ends without a done mark of its own (left-out marks) is seen
+ * done soon after it ends, so the lower queues it holds go on.
+ *
+ * H (priority 10) first runs commands of 5 ms, so its estimate is 5 ms; then one quick
+ * host function; L (priority 0) submits meanwhile and waits (HPF, co-run budget 0). The
+ * quick command's completion used to be looked for only once its tail was due (an
+ * estimate later), while the host backend's push woke the progress thread only then;
+ * L started 100 ms later, when the stall check came round. Checked in 5 rounds: L's
+ * command starts within 50 ms of the end of H's. */
+#include <stdlib.h>
+
+#include "check.h"
+
+static atomic_llong g_end, g_start;
+
+static XResult quick(void *d)
+{
+	(void)d;
+	atomic_store(&g_end, t_now_us());
+	return kXSchedSuccess;
+}
+
+static XResult slow(void *d)
+{
+	(void)d;
+	t_sleep_us(5000);
+	return kXSchedSuccess;
+}
+
+static XResult low(void *d)
+{
+	(void)d;
+	atomic_store(&g_start, t_now_us());
+	return kXSchedSuccess;
+}
+
+int main(void)
+{
+	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
+	CHECK(setenv("XSCHED_HPF_LINGER_US", "0", 1) == 0);
+	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+	HwQueueHandle hl, hh;
+	XQueueHandle l, h;
+	CHECK_OK(HostQueueCreate(&hl));
+	CHECK_OK(HostQueueCreate(&hh));
+	CHECK_OK(XQueueCreate(&l, hl, kPreemptLevelBlock, 0));
+	CHECK_OK(XQueueCreate(&h, hh, kPreemptLevelBlock, 0));
+	CHECK_OK(XHintPriority(l, 0));
+	CHECK_OK(XHintPriority(h, 10));
+	for (int r = 0; r < 5; r++) {
+		for (int i = 0; i < 3; i++)
+			t_submit_fn(h, slow, NULL);
+		CHECK_OK(XQueueWaitAll(h));
+		t_sleep_us(2000);
+		t_submit_fn(h, quick, NULL);
+		t_submit_fn(l, low, NULL);
+		CHECK_OK(XQueueWaitAll(l));
+		long long gap = atomic_load(&g_start) - atomic_load(&g_end);
+		printf("round %d: low started %lld us after high's quick command ended\n", r, gap);
+		CHECK(gap < 50000);
+		CHECK_OK(XQueueWaitAll(h));
+	}
+	CHECK_OK(XQueueDestroy(l));
+	CHECK_OK(XQueueDestroy(h));
+	CHECK_OK(HwQueueDestroy(hl));
+	CHECK_OK(HwQueueDestroy(hh));
+	CHECK_OK(XSchedShutdown());
+	return 0;
+}
