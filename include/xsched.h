@@ -314,7 +314,12 @@ XSCHED_API XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t lev
  * that command's own result and nothing is lost. The handle becomes invalid at once:
  * concurrent XQueueSubmit() calls get kXSchedErrorNotFound. Returns once every command
  * has completed and the device's library threads no longer use the XQueue (it owns no
- * thread); blocks as long as its commands run. The HwQueue stays alive.
+ * thread); blocks as long as its commands run. The HwQueue stays alive. The override
+ * passes to what the drained commands wait for (a host function's XQueueWait() or
+ * XQueueLaunchInline() on another XQueue, an event wait on another XQueue's record): the
+ * scheduler neither suspends nor limits those XQueues meanwhile; the application's own
+ * XQueueSuspend() and PRIORITY_NO_EXECUTE on them still hold, and the destroy waits for
+ * them to be lifted.
  *
  * @param xq [in] The XQueue; 0 is accepted and does nothing.
  * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not a live XQueue.
