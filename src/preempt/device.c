@@ -9,9 +9,9 @@
  * while nothing completes up to XS__POLL_MAX_NS, and never past the moment the budget
  * admits its next waiter (budget.c) or a long command, or one that the budget or a
  * pending command waits for, is expected to complete (its queue's estimated time per
- * command; engine.c, xs__busy). Waiters poll for their own commands and submitting threads complete
- * what is marked done when their window is full (engine.c), so this thread's pace bounds only how
- * soon other queues' windows refill and an idle queue is seen idle.
+ * command; engine.c, xs__expect). Waiters poll for their own commands and submitting threads
+ * complete what is marked done when their window is full (engine.c), so this thread's pace bounds
+ * only how soon other queues' windows refill and an idle queue is seen idle.
  *
  * The launch thread ("xs-launch") drains the XQueues kicked to it: it enqueues their
  * pending commands (running their launch callbacks) when they may enqueue. A command
@@ -143,18 +143,8 @@ void xs_dev_activate(xs_xqueue *xq)
 	xs_mutex_unlock(&d->lock);
 }
 
-void xs_dev_look(xs_xqueue *xq)
-{
-	xs_device *d = xq->dev;
-	xs_mutex_lock(&d->lock);
-	if (!d->poke) {
-		d->poke = true;
-		xs_cond_signal(&d->progress_cv);
-	}
-	xs_mutex_unlock(&d->lock);
-}
-
-/* The backend's push (hal.h on_done): any thread, no engine lock held. */
+/* Wake the progress thread for a look now. The backend's push (hal.h on_done): any
+ * thread, no engine lock held; xs_dev_look: with one XQueue's lock held. */
 static void xs__poke(void *arg)
 {
 	xs_device *d = arg;
@@ -164,6 +154,11 @@ static void xs__poke(void *arg)
 		xs_cond_signal(&d->progress_cv);
 	}
 	xs_mutex_unlock(&d->lock);
+}
+
+void xs_dev_look(xs_xqueue *xq)
+{
+	xs__poke(xq->dev);
 }
 
 /* ---- the launch thread ---- */
@@ -377,11 +372,11 @@ static void *xs__progress_main(void *arg)
 		int64_t expect = INT64_MAX;
 		xs__batching = true;
 		for (size_t i = 0; i < n; i++) {
-			/* The lock only where a done number moved, and on each look (which
-			 * also takes idle queues off the active list). */
-			/* A backend that pushes (host) woke this thread for the change: its
-			 * idle() is cheap, and nothing else would look again before the next
-			 * push or stall check (xs__idle_wait_ns). */
+			/* The lock only where a done number moved, where an unmarked tail is
+			 * due, and on each look (which also takes idle queues off the active
+			 * list). A backend that pushes (host) woke this thread for the change:
+			 * its idle() is cheap, and nothing else would look again before the next
+			 * push or stall check (xs__idle_wait_ns), so its tail is always due. */
 			bool due = xs_engine_tail_due(v[i], pushes ? INT64_MAX : now);
 			if (look || due || xs_engine_done_moved(v[i])) {
 				xs_mutex_lock(&v[i]->lock);

@@ -218,8 +218,8 @@ enum {
  * before. Caller holds xq->lock. */
 static bool xs__expect(xs_xqueue *xq)
 {
-	int64_t now = xq->busy_since_ns;
-	int64_t e = now && xq->est_ns > 0 ? now + xq->est_ns : INT64_MAX;
+	int64_t since = xq->busy_since_ns;
+	int64_t e = since && xq->est_ns > 0 ? since + xq->est_ns : INT64_MAX;
 	bool wanted = xq->limited || !xs_list_empty(&xq->pending) || xq->sleepers ||
 		      xq->est_ns >= XS__EXPECT_MIN_NS;
 	if (!wanted)
@@ -246,19 +246,24 @@ static void xs__top_update(xs_xqueue *xq)
 
 /* ---- commit ---- */
 
-/* Whether a command enqueued now would sit behind uncompleted work that the scheduler may
- * hold back: a gated command (closed while its XQueue is suspended), or a host function
- * or a callback run on the queue (either may wait for another XQueue, which the scheduler
- * may keep suspended). An event record behind such work is not sure to complete on its
- * own, so its waiters wait for its completion (deps.c). Caller holds xq->lock. */
+/* Whether command @c (enqueued @gated or not) may stop its queue for as long as the
+ * scheduler holds some XQueue: a gated command (closed while its XQueue is suspended), a
+ * host function or a callback run on the queue (either may wait for another XQueue).
+ * xs__held_in_flight: whether a command enqueued now would sit behind such work. An
+ * event record behind it is not sure to complete on its own, so its waiters wait for its
+ * completion (deps.c). Caller holds xq->lock. */
+static bool xs__may_hold(const xs_xqueue *xq, const xs_cmd *c, bool gated)
+{
+	return gated || c->kind == XS_CMD_HOST_FUNC ||
+	       (c->kind == XS_CMD_CALLBACK && xq->hwq->ops->callbacks_on_queue);
+}
+
 static bool xs__held_in_flight(const xs_xqueue *xq)
 {
-	bool on_queue = xq->hwq->ops->callbacks_on_queue;
 	xs_list_for_each(l, &xq->inflight)
 	{
 		const xs_cmd *c = xs_container_of(l, xs_cmd, link);
-		if (c->gated || c->kind == XS_CMD_HOST_FUNC ||
-		    (c->kind == XS_CMD_CALLBACK && on_queue))
+		if (xs__may_hold(xq, c, c->gated))
 			return true;
 	}
 	return false;
@@ -445,15 +450,14 @@ enum {
 	XS__TAIL_QUIET_NS = 20000,
 };
 
-/* Number @seq was enqueued: keep the expected end of the last command and, for a tail
+/* Number @seq was enqueued (at @now): keep the expected end of the last command and, for a tail
  * left without a mark, when the progress thread should ask whether the queue is idle:
  * at that expected end, and not before XS__TAIL_QUIET_NS after this enqueue. Asking at
  * the head's expected end instead sent a stream query from every look of the progress
  * thread through a burst of microsecond kernels (H100, doc/RESULTS.md). Caller holds
  * xq->lock. */
-static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq)
+static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 {
-	int64_t now = xs_now_ns();
 	int64_t est = xq->est_ns > 0 ? xq->est_ns : 0;
 	/* The commands still in flight run first; the end kept for them counts only as far
 	 * as they can reach from now (an end kept for commands that completed, unseen, would
@@ -520,11 +524,27 @@ static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64
 	unsigned flags = gated ? XS_ENQ_GATED : 0;
 	if (skip != kXSchedSuccess || !xs__may_leave_mark(xq, cmd, seq))
 		flags |= XS_ENQ_MARK;
-	bool may_block = gated || cmd->kind == XS_CMD_EVENT_WAIT || cmd->kind == XS_CMD_HOST_FUNC ||
-			 (cmd->kind == XS_CMD_CALLBACK && xq->hwq->ops->callbacks_on_queue);
+	bool may_block = cmd->kind == XS_CMD_EVENT_WAIT || xs__may_hold(xq, cmd, gated);
 	if (may_block && xq->marked < seq - 1)
 		flags |= XS_ENQ_MARK_PREV;
 	return flags;
+}
+
+/* The launch token outside xs__drain: one thread enqueues at a time, in order, and done
+ * numbers only grow. Take waits for it; give hands on what was submitted meanwhile to
+ * the launch thread (the giver may be capturing its stream). Caller holds xq->lock. */
+static void xs__token_take(xs_xqueue *xq)
+{
+	while (xq->launching)
+		xs_cond_wait(&xq->cv, &xq->lock);
+	xq->launching = true;
+}
+
+static void xs__token_give(xs_xqueue *xq)
+{
+	xq->launching = false;
+	xs_cond_broadcast(&xq->cv);
+	xs_engine_progress(xq, false);
 }
 
 /* Enqueue pending commands in order while they may go, on the calling thread. Caller
@@ -588,9 +608,10 @@ static void xs__drain(xs_xqueue *xq)
 			xq->marked = seq;
 		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1)
 			xq->marked = seq - 1;
-		xs__tail_enqueued(xq, seq);
+		int64_t now = xs_now_ns();
+		xs__tail_enqueued(xq, seq, now);
 		if (!gated && !xq->busy_since_ns)
-			xs__busy(xq, xs_now_ns());
+			xs__busy(xq, now);
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
 		if (record)
 			xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res);
@@ -828,22 +849,18 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 {
 	xs_hwq *q = xq->hwq;
 	bool own = xs__in_enqueue == xq; /* a callback inside our enqueue: the token is ours */
-	if (q->ops->wait_done || own)
-		return;
-	while (xq->launching && xq->marked < seq && xq->completed < seq)
-		xs_cond_wait(&xq->cv, &xq->lock);
-	if (xq->marked >= seq || xq->completed >= seq || seq > xq->enqueued)
-		return;
-	uint64_t mark = xq->enqueued;
-	xq->launching = true;
-	xq->marked = mark;
-	atomic_store_explicit(&xq->tail_unmarked, false, memory_order_relaxed);
-	xs_mutex_unlock(&xq->lock);
-	q->ops->enqueue(q, NULL, mark, XS_ENQ_MARK); /* a failure marks the queue broken */
-	xs_mutex_lock(&xq->lock);
-	xq->launching = false;
-	xs_cond_broadcast(&xq->cv);
-	xs_engine_progress(xq, false); /* what waited for the token: the launch thread's */
+	if (q->ops->wait_done || own || seq > xq->enqueued)
+		return; /* not enqueued yet: a later step of the wait marks it if need be */
+	xs__token_take(xq);
+	if (xq->marked < seq && xq->completed < seq && seq <= xq->enqueued) {
+		uint64_t mark = xq->enqueued;
+		xq->marked = mark;
+		atomic_store_explicit(&xq->tail_unmarked, false, memory_order_relaxed);
+		xs_mutex_unlock(&xq->lock);
+		q->ops->enqueue(q, NULL, mark, XS_ENQ_MARK); /* a failure marks it broken */
+		xs_mutex_lock(&xq->lock);
+	}
+	xs__token_give(xq);
 }
 
 static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
@@ -1170,9 +1187,8 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 	 * grow). */
 	bool own = xs__in_enqueue == xq; /* from a callback inside our enqueue: ours already */
 	xs_mutex_lock(&xq->lock);
-	while (xq->launching && !own)
-		xs_cond_wait(&xq->cv, &xq->lock);
-	xq->launching = true;
+	if (!own)
+		xs__token_take(xq);
 	if (xq->gate_after == UINT64_MAX)
 		xq->gate_after = xq->enqueued; /* what is enqueued from now on is behind it */
 	/* A closed check would hide the completion of a last command left without a mark
@@ -1184,11 +1200,7 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 	XResult res = q->ops->gate_check(q, mark);
 	if (!own) {
 		xs_mutex_lock(&xq->lock);
-		xq->launching = false;
-		xs_cond_broadcast(&xq->cv);
-		/* What was submitted meanwhile: by the launch thread, not here (this thread
-		 * may be capturing the stream). */
-		xs_engine_progress(xq, false);
+		xs__token_give(xq);
 		xs_mutex_unlock(&xq->lock);
 	}
 	return res;
