@@ -88,6 +88,18 @@ static inline void h_finish(h_call *c, int timeout_ms, const char *what)
 	CHECK(pthread_join(c->thread, NULL) == 0);
 }
 
+/* Wait (up to 3 s) until @n commands of @xq have completed; on a timeout report @what as
+ * a hang and leave. */
+static inline void h_wait_completed(XQueueHandle xq, uint64_t n, const char *what)
+{
+	int64_t end = t_now_us() + 3000000;
+	while (t_stats(xq).completed < n)
+		if (t_now_us() > end)
+			h_hang(what);
+		else
+			t_sleep_us(1000);
+}
+
 /* A host function that blocks until its flag is set. */
 static inline XResult h_block_fn(void *data)
 {
@@ -110,6 +122,60 @@ static inline HwCommandHandle h_submit(XQueueHandle xq, HostFunction fn, void *d
 	CHECK_OK(HwCommandCreateHostFunc(&c, fn, data));
 	CHECK_OK(XQueueSubmit(xq, c));
 	return c;
+}
+
+/* A command that reaches another XQueue from inside it (priority inheritance): h_reach_fn
+ * first blocks until `release` is set (when given), then launches inline on `target`
+ * (XQueueLaunchInline) or, with `wait`, submits a command to it and waits for it
+ * (XQueueWait); it counts in `calls` and keeps the call's result in `res`. One at a time;
+ * h_reach_set prepares the next. */
+typedef struct h_reach_state {
+	XQueueHandle target;
+	bool wait;
+	atomic_bool *release;
+	atomic_int calls;
+	XResult res;
+} h_reach_state;
+
+static inline h_reach_state *h_reach(void)
+{
+	static h_reach_state r;
+	return &r;
+}
+
+static inline void h_reach_set(XQueueHandle target, bool wait, atomic_bool *release)
+{
+	h_reach_state *r = h_reach();
+	r->target = target;
+	r->wait = wait;
+	r->release = release;
+	atomic_store(&r->calls, 0);
+	r->res = kXSchedErrorUnknown;
+}
+
+static inline XResult h_reach_inline_cb(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	(void)data;
+	atomic_fetch_add(&h_reach()->calls, 1);
+	return kXSchedSuccess;
+}
+
+static inline XResult h_reach_fn(void *data)
+{
+	(void)data;
+	h_reach_state *r = h_reach();
+	if (r->release)
+		h_block_fn(r->release);
+	if (!r->wait) {
+		r->res = XQueueLaunchInline(r->target, h_reach_inline_cb, NULL);
+		return kXSchedSuccess;
+	}
+	HwCommandHandle c = h_submit(r->target, h_nop_fn, NULL);
+	r->res = XQueueWait(r->target, c);
+	CHECK_OK(HwCommandDestroy(c));
+	atomic_fetch_add(&r->calls, 1);
+	return kXSchedSuccess;
 }
 
 /* The engine's view of @xq: one field, read under the XQueue's lock. */

@@ -12,38 +12,8 @@
  * when XQueueDestroy has not returned 3 s after H's release. */
 #include "hang_util.h"
 
-static XQueueHandle g_low, g_mid;
-static atomic_bool g_release;
-static atomic_int g_calls;
-static XResult g_res = kXSchedErrorUnknown;
+static XQueueHandle g_mid;
 static XResult g_destroy = kXSchedErrorUnknown;
-
-static XResult inline_fn(HwQueueHandle hwq, void *data)
-{
-	(void)hwq;
-	(void)data;
-	atomic_fetch_add(&g_calls, 1);
-	return kXSchedSuccess;
-}
-
-static XResult mid_inline_fn(void *data)
-{
-	(void)data;
-	h_block_fn(&g_release);
-	g_res = XQueueLaunchInline(g_low, inline_fn, NULL);
-	return kXSchedSuccess;
-}
-
-static XResult mid_wait_fn(void *data)
-{
-	(void)data;
-	h_block_fn(&g_release);
-	HwCommandHandle c = h_submit(g_low, h_nop_fn, NULL);
-	g_res = XQueueWait(g_low, c);
-	CHECK_OK(HwCommandDestroy(c));
-	atomic_fetch_add(&g_calls, 1);
-	return kXSchedSuccess;
-}
 
 static void *destroy_mid(void *arg)
 {
@@ -61,13 +31,12 @@ static void run_case(bool wait, int64_t corun_us)
 	CHECK_OK(XHintCorunBudget(corun_us));
 	h_tiers t;
 	h_tiers_open(&t);
-	g_low = t.low;
 	g_mid = t.mid;
-	atomic_store(&g_calls, 0);
-	atomic_store(&g_release, false);
-	g_res = g_destroy = kXSchedErrorUnknown;
+	g_destroy = kXSchedErrorUnknown;
+	atomic_bool release = false;
+	h_reach_set(t.low, wait, &release); /* H: once released, reaches low */
 
-	HwCommandHandle h = h_submit(t.mid, wait ? mid_wait_fn : mid_inline_fn, NULL);
+	HwCommandHandle h = h_submit(t.mid, h_reach_fn, NULL);
 	h_wait_field(t.mid, H_RUNNING, true); /* H runs (nothing above mid has work yet) */
 	CHECK_OK(XQueueBeginScope(t.high));   /* high has work from now on */
 	h_wait_field(t.mid, H_LIMITED, true);
@@ -75,11 +44,11 @@ static void run_case(bool wait, int64_t corun_us)
 	h_start(&call, destroy_mid, NULL);
 	t_sleep_us(20000); /* the destroy drains: it waits for H */
 	CHECK(!atomic_load(&call.done));
-	atomic_store(&g_release, true);
+	atomic_store(&release, true);
 	h_finish(&call, 3000, what);
 	CHECK_OK(g_destroy);
-	CHECK_OK(g_res);
-	CHECK(atomic_load(&g_calls) == 1);
+	CHECK_OK(h_reach()->res);
+	CHECK(atomic_load(&h_reach()->calls) == 1);
 	CHECK_OK(HwCommandDestroy(h));
 	CHECK_OK(XQueueEndScope(t.high));
 	CHECK_OK(XQueueWaitAll(t.low));

@@ -34,12 +34,7 @@ static void run_case(int64_t corun_us)
 	HwCommandHandle last = h_submit(t.high, h_nop_fn, NULL);
 	atomic_store(&release, true);
 
-	int64_t end = t_now_us() + 3000000;
-	while (t_stats(t.high).completed < 2)
-		if (t_now_us() > end)
-			h_hang(what);
-		else
-			t_sleep_us(1000);
+	h_wait_completed(t.high, 2, what);
 	CHECK_OK(XQueueWait(t.high, last));
 	CHECK_OK(XQueueWait(t.low, rec));
 	HwCommandHandle cmds[] = {work, rec, w, last};

@@ -12,36 +12,6 @@
  * function has not returned 3 s later. */
 #include "hang_util.h"
 
-static XQueueHandle g_low;
-static atomic_int g_calls;
-static XResult g_res = kXSchedErrorUnknown;
-
-static XResult inline_fn(HwQueueHandle hwq, void *data)
-{
-	(void)hwq;
-	(void)data;
-	atomic_fetch_add(&g_calls, 1);
-	return kXSchedSuccess;
-}
-
-static XResult high_inline_fn(void *data)
-{
-	(void)data;
-	g_res = XQueueLaunchInline(g_low, inline_fn, NULL);
-	return kXSchedSuccess;
-}
-
-/* Submit a command to low and wait for it, from high's host function. */
-static XResult high_wait_fn(void *data)
-{
-	(void)data;
-	HwCommandHandle c = h_submit(g_low, h_nop_fn, NULL);
-	g_res = XQueueWait(g_low, c);
-	CHECK_OK(HwCommandDestroy(c));
-	atomic_fetch_add(&g_calls, 1);
-	return kXSchedSuccess;
-}
-
 static void run_case(bool mid_ready, bool wait, int64_t corun_us)
 {
 	char what[160];
@@ -53,22 +23,15 @@ static void run_case(bool mid_ready, bool wait, int64_t corun_us)
 	CHECK_OK(XHintCorunBudget(corun_us));
 	h_tiers t;
 	h_tiers_open(&t);
-	g_low = t.low;
-	atomic_store(&g_calls, 0);
-	g_res = kXSchedErrorUnknown;
+	h_reach_set(t.low, wait, NULL);
 	if (mid_ready)
 		CHECK_OK(XQueueBeginScope(t.mid)); /* mid is ready from now on */
 	h_wait_field(t.low, H_LIMITED, true);
-	HwCommandHandle c = h_submit(t.high, wait ? high_wait_fn : high_inline_fn, NULL);
-	int64_t end = t_now_us() + 3000000;
-	while (t_stats(t.high).completed < 1)
-		if (t_now_us() > end)
-			h_hang(what);
-		else
-			t_sleep_us(1000);
+	HwCommandHandle c = h_submit(t.high, h_reach_fn, NULL);
+	h_wait_completed(t.high, 1, what);
 	CHECK_OK(XQueueWait(t.high, c));
-	CHECK_OK(g_res);
-	CHECK(atomic_load(&g_calls) == 1);
+	CHECK_OK(h_reach()->res);
+	CHECK(atomic_load(&h_reach()->calls) == 1);
 	CHECK_OK(HwCommandDestroy(c));
 	if (mid_ready)
 		CHECK_OK(XQueueEndScope(t.mid));

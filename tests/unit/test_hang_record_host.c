@@ -15,40 +15,6 @@
  * H's release. */
 #include "hang_util.h"
 
-static XQueueHandle g_low;
-static atomic_bool g_release;
-static atomic_int g_calls;
-static XResult g_res = kXSchedErrorUnknown;
-
-static XResult inline_fn(HwQueueHandle hwq, void *data)
-{
-	(void)hwq;
-	(void)data;
-	atomic_fetch_add(&g_calls, 1);
-	return kXSchedSuccess;
-}
-
-/* H: blocks until released, then launches inline on low. */
-static XResult mid_inline_fn(void *data)
-{
-	(void)data;
-	h_block_fn(&g_release);
-	g_res = XQueueLaunchInline(g_low, inline_fn, NULL);
-	return kXSchedSuccess;
-}
-
-/* H: blocks until released, then submits a command to low and waits for it. */
-static XResult mid_wait_fn(void *data)
-{
-	(void)data;
-	h_block_fn(&g_release);
-	HwCommandHandle c = h_submit(g_low, h_nop_fn, NULL);
-	g_res = XQueueWait(g_low, c);
-	CHECK_OK(HwCommandDestroy(c));
-	atomic_fetch_add(&g_calls, 1);
-	return kXSchedSuccess;
-}
-
 static void run_case(bool wait, int64_t corun_us)
 {
 	char what[160];
@@ -58,12 +24,10 @@ static void run_case(bool wait, int64_t corun_us)
 	CHECK_OK(XHintCorunBudget(corun_us));
 	h_tiers t;
 	h_tiers_open(&t);
-	g_low = t.low;
-	atomic_store(&g_calls, 0);
-	atomic_store(&g_release, false);
-	g_res = kXSchedErrorUnknown;
+	atomic_bool release = false;
+	h_reach_set(t.low, wait, &release); /* H: once released, reaches low */
 
-	HwCommandHandle h = h_submit(t.mid, wait ? mid_wait_fn : mid_inline_fn, NULL);
+	HwCommandHandle h = h_submit(t.mid, h_reach_fn, NULL);
 	HwCommandHandle rec, w;
 	CHECK_OK(HwCommandCreateEventRecord(&rec));
 	CHECK_OK(XQueueSubmit(t.mid, rec));
@@ -79,18 +43,13 @@ static void run_case(bool wait, int64_t corun_us)
 	HwCommandHandle last = h_submit(t.high, h_nop_fn, NULL);
 	h_wait_field(t.low, H_LIMITED, true); /* mid's (and high's) work holds low */
 	t_sleep_us(20000);                    /* the launch thread has seen high's wait */
-	atomic_store(&g_release, true);
+	atomic_store(&release, true);
 
-	end = t_now_us() + 3000000;
-	while (t_stats(t.high).completed < 2)
-		if (t_now_us() > end)
-			h_hang(what);
-		else
-			t_sleep_us(1000);
+	h_wait_completed(t.high, 2, what);
 	CHECK_OK(XQueueWait(t.high, last));
 	CHECK_OK(XQueueWait(t.mid, h));
-	CHECK_OK(g_res);
-	CHECK(atomic_load(&g_calls) == 1);
+	CHECK_OK(h_reach()->res);
+	CHECK(atomic_load(&h_reach()->calls) == 1);
 	HwCommandHandle cmds[] = {h, rec, w, last};
 	for (int i = 0; i < 4; i++)
 		CHECK_OK(HwCommandDestroy(cmds[i]));
