@@ -124,6 +124,17 @@ static inline HwCommandHandle h_submit(XQueueHandle xq, HostFunction fn, void *d
 	return c;
 }
 
+/* An event record submitted to @producer, and a wait for it submitted to @consumer. The
+ * caller destroys both commands. */
+static inline void h_event_dep(XQueueHandle producer, XQueueHandle consumer, HwCommandHandle *rec,
+			       HwCommandHandle *wait)
+{
+	CHECK_OK(HwCommandCreateEventRecord(rec));
+	CHECK_OK(XQueueSubmit(producer, *rec));
+	CHECK_OK(HwCommandCreateEventWait(wait, *rec));
+	CHECK_OK(XQueueSubmit(consumer, *wait));
+}
+
 /* A command that reaches another XQueue from inside it (priority inheritance): h_reach_fn
  * first blocks until `release` is set (when given), then launches inline on `target`
  * (XQueueLaunchInline) or, with `wait`, submits a command to it and waits for it

@@ -27,10 +27,7 @@ static void run_case(int64_t corun_us)
 	atomic_bool release = false;
 	HwCommandHandle work = h_submit(t.low, h_block_fn, &release);
 	HwCommandHandle rec, w;
-	CHECK_OK(HwCommandCreateEventRecord(&rec));
-	CHECK_OK(XQueueSubmit(t.low, rec));
-	CHECK_OK(HwCommandCreateEventWait(&w, rec));
-	CHECK_OK(XQueueSubmit(t.high, w));
+	h_event_dep(t.low, t.high, &rec, &w);
 	HwCommandHandle last = h_submit(t.high, h_nop_fn, NULL);
 	atomic_store(&release, true);
 
