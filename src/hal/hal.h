@@ -154,6 +154,10 @@ struct xs_hwq {
 	 * argument stays valid for the process's life. */
 	void (*_Atomic on_done)(void *arg);
 	void *_Atomic on_done_arg;
+	/* With ops->pushes_done: how many pushes came (raised before each, xs_hwq_push_done).
+	 * The engine reads it around an enqueue call: a command may end, and its push be
+	 * looked at, before the engine stored the command's number. */
+	_Atomic uint64_t pushes;
 	/* Owned by the engine (preempt/): the KFD queue when the HwQueue has Lv3. */
 	struct xs_lv3 *lv3;
 	/* Guarded by the engine's binding lock: the XQueue in front of it, and destruction. */
@@ -179,6 +183,7 @@ static inline void xs_hwq_init(xs_hwq *q, const xs_hal_ops *ops, int max_level, 
 	atomic_init(&q->generation, 0);
 	atomic_init(&q->on_done, NULL);
 	atomic_init(&q->on_done_arg, NULL);
+	atomic_init(&q->pushes, 0);
 	q->lv3 = NULL;
 	q->xq = NULL;
 	q->dead = false;
@@ -195,6 +200,7 @@ static inline void xs_hwq_set_on_done(xs_hwq *q, void (*fn)(void *arg), void *ar
 /* The backend, after it published a done number: push it, if the engine asked. */
 static inline void xs_hwq_push_done(xs_hwq *q)
 {
+	atomic_fetch_add_explicit(&q->pushes, 1, memory_order_seq_cst);
 	void (*fn)(void *arg) = atomic_load_explicit(&q->on_done, memory_order_acquire);
 	if (fn)
 		fn(atomic_load_explicit(&q->on_done_arg, memory_order_relaxed));

@@ -586,6 +586,10 @@ static void xs__drain(xs_xqueue *xq)
 		xs__commit(xq); /* at Lv1 enqueuing commits: counted (and traced) before */
 		xs_mutex_unlock(&xq->lock);
 
+		/* A pushing backend may run the command and push its end before its number
+		 * is stored below; the progress thread then found nothing to complete. */
+		bool pushes = q->ops->pushes_done;
+		uint64_t pushed = pushes ? atomic_load(&q->pushes) : 0;
 		XResult res = kXSchedErrorHardware;
 		if (!broken) {
 			const xs_xqueue *outer = xs__in_enqueue; /* an inline callback's, or NULL */
@@ -610,6 +614,8 @@ static void xs__drain(xs_xqueue *xq)
 			xq->marked = seq - 1;
 		int64_t now = xs_now_ns();
 		xs__tail_enqueued(xq, seq, now);
+		if (pushes && atomic_load(&q->pushes) != pushed)
+			xs_dev_look(xq); /* look again, now that the number is stored */
 		if (!gated && !xq->busy_since_ns)
 			xs__busy(xq, now);
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
