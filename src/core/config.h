@@ -27,6 +27,8 @@ typedef struct xs_config {
 	bool hw_priority;      /* XSCHED_HW_PRIORITY=0 turns it off; default on */
 	bool gpu_lazy_marks;   /* XSCHED_GPU_LAZY_MARKS (default 1): GPU queues may leave done
 				* marks out; 0 marks every command */
+	bool top_gates;        /* XSCHED_TOP_GATES=1: the sole top-priority XQueue keeps its
+				* counter waits (default 0: it enqueues without; preempt/engine.c) */
 	/* XSCHED_HOST_HW_QUEUES, default 0 = unlimited: the hardware queues host queues are
 	 * taken to share, a model of CUDA connections for tests (hal/host.c). */
 	unsigned host_hw_queues;

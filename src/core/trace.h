@@ -44,6 +44,8 @@ enum xs_trace_kind {
 	XS_TR_CORUN,    /* a latency objective moved the device's co-run budget: a = the
 			 * queue's last slowdown (per mille), b = the budget (ns, INT64_MAX =
 			 * not limited) */
+	XS_TR_SOLE,     /* a = 1: the sole top queue, enqueuing without counter waits; 0: no
+			 * longer (preempt/engine.c, xs_engine_set_limited) */
 	XS_TR_KIND_COUNT,
 };
 

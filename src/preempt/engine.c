@@ -5,7 +5,8 @@
  * Per XQueue, with seq the 1-based submit number (= the number on the HwQueue):
  *   completed <= committed (in effect) <= enqueued <= submitted
  * - enqueue (the launch token's holder, in seq order, no lock held around the backend):
- *   Lv1 (and Lv2 on an oversubscribed device: "gated" below means neither) while running,
+ *   Lv1 (and Lv2 on an oversubscribed device or for the sole top queue: "gated" below
+ *   means neither) while running,
  *   the window has space and the budget allows (enqueuing commits);
  *   Lv2+ while the window has space, also while the scheduler suspends the queue (the
  *   work waits behind the counter, and a resume starts it with one store); never while
@@ -287,7 +288,7 @@ static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 
 bool xs_engine_gated(const xs_xqueue *xq)
 {
-	return xq->level >= kPreemptLevelDeactivate &&
+	return xq->level >= kPreemptLevelDeactivate && !xq->sole_top &&
 	       !atomic_load_explicit(&xq->dev->oversubscribed, memory_order_relaxed);
 }
 
@@ -1320,6 +1321,12 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 	}
 	if (suspend && sync && target > xq->sync_target)
 		xq->sync_target = target;
+	if (suspend) {
+		/* From now on its commands wait at the counter, so that a suspension stops it
+		 * at its next command boundary; those already enqueued without run on. */
+		xq->app_suspended_once = true;
+		xq->sole_top = false;
+	}
 	xq->app_suspended = suspend;
 	xs__apply(xq);
 	if (suspend && sync) {
@@ -1339,6 +1346,8 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend)
 {
 	xs_mutex_lock(&xq->lock);
+	if (suspend)
+		xq->sole_top = false; /* the pass says so too, after its suspensions */
 	if (xq->sched_suspended != suspend) {
 		xq->sched_suspended = suspend;
 		xs__apply(xq);
@@ -1346,12 +1355,26 @@ void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend)
 	xs_mutex_unlock(&xq->lock);
 }
 
-void xs_engine_set_limited(xs_xqueue *xq, bool limited, int64_t prio)
+void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio)
 {
 	xs_hwq *q = xq->hwq;
 	xs_mutex_lock(&xq->lock);
 	xs_budget_set_prio(xq, prio);
 	xq->limited = limited;
+	/* The counter wait is what lets a suspension stop the queue at its next command
+	 * boundary (Lv2); a queue no pass suspends does not need it, and it is a driver call
+	 * per command (a stream wait-value: about 1.2 us of a tiny kernel's 4-5 us on an
+	 * H100, doc/RESULTS.md). When the queue stops being sole, the commands it enqueued
+	 * without one (at most the window) run on: the cost of the change, once. Going sole,
+	 * what waits behind the counter is committed (at Lv1 enqueuing commits). */
+	sole =
+	    sole && !xq->app_suspended_once && !xq->sched_suspended && !xs_config_get()->top_gates;
+	if (sole != xq->sole_top) {
+		xq->sole_top = sole;
+		XS_TRACE(XS_TR_SOLE, xq->obj.handle, sole, 0);
+		if (sole)
+			xs__commit(xq);
+	}
 	xs__top_update(xq);
 	xs_engine_progress(xq, false);
 	int top = !limited;

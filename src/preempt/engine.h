@@ -28,7 +28,10 @@
  * - *oversubscribed* device: with more XQueues than hardware queues (CUDA connections,
  *   HSA queues) a stream waiting at its counter would block the other streams of its
  *   hardware queue, so no command is enqueued behind a counter there: every XQueue
- *   enqueues only committed work (as at Lv1).
+ *   enqueues only committed work (as at Lv1);
+ * - the *sole top* queue: under HPF, the only XQueue of the top priority of its device,
+ *   which no pass suspends until a hint changes or a queue is created, enqueues without
+ *   counter waits too (xs_engine_set_limited).
  *
  * Threads: per device (HwQueues with one device key) one progress thread ("xs-progress")
  * and one launch thread ("xs-launch"), started with the device's first XQueue; the
@@ -98,12 +101,14 @@ typedef struct xs_xqueue {
 	bool running;         /* = closing || !(app_suspended || sched_suspended), applied */
 	bool closing;         /* XQueueDestroy has begun: drain, accept nothing new */
 	bool limited;         /* subject to the device's commitment budget */
-	bool blocked;         /* the head command waits for another XQueue's event record */
-	unsigned waiting;     /* threads running a command of this XQueue that wait (XQueueWait*)
-			       * for another XQueue: it counts as blocked meanwhile */
-	xs_link lenders;      /* xs_lend.link: XQueues whose commands' threads wait for this
-			       * one; the scheduler ranks it as the highest of them */
-	bool published;       /* reachable by handle and XQueueGet (guarded by the bind lock) */
+	bool sole_top;        /* enqueues without counter waits (xs_engine_set_limited) */
+	bool app_suspended_once; /* XQueueSuspend was called on it: it never goes sole_top */
+	bool blocked;            /* the head command waits for another XQueue's event record */
+	unsigned waiting;        /* threads running a command of this XQueue that wait (XQueueWait*)
+				  * for another XQueue: it counts as blocked meanwhile */
+	xs_link lenders;         /* xs_lend.link: XQueues whose commands' threads wait for this
+				  * one; the scheduler ranks it as the highest of them */
+	bool published;          /* reachable by handle and XQueueGet (guarded by the bind lock) */
 	bool top_busy;   /* counted in the device's top_busy: not limited, ready, not closing */
 	unsigned scopes; /* open scopes (XQueueBeginScope): it counts as having work */
 	uint64_t sync_target;   /* the most a synchronous XQueueSuspend waited for: what a
@@ -215,10 +220,14 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync);
 void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend);
 /* Scheduler: whether @xq is subject to its device's budget, which also sets the HwQueue's
  * hardware priority (least when limited, greatest when not; when XSCHED_HW_PRIORITY is
- * on), and @prio, its rank among the budget's waiters. */
-void xs_engine_set_limited(xs_xqueue *xq, bool limited, int64_t prio);
+ * on), and @prio, its rank among the budget's waiters. @sole: no pass suspends it until a
+ * hint changes or a queue is created (the only queue of its device's top priority under
+ * HPF, not suspended): unless XSCHED_TOP_GATES=1 or the application ever suspended it
+ * (XQueueSuspend), it then enqueues without counter waits, as at Lv1 (xs_engine_gated). */
+void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio);
 /* Whether @xq's commands wait at a counter: Lv2 or above on a device that is not
- * oversubscribed. Caller holds xq->lock. */
+ * oversubscribed, unless it is the sole top queue (xs_engine_set_limited). Caller holds
+ * xq->lock. */
 bool xs_engine_gated(const xs_xqueue *xq);
 /* Change the level (checked by the caller against the HwQueue's maximum). */
 void xs_engine_set_level(xs_xqueue *xq, int level);

@@ -91,6 +91,7 @@ const xs_policy_ops xs_policy_hpf = {
     .type = kPolicyHighestPriorityFirst,
     .name = "HPF",
     .hold = true,
+    .hint_ranks = true,
     .schedule = xs__hpf_schedule,
     .forget = xs_policy_slot_free,
     .reset = xs__hpf_reset,

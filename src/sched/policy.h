@@ -57,6 +57,11 @@ typedef struct xs_policy_ops {
 	 * queue gets work (without waiting for a pass), and with a co-run budget above 0 the
 	 * scheduler leaves them running within it instead of suspending them (sched.c). */
 	bool hold;
+	/* A queue's rank is its priority hint and changes only with the hints (HPF): the
+	 * sole queue of the top rank of its device is suspended by no pass until a hint
+	 * changes or a queue is created, so the engine enqueues its commands without counter
+	 * waits (sched.c, xs_engine_set_limited). */
+	bool hint_ranks;
 	/* Decide: set e[i].suspend for all @n entries. Return the monotonic time in ns at
 	 * which to be called again even without an event (later than p->now_ns), or 0 for
 	 * no timer. A policy asks for a timer only while a decision depends on time, so an

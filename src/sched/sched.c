@@ -30,6 +30,7 @@ typedef struct xs__sq {
 	xs_sched_hints h;
 	void *policy_slot;   /* per-queue state of the current policy */
 	int limited;         /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
+	bool sole;           /* applied with it: the sole queue of its device's top rank */
 	Priority applied;    /* the rank applied with it */
 	size_t pass;         /* its index in xs__entries during a pass */
 	bool lent;           /* during a pass: threads of other XQueues wait for it (xs_lend) */
@@ -121,16 +122,40 @@ static size_t xs__dev_index(const void *const *devs, size_t nd, const void *dev)
 	return d;
 }
 
+/* The top rank present on @dev among the @n entries, and in *count how many hold it. */
+static Priority xs__dev_top(size_t n, const void *dev, size_t *count)
+{
+	Priority top = 0;
+	size_t c = 0;
+	for (size_t j = 0; j < n; j++) {
+		if (xs_engine_device(xs__entry_q[j]->xq) != dev)
+			continue;
+		Priority r = xs__entries[j].rank;
+		if (!c || r > top) {
+			top = r;
+			c = 1;
+		} else if (r == top) {
+			c++;
+		}
+	}
+	*count = c;
+	return top;
+}
+
 /* Mark as limited every queue below the top rank present on its device (idle ones count:
  * a queue of higher rank may submit at any moment). The rank is the policy's output
- * (xs_sched_entry.rank): the priority hint, or MLFQ's level. One pass for the devices' top
- * ranks (a process has few devices; past XS__MAX_DEVS the rest are looked up queue by
- * queue), one to apply. Caller holds xs__lock; xs__entries[i].rank is set for each i. */
+ * (xs_sched_entry.rank): the priority hint, or MLFQ's level. Under a policy whose ranks
+ * are the hints (HPF), the only queue of the top rank, not suspended, is also marked
+ * *sole*: no pass suspends it until a hint changes or a queue is created, so its commands
+ * need no counter wait (xs_engine_set_limited). One pass for the devices' top ranks (a
+ * process has few devices; past XS__MAX_DEVS the rest are looked up queue by queue), one
+ * to apply. Caller holds xs__lock; xs__entries[i].rank and .suspend are set for each i. */
 static void xs__apply_limits(size_t n, bool lift)
 {
 	enum { XS__MAX_DEVS = 16 };
 	const void *devs[XS__MAX_DEVS];
 	Priority tops[XS__MAX_DEVS];
+	size_t ntops[XS__MAX_DEVS];
 	size_t nd = 0;
 	for (size_t i = 0; i < n; i++) {
 		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
@@ -138,28 +163,34 @@ static void xs__apply_limits(size_t n, bool lift)
 		size_t d = xs__dev_index(devs, nd, dev);
 		if (d == nd && nd < XS__MAX_DEVS) {
 			devs[nd] = dev;
-			tops[nd++] = p;
+			tops[nd] = p;
+			ntops[nd++] = 1;
 		} else if (d < nd && p > tops[d]) {
 			tops[d] = p;
+			ntops[d] = 1;
+		} else if (d < nd && p == tops[d]) {
+			ntops[d]++;
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		xs__sq *sq = xs__entry_q[i];
 		const void *dev = xs_engine_device(sq->xq);
-		size_t d = xs__dev_index(devs, nd, dev);
-		Priority rank = xs__entries[i].rank, top = rank;
-		if (d < nd)
+		size_t d = xs__dev_index(devs, nd, dev), ntop;
+		Priority rank = xs__entries[i].rank, top;
+		if (d < nd) {
 			top = tops[d];
-		else
-			for (size_t j = 0; j < n; j++)
-				if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
-				    xs__entries[j].rank > top)
-					top = xs__entries[j].rank;
+			ntop = ntops[d];
+		} else {
+			top = xs__dev_top(n, dev, &ntop);
+		}
 		int limited = !lift && !sq->serves_closing && rank < top;
-		if (limited != sq->limited || rank != sq->applied) {
+		bool sole = !lift && xs__policy->hint_ranks && rank == top && ntop == 1 &&
+			    !xs__entries[i].suspend;
+		if (limited != sq->limited || rank != sq->applied || sole != sq->sole) {
 			sq->limited = limited;
 			sq->applied = rank;
-			xs_engine_set_limited(sq->xq, limited, rank);
+			sq->sole = sole;
+			xs_engine_set_limited(sq->xq, limited, sole, rank);
 		}
 	}
 }

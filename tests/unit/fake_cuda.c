@@ -368,6 +368,7 @@ API CUresult cuStreamBatchMemOp(CUstream s, unsigned n, CUstreamBatchMemOpParams
 			r = push(OP_WRITE, s, p[i].writeValue.address, p[i].writeValue.value, NULL,
 				 NULL);
 		} else if (p[i].operation == CU_STREAM_MEM_OP_WAIT_VALUE_32) {
+			count("batch wait");
 			r = push(OP_WAIT, s, p[i].waitValue.address, p[i].waitValue.value, NULL,
 				 NULL);
 		}
