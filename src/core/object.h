@@ -6,8 +6,9 @@
  * values carry a kind tag in the top byte and a 56-bit counter, and GPU HwQueue handles
  * are native stream pointers (user-space addresses, whose top byte is 0).
  *
- * Thread-safety: all functions may be called from any thread; the table has one mutex
- * (held only for the tree operation).
+ * Thread-safety: all functions may be called from any thread; the table is split in 64
+ * shards by a hash of the handle, each with its own mutex (held only for the tree
+ * operation), so threads working on different objects rarely wait for each other.
  */
 #ifndef XS_CORE_OBJECT_H
 #define XS_CORE_OBJECT_H
