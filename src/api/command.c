@@ -21,7 +21,7 @@ XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, 
 		XS_WARN("api", "HwCommandCreateCallback: %s is null", hw_cmd ? "launch" : "hw_cmd");
 		return kXSchedErrorInvalidValue;
 	}
-	xs_cmd *cmd = xs_cmd_new(XS_CMD_CALLBACK);
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_CALLBACK, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
 	cmd->u.callback.fn = launch;
@@ -35,7 +35,7 @@ XResult HwCommandCreateHostFunc(HwCommandHandle *hw_cmd, HostFunction fn, void *
 		XS_WARN("api", "HwCommandCreateHostFunc: %s is null", hw_cmd ? "fn" : "hw_cmd");
 		return kXSchedErrorInvalidValue;
 	}
-	xs_cmd *cmd = xs_cmd_new(XS_CMD_HOST_FUNC);
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_HOST_FUNC, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
 	cmd->u.host.fn = fn;
@@ -49,8 +49,9 @@ static bool xs__dim_ok(XDim3 d)
 }
 
 /* Create a KERNEL or MODULE_KERNEL command: the argument values are copied into one owned
- * buffer laid out as [num_args pointers][value 0][value 1]..., each value 16-byte aligned,
- * and the pointer array points at the copies (the form cudaLaunchKernel takes). */
+ * buffer (in the command's own allocation) laid out as [num_args pointers][value 0][value 1]...,
+ * each value 16-byte aligned, and the pointer array points at the copies (the form cudaLaunchKernel
+ * takes). */
 static XResult xs__create_kernel(const char *fn, enum xs_cmd_kind kind, HwCommandHandle *hw_cmd,
 				 const void *func, XDim3 grid, XDim3 block, size_t shared_mem_bytes,
 				 void **args, const size_t *arg_sizes, size_t num_args)
@@ -90,15 +91,10 @@ static XResult xs__create_kernel(const char *fn, enum xs_cmd_kind kind, HwComman
 		}
 		total += sz;
 	}
-	xs_cmd *cmd = xs_cmd_new(kind);
+	xs_cmd *cmd = xs_cmd_new(kind, num_args ? total : 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
 	if (num_args) {
-		cmd->owned = malloc(total);
-		if (!cmd->owned) {
-			xs_obj_unref(&cmd->obj);
-			return kXSchedErrorUnknown;
-		}
 		void **ptrs = cmd->owned;
 		char *val = (char *)cmd->owned + head;
 		for (size_t i = 0; i < num_args; i++) {
@@ -143,7 +139,7 @@ XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *sr
 				: "bytes is 0");
 		return kXSchedErrorInvalidValue;
 	}
-	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMCPY);
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMCPY, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
 	cmd->u.memcpy.dst = dst;
@@ -161,7 +157,7 @@ XResult HwCommandCreateMemset(HwCommandHandle *hw_cmd, void *dst, uint8_t value,
 				: "bytes is 0");
 		return kXSchedErrorInvalidValue;
 	}
-	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMSET);
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMSET, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
 	cmd->u.memset.dst = dst;
@@ -176,7 +172,7 @@ XResult HwCommandCreateEventRecord(HwCommandHandle *hw_cmd)
 		XS_WARN("api", "HwCommandCreateEventRecord: hw_cmd is null");
 		return kXSchedErrorInvalidValue;
 	}
-	xs_cmd *cmd = xs_cmd_new(XS_CMD_EVENT_RECORD);
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_EVENT_RECORD, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
 	return xs__register(hw_cmd, cmd);
@@ -200,7 +196,7 @@ XResult HwCommandCreateEventWait(HwCommandHandle *hw_cmd, HwCommandHandle record
 		xs_obj_unref(robj);
 		return kXSchedErrorInvalidValue;
 	}
-	xs_cmd *cmd = xs_cmd_new(XS_CMD_EVENT_WAIT);
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_EVENT_WAIT, 0);
 	if (!cmd) {
 		xs_obj_unref(robj);
 		return kXSchedErrorUnknown;

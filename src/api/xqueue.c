@@ -205,7 +205,7 @@ XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data)
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedErrorUnknown;
-	xs_cmd *cmd = xs_cmd_new(XS_CMD_INLINE);
+	xs_cmd *cmd = xs_cmd_new(XS_CMD_INLINE, 0);
 	if (cmd) {
 		cmd->u.callback.fn = launch;
 		cmd->u.callback.data = data;

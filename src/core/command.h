@@ -111,7 +111,9 @@ typedef struct xs_cmd {
 			struct xs_cmd *record; /* holds a reference */
 		} wait;
 	} u;
-	void *owned; /* heap memory the payload points into (copied arguments); freed with it */
+	/* The memory the payload points into (copied kernel arguments): behind the command,
+	 * in its allocation (xs_cmd_new's @extra), 16-byte aligned; NULL if none. */
+	void *owned;
 
 	_Atomic(struct xs_xqueue *) xq;
 	xs_link link; /* the XQueue's pending or in-flight list */
@@ -124,8 +126,10 @@ typedef struct xs_cmd {
 	XResult result;
 } xs_cmd;
 
-/* Allocate a command of @kind with one reference (the caller's); NULL if out of memory. */
-xs_cmd *xs_cmd_new(enum xs_cmd_kind kind);
+/* Allocate a command of @kind with one reference (the caller's), and @extra bytes (not
+ * zeroed) behind it for its payload, at `owned` (NULL when @extra is 0); one allocation
+ * for both. NULL if out of memory. */
+xs_cmd *xs_cmd_new(enum xs_cmd_kind kind, size_t extra);
 
 static inline xs_cmd *xs_cmd_of(xs_obj *obj)
 {
