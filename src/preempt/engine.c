@@ -485,12 +485,12 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
  * write-value: 1.1-1.2 us of a 4 us launch on an H100, doc/RESULTS.md). At most every
  * batch_size-th command (and at least one in half the in-flight window, so that the
  * window keeps moving) carries a mark, and so does every command of a queue that needs
- * each completion at once: a limited queue (the budget's accounting), one with a waiter
- * for it, one with a latency objective (each command's time is a sample), one being
- * destroyed, one above Lv2 (a suspended Lv3 queue cannot say it is
- * idle) or whose stream got run gate checks (a stream stopped at one is not idle either);
- * and every event record (dependencies follow it) and inline command. Caller holds
- * xq->lock. */
+ * each completion at once: a limited queue (the budget's accounting), one with a latency
+ * objective (each command's time is a sample), one being destroyed, one above Lv2 (a
+ * suspended Lv3 queue cannot say it is idle) or whose stream got run gate checks (a
+ * stream stopped at one is not idle either); and every event record (dependencies follow
+ * it) and inline command, and a command that a sleeping waiter needs marked (below).
+ * Caller holds xq->lock. */
 static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq)
 {
 	if (!xq->hwq->lazy_marks || xq->limited || xq->closing || xq->objective.goal_pm ||
@@ -507,7 +507,11 @@ static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t 
 	default:
 		return false;
 	}
-	if (xq->sleepers && xq->sleep_seq <= seq)
+	/* A sleeper for this number, or for an earlier one that no mark covers yet (its own
+	 * is put behind the tail when it starts waiting, xs__mark_for_waiter): marked. Not
+	 * every command enqueued while somebody sleeps: XQueueWaitAll waits for the last
+	 * enqueued command, which it marked, while the rest of a backlog is enqueued. */
+	if (xq->sleepers && xq->sleep_seq <= seq && xq->marked < xq->sleep_seq)
 		return false;
 	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
 	return (int64_t)(seq - xq->marked) < k;

@@ -10,8 +10,9 @@
  * Device-visible host memory is plain host memory. Kernels' functions and arguments are
  * not looked at.
  *
- * For the tests: fake_cuda_count(name) returns how many times an entry point was called,
- * found with dlsym on the already loaded library (RTLD_NOLOAD). */
+ * For the tests, found with dlsym on the already loaded library (RTLD_NOLOAD):
+ * fake_cuda_count(name) returns how many times an entry point was called, and
+ * fake_cuda_set_kernel_us(us) sets how long each kernel runs from now on. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,7 +42,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_work = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
 static struct op *g_head, *g_tail;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static long g_kernel_ns = 20000;
+static _Atomic long g_kernel_ns = 20000; /* how long a kernel runs */
 
 /* Streams with operations not yet run: a small table (tests use a few streams). */
 #define MAX_STREAMS 64
@@ -82,6 +83,11 @@ static void count(const char *name)
 		atomic_fetch_add(&g_counts[i], 1);
 }
 
+API void fake_cuda_set_kernel_us(long us)
+{
+	atomic_store(&g_kernel_ns, us * 1000L);
+}
+
 API long fake_cuda_count(const char *name)
 {
 	pthread_mutex_lock(&g_names_lock);
@@ -110,8 +116,9 @@ static void *device_main(void *arg)
 		pthread_mutex_unlock(&g_lock);
 		switch (o->kind) {
 		case OP_KERNEL:
-			if (g_kernel_ns)
-				sleep_ns(g_kernel_ns);
+			long ns = atomic_load(&g_kernel_ns);
+			if (ns)
+				sleep_ns(ns);
 			break;
 		case OP_WRITE:
 			atomic_store_explicit(o->addr, o->value, memory_order_release);

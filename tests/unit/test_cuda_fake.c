@@ -4,6 +4,8 @@
  * 2. order: kernels and host functions at Lv1 and Lv2 run once each, in submission order;
  * 3. left-out marks: 400 kernels back to back at Lv1 with the library's defaults put at
  *    most half as many done marks as kernels (XSCHED_GPU_LAZY_MARKS=0: one per kernel);
+ *    800 kernels of 10 us, a backlog behind the window while XQueueWaitAll waits, put
+ *    about one per 8 (at most 160: the waiter's own marks on top);
  * 4. a waiter's mark: of 100 submit+wait round trips at Lv1, at least 90 put a mark
  *    behind the command waited for, so that its completion is found by the done word
  *    (without it a round trip took 500 us on an H100);
@@ -22,6 +24,7 @@
 #include "check.h"
 
 static long (*g_count)(const char *name);
+static void (*g_set_kernel_us)(long us);
 
 static long marks(void)
 {
@@ -119,7 +122,8 @@ int main(void)
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	CHECK(lib);
 	*(void **)&g_count = dlsym(lib, "fake_cuda_count");
-	CHECK(g_count);
+	*(void **)&g_set_kernel_us = dlsym(lib, "fake_cuda_set_kernel_us");
+	CHECK(g_count && g_set_kernel_us);
 
 	/* 1, 2: Lv2 and Lv1. */
 	CHECK_OK(XQueueCreate(&xq, hwq, kPreemptLevelDeactivate, 0));
@@ -147,6 +151,24 @@ int main(void)
 		CHECK(burst > 0 && burst <= 400 / 2);
 	else
 		CHECK(burst >= 400);
+
+	/* 3b: a backlog, 800 kernels of 10 us submitted faster than they run, then
+	 * XQueueWaitAll: it waits for the last command enqueued, which it marks, while the rest
+	 * is enqueued behind; those need no mark of their own but every 8th (batch size).
+	 * When every command enqueued while it slept was marked: 182-215 marks. */
+	g_set_kernel_us(10);
+	m0 = marks();
+	for (int i = 0; i < 800; i++) {
+		HwCommandHandle c = kernel();
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	CHECK_OK(XQueueWaitAll(xq));
+	g_set_kernel_us(0);
+	long backlog = marks() - m0;
+	printf("800 kernels of 10 us at Lv1, then a wait: %ld done marks\n", backlog);
+	if (lazy)
+		CHECK(backlog > 0 && backlog <= 800 / 8 + 60);
 
 	/* 4: round trips. */
 	m0 = marks();
