@@ -376,8 +376,10 @@ static void *xs__progress_main(void *arg)
 			 * due, and on each look (which also takes idle queues off the active
 			 * list). A backend that pushes (host) woke this thread for the change:
 			 * its idle() is cheap, and nothing else would look again before the next
-			 * push or stall check (xs__idle_wait_ns), so its tail is always due. */
-			bool due = xs_engine_tail_due(v[i], pushes ? INT64_MAX : now);
+			 * push or stall check (xs__idle_wait_ns), so each of its queues is
+			 * reaped, under the lock (not on the strength of the lock-free
+			 * tail_unmarked, which the enqueuer's store need not have reached). */
+			bool due = pushes || xs_engine_tail_due(v[i], now);
 			if (look || due || xs_engine_done_moved(v[i])) {
 				xs_mutex_lock(&v[i]->lock);
 				progressed |= xs_engine_reap(v[i], check, due);

@@ -347,6 +347,8 @@ static void xs__decommit(xs_xqueue *xq)
 	uint64_t keep = xq->sync_target < xq->committed ? xq->sync_target : xq->committed;
 	if (keep < xq->completed)
 		keep = xq->completed;
+	if (keep < xq->ungated_upto && xq->ungated_upto <= xq->committed)
+		keep = xq->ungated_upto; /* enqueued as the sole top queue: they run on */
 	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= keep)
 		return;
 	xs__store_commit(xq, keep);
@@ -513,6 +515,8 @@ static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t 
 	 * enqueued command, which it marked, while the rest of a backlog is enqueued. */
 	if (xq->sleepers && xq->sleep_seq <= seq && xq->marked < xq->sleep_seq)
 		return false;
+	if (xq->marked < xq->mark_want)
+		return false; /* a waiter asked the token's holder for one (xs__mark_for_waiter) */
 	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
 	return (int64_t)(seq - xq->marked) < k;
 }
@@ -580,6 +584,8 @@ static void xs__drain(xs_xqueue *xq)
 		uint64_t seq = xq->enqueued + 1;
 		bool gated = xs_engine_gated(xq);
 		cmd->gated = gated;
+		if (!gated && xq->level >= kPreemptLevelDeactivate)
+			xq->ungated_upto = seq;
 		bool record = cmd->kind == XS_CMD_EVENT_RECORD;
 		bool needs_done = record && (gated || xs__held_in_flight(xq));
 		if (record)
@@ -845,9 +851,6 @@ static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__w
 	return now + nap;
 }
 
-/* One step of a wait for seq @seq of @xq: complete what is done, or sleep a while (woken
- * early by completions and commits). A backend that pushes done numbers (host) blocks in
- * its own wait_done instead. Caller holds xq->lock; it is dropped meanwhile. */
 /* A waiter for number @seq, enqueued without a done mark of its own, puts a mark behind
  * the tail (number `enqueued`, under the launch token, as a run gate check does: done
  * numbers only grow), so that the completion is found by a done word (the progress
@@ -862,6 +865,15 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 	bool own = xs__in_enqueue == xq; /* a callback inside our enqueue: the token is ours */
 	if (q->ops->wait_done || own || seq > xq->enqueued)
 		return; /* not enqueued yet: a later step of the wait marks it if need be */
+	/* While another thread holds the token, its next enqueue carries the mark (a mark
+	 * covers every number before it): wait for that, the completion, or the token. */
+	while (xq->launching) {
+		if (xq->marked >= seq || xq->completed >= seq)
+			return;
+		if (xq->mark_want < seq)
+			xq->mark_want = seq;
+		xs_cond_wait(&xq->cv, &xq->lock);
+	}
 	xs__token_take(xq);
 	if (xq->marked < seq && xq->completed < seq && seq <= xq->enqueued) {
 		uint64_t mark = xq->enqueued;
@@ -874,6 +886,9 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 	xs__token_give(xq);
 }
 
+/* One step of a wait for seq @seq of @xq: complete what is done, or sleep a while (woken
+ * early by completions and commits). A backend that pushes done numbers (host) blocks in
+ * its own wait_done instead. Caller holds xq->lock; it is dropped meanwhile. */
 static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 {
 	xs_hwq *q = xq->hwq;
@@ -1047,6 +1062,18 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 	return res;
 }
 
+/* The number a waiter for every command up to @target waits for next: the last one
+ * enqueued, or an earlier one whose done mark is in flight (its completion is seen
+ * without a mark of the waiter's own, xs__mark_for_waiter, while a backlog is enqueued
+ * behind it). Caller holds xq->lock. */
+static uint64_t xs__next_step(const xs_xqueue *xq, uint64_t target)
+{
+	uint64_t step = xq->enqueued < target ? xq->enqueued : target;
+	if (xq->marked > xq->completed && xq->marked < step)
+		step = xq->marked;
+	return step;
+}
+
 XResult xs_engine_wait_all(xs_xqueue *xq)
 {
 	xs_lend lend;
@@ -1059,7 +1086,7 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	xs__waiting w = {0, 0};
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->enqueued > xq->completed)
-			xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target, &w);
+			xs__wait_device(xq, xs__next_step(xq, target), &w);
 		else
 			xs__sleep(xq, xq->completed + 1, 0); /* until the next is enqueued */
 	}
@@ -1337,8 +1364,7 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 		xs__waiting w = {0, 0};
 		while (xq->completed < target && !xq->closing) {
 			if (xq->enqueued > xq->completed)
-				xs__wait_device(xq, xq->enqueued < target ? xq->enqueued : target,
-						&w);
+				xs__wait_device(xq, xs__next_step(xq, target), &w);
 			else
 				xs_cond_wait(&xq->cv, &xq->lock);
 		}

@@ -93,15 +93,19 @@ typedef struct xs_xqueue {
 	XResult err_pending; /* first failure since XQueueWaitAll last reported one */
 
 	int64_t threshold, batch_size; /* window; at most batch_size commands per done mark */
-	uint64_t marked;      /* the highest number whose done mark was enqueued (or seen done) */
-	int level;            /* XPreemptLevel in force */
-	bool launching;       /* the launch token: one thread enqueues at a time, in order */
-	bool app_suspended;   /* XQueueSuspend/Resume */
-	bool sched_suspended; /* the scheduler's decision */
-	bool running;         /* = closing || !(app_suspended || sched_suspended), applied */
-	bool closing;         /* XQueueDestroy has begun: drain, accept nothing new */
-	bool limited;         /* subject to the device's commitment budget */
-	bool sole_top;        /* enqueues without counter waits (xs_engine_set_limited) */
+	uint64_t marked;       /* the highest number whose done mark was enqueued (or seen done) */
+	int level;             /* XPreemptLevel in force */
+	bool launching;        /* the launch token: one thread enqueues at a time, in order */
+	bool app_suspended;    /* XQueueSuspend/Resume */
+	bool sched_suspended;  /* the scheduler's decision */
+	bool running;          /* = closing || !(app_suspended || sched_suspended), applied */
+	bool closing;          /* XQueueDestroy has begun: drain, accept nothing new */
+	bool limited;          /* subject to the device's commitment budget */
+	bool sole_top;         /* enqueues without counter waits (xs_engine_set_limited) */
+	uint64_t ungated_upto; /* the last command enqueued without one at Lv2+ (sole_top): it
+				* runs whatever the counter says, so a decommit keeps it */
+	uint64_t mark_want;    /* a waiter needs a done mark at or after this number: the
+				* launch token's holder puts one on its next command */
 	bool app_suspended_once; /* XQueueSuspend was called on it: it never goes sole_top */
 	bool blocked;            /* the head command waits for another XQueue's event record */
 	unsigned waiting;        /* threads running a command of this XQueue that wait (XQueueWait*)

@@ -122,69 +122,54 @@ static size_t xs__dev_index(const void *const *devs, size_t nd, const void *dev)
 	return d;
 }
 
-/* The top rank present on @dev among the @n entries, and in *count how many hold it. */
-static Priority xs__dev_top(size_t n, const void *dev, size_t *count)
-{
-	Priority top = 0;
-	size_t c = 0;
-	for (size_t j = 0; j < n; j++) {
-		if (xs_engine_device(xs__entry_q[j]->xq) != dev)
-			continue;
-		Priority r = xs__entries[j].rank;
-		if (!c || r > top) {
-			top = r;
-			c = 1;
-		} else if (r == top) {
-			c++;
-		}
-	}
-	*count = c;
-	return top;
-}
-
 /* Mark as limited every queue below the top rank present on its device (idle ones count:
  * a queue of higher rank may submit at any moment). The rank is the policy's output
  * (xs_sched_entry.rank): the priority hint, or MLFQ's level. Under a policy whose ranks
- * are the hints (HPF), the only queue of the top rank, not suspended, is also marked
- * *sole*: no pass suspends it until a hint changes or a queue is created, so its commands
- * need no counter wait (xs_engine_set_limited). One pass for the devices' top ranks (a
- * process has few devices; past XS__MAX_DEVS the rest are looked up queue by queue), one
- * to apply. Caller holds xs__lock; xs__entries[i].rank and .suspend are set for each i. */
+ * are the hints (HPF), a queue whose rank is above every other queue's of the process
+ * (HPF compares priorities across devices; inheritance gives a lent queue its lender's
+ * rank, so neither is alone), not suspended, is also marked *sole*: no pass suspends it
+ * until a hint changes or a queue is created, so its commands need no counter wait
+ * (xs_engine_set_limited). One pass for the devices' top ranks (a process has few
+ * devices; past XS__MAX_DEVS the rest are looked up queue by queue), one to apply. Caller
+ * holds xs__lock; xs__entries[i].rank and .suspend are set for each i. */
 static void xs__apply_limits(size_t n, bool lift)
 {
 	enum { XS__MAX_DEVS = 16 };
 	const void *devs[XS__MAX_DEVS];
 	Priority tops[XS__MAX_DEVS];
-	size_t ntops[XS__MAX_DEVS];
-	size_t nd = 0;
+	size_t nd = 0, ntop = 0; /* queues of the process's top rank */
+	Priority gtop = 0;
 	for (size_t i = 0; i < n; i++) {
 		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
 		Priority p = xs__entries[i].rank;
+		if (!ntop || p > gtop) {
+			gtop = p;
+			ntop = 1;
+		} else if (p == gtop) {
+			ntop++;
+		}
 		size_t d = xs__dev_index(devs, nd, dev);
 		if (d == nd && nd < XS__MAX_DEVS) {
 			devs[nd] = dev;
-			tops[nd] = p;
-			ntops[nd++] = 1;
+			tops[nd++] = p;
 		} else if (d < nd && p > tops[d]) {
 			tops[d] = p;
-			ntops[d] = 1;
-		} else if (d < nd && p == tops[d]) {
-			ntops[d]++;
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		xs__sq *sq = xs__entry_q[i];
 		const void *dev = xs_engine_device(sq->xq);
-		size_t d = xs__dev_index(devs, nd, dev), ntop;
-		Priority rank = xs__entries[i].rank, top;
-		if (d < nd) {
+		size_t d = xs__dev_index(devs, nd, dev);
+		Priority rank = xs__entries[i].rank, top = rank;
+		if (d < nd)
 			top = tops[d];
-			ntop = ntops[d];
-		} else {
-			top = xs__dev_top(n, dev, &ntop);
-		}
+		else
+			for (size_t j = 0; j < n; j++)
+				if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
+				    xs__entries[j].rank > top)
+					top = xs__entries[j].rank;
 		int limited = !lift && !sq->serves_closing && rank < top;
-		bool sole = !lift && xs__policy->hint_ranks && rank == top && ntop == 1 &&
+		bool sole = !lift && xs__policy->hint_ranks && rank == gtop && ntop == 1 &&
 			    !xs__entries[i].suspend;
 		if (limited != sq->limited || rank != sq->applied || sole != sq->sole) {
 			sq->limited = limited;

@@ -11,8 +11,9 @@
  *    (without it a round trip took 500 us on an H100);
  * 5. the sole top queue: at Lv2, the only XQueue of the top priority of its device (HPF)
  *    enqueues its kernels without counter waits; with a second XQueue of the same
- *    priority both wait at their counters again, and a lower one always does; with
- *    XSCHED_TOP_GATES=1 the sole one keeps them;
+ *    priority both wait at their counters again, and a lower one always does, also where
+ *    the higher queue is on another device (a host queue); with XSCHED_TOP_GATES=1 the
+ *    sole one keeps them;
  * 6. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
  *    stops at the counter wait); after the resume everything completes.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
@@ -206,6 +207,17 @@ int main(void)
 	check_gated(xq, true);
 	CHECK_OK(XQueueDestroy(xq2));
 	CHECK_OK(HwQueueDestroy(hwq2));
+	check_gated(xq, top_gates);
+	/* HPF compares priorities across devices: a higher queue on a host queue (another
+	 * device) may get it suspended, so it waits at its counter again. */
+	HwQueueHandle hhost;
+	XQueueHandle xhost;
+	CHECK_OK(HostQueueCreate(&hhost));
+	CHECK_OK(XQueueCreate(&xhost, hhost, kPreemptLevelBlock, 0));
+	CHECK_OK(XHintPriority(xhost, PRIORITY_DEFAULT + 1));
+	check_gated(xq, true);
+	CHECK_OK(XQueueDestroy(xhost));
+	CHECK_OK(HwQueueDestroy(hhost));
 	check_gated(xq, top_gates);
 	printf("the sole top queue: %s; with another of its priority, or one above it, one "
 	       "counter wait per kernel\n",
