@@ -548,14 +548,14 @@ XSCHED_API XResult XQueueQuery(XQueueHandle xq, XQueueState *state);
  *
  * Nothing new reaches the HwQueue; at Lv2 the commands already enqueued but not yet
  * started are also withdrawn (the counter is lowered), so the HwQueue stops at its next
- * command boundary. (One exception, the first suspension of an XQueue that was until then
- * the only one of the top priority of its device under HPF: such an XQueue enqueues
+ * command boundary. (One exception, the first suspension of an XQueue whose priority was
+ * until then above every other XQueue's of the process, under HPF: such an XQueue enqueues
  * without counter waits, as no scheduler pass suspends it, and at most its window of
  * commands enqueued that way runs on; from its first suspension on it keeps its waits.
- * XSCHED_TOP_GATES=1 in the environment keeps them from the start.) (A suspension by the scheduler
- * differs in one way: at Lv2 the XQueue keeps enqueuing behind the counter, so that its resume is
- * one store.) Application and scheduler suspensions are kept apart: the XQueue runs only when
- * neither holds it. Suspending twice needs only one resume.
+ * XSCHED_TOP_GATES=1 in the environment keeps them from the start.) (A suspension by the
+ * scheduler differs in one way: at Lv2 the XQueue keeps enqueuing behind the counter, so
+ * that its resume is one store.) Application and scheduler suspensions are kept apart: the
+ * XQueue runs only when neither holds it. Suspending twice needs only one resume.
  *
  * @param xq    [in] The XQueue.
  * @param flags [in] 0 or kQueueSuspendFlagSyncHwQueue (return once in-flight commands

@@ -29,9 +29,9 @@
  *   HSA queues) a stream waiting at its counter would block the other streams of its
  *   hardware queue, so no command is enqueued behind a counter there: every XQueue
  *   enqueues only committed work (as at Lv1);
- * - the *sole top* queue: under HPF, the only XQueue of the top priority of its device,
- *   which no pass suspends until a hint changes or a queue is created, enqueues without
- *   counter waits too (xs_engine_set_limited).
+ * - the *sole top* queue: under HPF, the XQueue whose priority is above every other's of
+ *   the process, which no pass suspends until a hint changes or a queue is created,
+ *   enqueues without counter waits too (xs_engine_set_limited).
  *
  * Threads: per device (HwQueues with one device key) one progress thread ("xs-progress")
  * and one launch thread ("xs-launch"), started with the device's first XQueue; the
@@ -225,8 +225,8 @@ void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend);
 /* Scheduler: whether @xq is subject to its device's budget, which also sets the HwQueue's
  * hardware priority (least when limited, greatest when not; when XSCHED_HW_PRIORITY is
  * on), and @prio, its rank among the budget's waiters. @sole: no pass suspends it until a
- * hint changes or a queue is created (the only queue of its device's top priority under
- * HPF, not suspended): unless XSCHED_TOP_GATES=1 or the application ever suspended it
+ * hint changes or a queue is created (under HPF, its priority above every other queue's of
+ * the process, not suspended): unless XSCHED_TOP_GATES=1 or the application ever suspended it
  * (XQueueSuspend), it then enqueues without counter waits, as at Lv1 (xs_engine_gated). */
 void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio);
 /* Whether @xq's commands wait at a counter: Lv2 or above on a device that is not

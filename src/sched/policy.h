@@ -57,8 +57,8 @@ typedef struct xs_policy_ops {
 	 * queue gets work (without waiting for a pass), and with a co-run budget above 0 the
 	 * scheduler leaves them running within it instead of suspending them (sched.c). */
 	bool hold;
-	/* A queue's rank is its priority hint and changes only with the hints (HPF): the
-	 * sole queue of the top rank of its device is suspended by no pass until a hint
+	/* A queue's rank is its priority hint and changes only with the hints (HPF): a queue
+	 * ranked above every other of the process is suspended by no pass until a hint
 	 * changes or a queue is created, so the engine enqueues its commands without counter
 	 * waits (sched.c, xs_engine_set_limited). */
 	bool hint_ranks;

@@ -30,7 +30,7 @@ typedef struct xs__sq {
 	xs_sched_hints h;
 	void *policy_slot;   /* per-queue state of the current policy */
 	int limited;         /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
-	bool sole;           /* applied with it: the sole queue of its device's top rank */
+	bool sole;           /* applied with it: ranked above every other queue of the process */
 	Priority applied;    /* the rank applied with it */
 	size_t pass;         /* its index in xs__entries during a pass */
 	bool lent;           /* during a pass: threads of other XQueues wait for it (xs_lend) */
