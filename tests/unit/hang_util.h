@@ -190,7 +190,7 @@ static inline XResult h_reach_fn(void *data)
 }
 
 /* The engine's view of @xq: one field, read under the XQueue's lock. */
-enum h_field { H_LIMITED, H_SCHED_SUSPENDED, H_RUNNING };
+enum h_field { H_LIMITED, H_SCHED_SUSPENDED, H_RUNNING, H_SOLE_TOP };
 
 static inline bool h_get(XQueueHandle xq, enum h_field f)
 {
@@ -200,6 +200,7 @@ static inline bool h_get(XQueueHandle xq, enum h_field f)
 	xs_mutex_lock(&x->lock);
 	bool v = f == H_LIMITED           ? x->limited
 		 : f == H_SCHED_SUSPENDED ? x->sched_suspended
+		 : f == H_SOLE_TOP        ? x->sole_top
 					  : x->running;
 	xs_mutex_unlock(&x->lock);
 	xs_obj_unref(obj);
