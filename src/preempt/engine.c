@@ -487,16 +487,22 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
  * write-value: 1.1-1.2 us of a 4 us launch on an H100, doc/RESULTS.md). At most every
  * batch_size-th command (and at least one in half the in-flight window, so that the
  * window keeps moving) carries a mark, and so does every command of a queue that needs
- * each completion at once: a limited queue (the budget's accounting), one with a latency
- * objective (each command's time is a sample), one being destroyed, one above Lv2 (a
- * suspended Lv3 queue cannot say it is idle) or whose stream got run gate checks (a
+ * each completion at once: a limited queue (the budget's accounting) at Lv1, one with a
+ * latency objective (each command's time is a sample), one being destroyed, one above Lv2
+ * (a suspended Lv3 queue cannot say it is idle) or whose stream got run gate checks (a
  * stream stopped at one is not idle either); and every event record (dependencies follow
- * it) and inline command, and a command that a sleeping waiter needs marked (below).
+ * it) and inline command, and a command that a sleeping waiter needs marked (below). A
+ * limited queue's command enqueued behind a counter wait (@gated) leaves its mark to the
+ * next command, whose counter wait puts it in front (XS_ENQ_MARK_PREV): one batched
+ * memory operation for both where the runtime has them (cuStreamBatchMemOp), at the same
+ * moment on the device, so each completion is still seen as it happens but for the last
+ * command enqueued, which is asked about at its due time (idle(), xs__tail_enqueued).
  * Caller holds xq->lock. */
-static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq)
+static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq, bool gated)
 {
-	if (!xq->hwq->lazy_marks || xq->limited || xq->closing || xq->objective.goal_pm ||
-	    xq->level >= kPreemptLevelInterrupt || xq->gate_after != UINT64_MAX)
+	if (!xq->hwq->lazy_marks || (xq->limited && !gated) || xq->closing ||
+	    xq->objective.goal_pm || xq->level >= kPreemptLevelInterrupt ||
+	    xq->gate_after != UINT64_MAX)
 		return false;
 	switch (cmd->kind) {
 	case XS_CMD_KERNEL:
@@ -517,6 +523,8 @@ static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t 
 		return false;
 	if (xq->marked < xq->mark_want)
 		return false; /* a waiter asked the token's holder for one (xs__mark_for_waiter) */
+	if (xq->limited)
+		return true; /* gated: the next command's wait brings the mark (above) */
 	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
 	return (int64_t)(seq - xq->marked) < k;
 }
@@ -531,7 +539,7 @@ static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64
 				  XResult skip)
 {
 	unsigned flags = gated ? XS_ENQ_GATED : 0;
-	if (skip != kXSchedSuccess || !xs__may_leave_mark(xq, cmd, seq))
+	if (skip != kXSchedSuccess || !xs__may_leave_mark(xq, cmd, seq, gated))
 		flags |= XS_ENQ_MARK;
 	bool may_block = cmd->kind == XS_CMD_EVENT_WAIT || xs__may_hold(xq, cmd, gated);
 	if (may_block && xq->marked < seq - 1)

@@ -13,7 +13,8 @@
  *    enqueues its kernels without counter waits; with a second XQueue of the same
  *    priority both wait at their counters again, and a lower one always does, also where
  *    the higher queue is on another device (a host queue); with XSCHED_TOP_GATES=1 the
- *    sole one keeps them;
+ *    sole one keeps them; the lower one, limited, puts each kernel's mark in front of the
+ *    next one's counter wait, one call for both (about 400 calls for 400 kernels);
  * 6. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
  *    stops at the counter wait); after the resume everything completes.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
@@ -31,6 +32,13 @@ static long marks(void)
 {
 	return g_count("cuStreamWriteValue32") + g_count("batch write") +
 	       g_count("cuLaunchHostFunc");
+}
+
+/* Calls that put stream memory operations (counter waits, done marks) on a stream. */
+static long memops(void)
+{
+	return g_count("cuStreamWaitValue32") + g_count("cuStreamWriteValue32") +
+	       g_count("cuStreamBatchMemOp");
 }
 
 static long waits(void)
@@ -205,6 +213,18 @@ int main(void)
 	CHECK_OK(XHintPriority(xq2, PRIORITY_DEFAULT + 1));
 	check_gated(xq2, top_gates);
 	check_gated(xq, true);
+	/* xq is limited now (below xq2): each kernel's done mark goes in front of the next
+	 * one's counter wait, one batched call for both (marked on its own: 800 calls). */
+	long ops0 = memops();
+	for (int i = 0; i < 400; i++) {
+		HwCommandHandle c = kernel();
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	CHECK_OK(XQueueWaitAll(xq));
+	long ops = memops() - ops0;
+	printf("400 kernels on a limited Lv2 XQueue: %ld stream memory-operation calls\n", ops);
+	CHECK(lazy ? ops <= 400 + 60 : ops >= 800);
 	CHECK_OK(XQueueDestroy(xq2));
 	CHECK_OK(HwQueueDestroy(hwq2));
 	check_gated(xq, top_gates);
