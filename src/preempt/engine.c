@@ -274,11 +274,11 @@ static bool xs__held_in_flight(const xs_xqueue *xq)
  * (never set apart from a store, so the two cannot disagree). Caller holds xq->lock. */
 static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 {
-	if (c > xq->traced_commit) { /* first commits of these commands (not recommits) */
+	if (c > xq->committed_max) { /* first commits of these commands (not recommits) */
 		if (atomic_load_explicit(&xs_trace_on, memory_order_relaxed))
-			for (uint64_t s = xq->traced_commit + 1; s <= c; s++)
+			for (uint64_t s = xq->committed_max + 1; s <= c; s++)
 				xs_trace_emit(XS_TR_COMMIT, xq->obj.handle, s, 0);
-		xq->traced_commit = c;
+		xq->committed_max = c;
 	}
 	xq->committed = c;
 	if (xq->hwq->ops->commit)
@@ -774,9 +774,12 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 	uint64_t done = q->ops->done(q), marked_done = done;
 	XResult fail = kXSchedSuccess;
 	if (ask_idle && done != UINT64_MAX && done >= xq->marked && xq->marked < xq->enqueued &&
-	    q->ops->idle) {
+	    xq->committed_max >= xq->enqueued && q->ops->idle) {
 		/* Every mark was seen; the commands after the last one have none: done if the
-		 * queue is idle. Read first: what was enqueued before the query. */
+		 * queue is idle. Read first: what was enqueued before the query. Not while the
+		 * last one was never committed (a limited or suspended queue at Lv2): it has
+		 * not started, and a query per look of the progress thread would be wasted. (A
+		 * decommit lowers `committed` below a command that may have passed its wait.) */
 		uint64_t upto = xq->enqueued;
 		if (q->ops->idle(q)) {
 			done = upto; /* `marked` stays: the done word is still the last mark's */

@@ -119,7 +119,9 @@ typedef struct xs_xqueue {
 				 * decommit leaves committed (done, it no longer counts) */
 	uint64_t gate_after;    /* commands numbered above it may wait at a run gate check
 				 * (XQueueEnqueueGateCheck); UINT64_MAX: none was enqueued */
-	uint64_t traced_commit; /* the highest seq whose commit was traced (core/trace.h) */
+	uint64_t committed_max; /* the highest seq ever committed (a decommit lowers `committed`,
+				 * not this): its commit was traced (core/trace.h), and a command
+				 * above it cannot have started */
 
 	uint64_t suspensions;
 	int64_t suspended_ns;       /* finished spells */
