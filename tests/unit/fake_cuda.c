@@ -115,11 +115,12 @@ static void *device_main(void *arg)
 		struct op *o = g_head;
 		pthread_mutex_unlock(&g_lock);
 		switch (o->kind) {
-		case OP_KERNEL:
+		case OP_KERNEL: {
 			long ns = atomic_load(&g_kernel_ns);
 			if (ns)
 				sleep_ns(ns);
 			break;
+		}
 		case OP_WRITE:
 			atomic_store_explicit(o->addr, o->value, memory_order_release);
 			break;
