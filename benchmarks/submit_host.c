@@ -16,30 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "xsched.h"
-
-#define OK(expr)                                                                                   \
-	do {                                                                                       \
-		XResult r_ = (expr);                                                               \
-		if (r_ != kXSchedSuccess) {                                                        \
-			fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr,      \
-				(int)r_);                                                          \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "check.h" /* tests/unit: CHECK_OK, t_now_us */
 
 enum { MAXT = 8 };
 
 static int g_k = 100000, g_reps = 7;
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
 
 static XResult nothing(void *data)
 {
@@ -58,14 +40,14 @@ static void *lane_main(void *arg)
 {
 	struct lane *l = arg;
 	pthread_barrier_wait(l->start);
-	double t0 = now_us();
+	int64_t t0 = t_now_us();
 	for (int i = 0; i < g_k; i++) {
 		HwCommandHandle c;
-		OK(HwCommandCreateHostFunc(&c, nothing, NULL));
-		OK(XQueueSubmit(l->xq, c));
-		OK(HwCommandDestroy(c));
+		CHECK_OK(HwCommandCreateHostFunc(&c, nothing, NULL));
+		CHECK_OK(XQueueSubmit(l->xq, c));
+		CHECK_OK(HwCommandDestroy(c));
 	}
-	l->us = now_us() - t0;
+	l->us = (double)(t_now_us() - t0);
 	return NULL;
 }
 
@@ -76,7 +58,7 @@ static double run(struct lane *lanes, int t)
 	pthread_barrier_init(&start, NULL, (unsigned)t);
 	pthread_t th[MAXT];
 	for (int i = 0; i < t; i++) {
-		OK(XQueueSuspend(lanes[i].xq, 0));
+		CHECK_OK(XQueueSuspend(lanes[i].xq, 0));
 		lanes[i].start = &start;
 		pthread_create(&th[i], NULL, lane_main, &lanes[i]);
 	}
@@ -87,8 +69,8 @@ static double run(struct lane *lanes, int t)
 			worst = lanes[i].us;
 	}
 	for (int i = 0; i < t; i++) {
-		OK(XQueueResume(lanes[i].xq, 0));
-		OK(XQueueWaitAll(lanes[i].xq));
+		CHECK_OK(XQueueResume(lanes[i].xq, 0));
+		CHECK_OK(XQueueWaitAll(lanes[i].xq));
 	}
 	pthread_barrier_destroy(&start);
 	return worst / g_k;
@@ -116,8 +98,8 @@ int main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 1 << 30);
 	struct lane lanes[MAXT];
 	for (int i = 0; i < maxt; i++) {
-		OK(HostQueueCreate(&lanes[i].hwq));
-		OK(XQueueCreate(&lanes[i].xq, lanes[i].hwq, kPreemptLevelBlock, 0));
+		CHECK_OK(HostQueueCreate(&lanes[i].hwq));
+		CHECK_OK(XQueueCreate(&lanes[i].xq, lanes[i].hwq, kPreemptLevelBlock, 0));
 	}
 	for (int t = 1; t <= maxt; t *= 2) {
 		double best = 1e30;
@@ -131,9 +113,9 @@ int main(int argc, char **argv)
 		       t, best, g_reps, g_k);
 	}
 	for (int i = 0; i < maxt; i++) {
-		OK(XQueueDestroy(lanes[i].xq));
-		OK(HwQueueDestroy(lanes[i].hwq));
+		CHECK_OK(XQueueDestroy(lanes[i].xq));
+		CHECK_OK(HwQueueDestroy(lanes[i].hwq));
 	}
-	OK(XSchedShutdown());
+	CHECK_OK(XSchedShutdown());
 	return 0;
 }

@@ -48,17 +48,17 @@ static long waits(void)
 
 static HwCommandHandle kernel(void);
 
-/* The counter waits that @n kernels on @xq put on its stream. */
-static long burst_waits(XQueueHandle xq, int n)
+/* What @n kernels on @xq, submitted back to back and then waited for, add to @count. */
+static long burst(XQueueHandle xq, int n, long (*count)(void))
 {
-	long w0 = waits();
+	long c0 = count();
 	for (int i = 0; i < n; i++) {
 		HwCommandHandle c = kernel();
 		CHECK_OK(XQueueSubmit(xq, c));
 		CHECK_OK(HwCommandDestroy(c));
 	}
 	CHECK_OK(XQueueWaitAll(xq));
-	return waits() - w0;
+	return count() - c0;
 }
 
 /* t_wait_for's predicate: the scheduler's pass took effect, a burst of 16 on the XQueue
@@ -71,7 +71,7 @@ struct settle {
 static bool settled(void *arg)
 {
 	struct settle *s = arg;
-	return burst_waits(s->xq, 16) == s->want;
+	return burst(s->xq, 16, waits) == s->want;
 }
 
 /* Wait until @xq enqueues with counter waits (@gated) or without, then check it on 200. */
@@ -79,7 +79,7 @@ static void check_gated(XQueueHandle xq, bool gated)
 {
 	struct settle s = {xq, gated ? 16 : 0};
 	CHECK(t_wait_for(settled, &s, 5000));
-	CHECK(burst_waits(xq, 200) == (gated ? 200 : 0));
+	CHECK(burst(xq, 200, waits) == (gated ? 200 : 0));
 }
 
 static HwCommandHandle kernel(void)
@@ -142,45 +142,31 @@ int main(void)
 	printf("order: %d kernels and host functions each at Lv2 and at Lv1, in order\n", ORDER_N);
 
 	/* 3: a burst at Lv1. */
-	long m0 = marks();
-	for (int i = 0; i < 400; i++) {
-		HwCommandHandle c = kernel();
-		CHECK_OK(XQueueSubmit(xq, c));
-		CHECK_OK(HwCommandDestroy(c));
-	}
-	CHECK_OK(XQueueWaitAll(xq));
-	long burst = marks() - m0;
+	long burst_marks = burst(xq, 400, marks);
 	printf("400 kernels at Lv1: %ld done marks (left-out marks %s; %ld writes, %ld batched, "
 	       "%ld host functions in all)\n",
-	       burst, lazy ? "on" : "off", g_count("cuStreamWriteValue32"), g_count("batch write"),
-	       g_count("cuLaunchHostFunc"));
+	       burst_marks, lazy ? "on" : "off", g_count("cuStreamWriteValue32"),
+	       g_count("batch write"), g_count("cuLaunchHostFunc"));
 	/* One mark per 8 kernels (batch size), and one per kernel enqueued while the
 	 * XQueueWaitAll below already waits (a backlog behind a full window): at most half. */
 	if (lazy)
-		CHECK(burst > 0 && burst <= 400 / 2);
+		CHECK(burst_marks > 0 && burst_marks <= 400 / 2);
 	else
-		CHECK(burst >= 400);
+		CHECK(burst_marks >= 400);
 
 	/* 3b: a backlog, 800 kernels of 10 us submitted faster than they run, then
 	 * XQueueWaitAll: it waits for the last command enqueued, which it marks, while the rest
 	 * is enqueued behind; those need no mark of their own but every 8th (batch size).
 	 * When every command enqueued while it slept was marked: 182-215 marks. */
 	g_set_kernel_us(10);
-	m0 = marks();
-	for (int i = 0; i < 800; i++) {
-		HwCommandHandle c = kernel();
-		CHECK_OK(XQueueSubmit(xq, c));
-		CHECK_OK(HwCommandDestroy(c));
-	}
-	CHECK_OK(XQueueWaitAll(xq));
+	long backlog = burst(xq, 800, marks);
 	g_set_kernel_us(0);
-	long backlog = marks() - m0;
 	printf("800 kernels of 10 us at Lv1, then a wait: %ld done marks\n", backlog);
 	if (lazy)
 		CHECK(backlog > 0 && backlog <= 800 / 8 + 60);
 
 	/* 4: round trips. */
-	m0 = marks();
+	long m0 = marks();
 	for (int i = 0; i < 100; i++) {
 		HwCommandHandle c = kernel();
 		CHECK_OK(XQueueSubmit(xq, c));
@@ -215,14 +201,7 @@ int main(void)
 	check_gated(xq, true);
 	/* xq is limited now (below xq2): each kernel's done mark goes in front of the next
 	 * one's counter wait, one batched call for both (marked on its own: 800 calls). */
-	long ops0 = memops();
-	for (int i = 0; i < 400; i++) {
-		HwCommandHandle c = kernel();
-		CHECK_OK(XQueueSubmit(xq, c));
-		CHECK_OK(HwCommandDestroy(c));
-	}
-	CHECK_OK(XQueueWaitAll(xq));
-	long ops = memops() - ops0;
+	long ops = burst(xq, 400, memops);
 	printf("400 kernels on a limited Lv2 XQueue: %ld stream memory-operation calls\n", ops);
 	CHECK(lazy ? ops <= 400 + 60 : ops >= 800);
 	CHECK_OK(XQueueDestroy(xq2));

@@ -32,16 +32,6 @@ static XResult slow(void *d)
 	return kXSchedSuccess;
 }
 
-/* Checks that L's command started within 50 ms of the end of H's quick one (or before
- * it: L may run before the scheduler first sees H). */
-static void check_gap(int r, bool print)
-{
-	long long gap = atomic_load(&g_start) - atomic_load(&g_end);
-	if (print || gap >= 50000)
-		printf("round %d: low started %lld us after high's quick command ended\n", r, gap);
-	CHECK(gap < 50000);
-}
-
 static XResult low(void *d)
 {
 	(void)d;
@@ -49,42 +39,40 @@ static XResult low(void *d)
 	return kXSchedSuccess;
 }
 
+/* One quick command on H and one on L, both waited for; then checks that L's command
+ * started within 50 ms of the end of H's (or before it: L may run before the scheduler
+ * first sees H). */
+static void quick_round(const struct t_pair *p, int r, bool print)
+{
+	t_submit_fn(p->high, quick, NULL);
+	t_submit_fn(p->low, low, NULL);
+	CHECK_OK(XQueueWaitAll(p->low));
+	CHECK_OK(XQueueWaitAll(p->high));
+	long long gap = atomic_load(&g_start) - atomic_load(&g_end);
+	if (print || gap >= 50000)
+		printf("round %d: low started %lld us after high's quick command ended\n", r, gap);
+	CHECK(gap < 50000);
+}
+
 int main(void)
 {
 	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
 	CHECK(setenv("XSCHED_HPF_LINGER_US", "0", 1) == 0);
 	CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
-	HwQueueHandle hl, hh;
-	XQueueHandle l, h;
-	CHECK_OK(HostQueueCreate(&hl));
-	CHECK_OK(HostQueueCreate(&hh));
-	CHECK_OK(XQueueCreate(&l, hl, kPreemptLevelBlock, 0));
-	CHECK_OK(XQueueCreate(&h, hh, kPreemptLevelBlock, 0));
-	CHECK_OK(XHintPriority(l, 0));
-	CHECK_OK(XHintPriority(h, 10));
+	struct t_pair p;
+	t_pair_open(&p, kPreemptLevelBlock); /* L priority 0, H priority 10 */
 	for (int r = 0; r < 5; r++) {
 		for (int i = 0; i < 3; i++)
-			t_submit_fn(h, slow, NULL);
-		CHECK_OK(XQueueWaitAll(h));
+			t_submit_fn(p.high, slow, NULL);
+		CHECK_OK(XQueueWaitAll(p.high));
 		t_sleep_us(2000);
-		t_submit_fn(h, quick, NULL);
-		t_submit_fn(l, low, NULL);
-		CHECK_OK(XQueueWaitAll(l));
-		CHECK_OK(XQueueWaitAll(h));
-		check_gap(r, true);
+		quick_round(&p, r, true);
 	}
 	for (int r = 0; r < 400; r++) {
 		t_sleep_us(300);
-		t_submit_fn(h, quick, NULL);
-		t_submit_fn(l, low, NULL);
-		CHECK_OK(XQueueWaitAll(l));
-		CHECK_OK(XQueueWaitAll(h));
-		check_gap(r, false);
+		quick_round(&p, r, false);
 	}
-	CHECK_OK(XQueueDestroy(l));
-	CHECK_OK(XQueueDestroy(h));
-	CHECK_OK(HwQueueDestroy(hl));
-	CHECK_OK(HwQueueDestroy(hh));
+	t_pair_close(&p);
 	CHECK_OK(XSchedShutdown());
 	return 0;
 }
