@@ -1310,8 +1310,23 @@ static void xs__gate_charges(xs_xqueue *xq, bool open)
 	}
 }
 
-/* Recompute xq->running and apply the level's actions on a change. Caller holds
- * xq->lock. */
+/* Whether @xq enqueues without counter waits, as the sole top queue (xs_engine_set_limited).
+ * Going sole, what waits behind the counter is committed (at Lv1 enqueuing commits).
+ * Caller holds xq->lock. */
+static void xs__set_sole(xs_xqueue *xq, bool sole)
+{
+	if (sole == xq->sole_top)
+		return;
+	xq->sole_top = sole;
+	XS_TRACE(XS_TR_SOLE, xq->obj.handle, sole, 0);
+	if (sole)
+		xs__commit(xq);
+}
+
+/* Recompute xq->running and apply the level's actions on a change. A queue that stops
+ * running is not the sole top queue (whoever suspended it: from here on its commands wait
+ * at the counter, so that the decommit below stops it at its next boundary; those already
+ * enqueued without run on). Caller holds xq->lock. */
 static void xs__apply(xs_xqueue *xq)
 {
 	bool run = xq->closing || !(xq->app_suspended || xq->sched_suspended);
@@ -1327,6 +1342,7 @@ static void xs__apply(xs_xqueue *xq)
 	XS_TRACE(run ? XS_TR_RESUME : XS_TR_SUSPEND, xq->obj.handle, xq->app_suspended,
 		 xq->sched_suspended);
 	if (!run) {
+		xs__set_sole(xq, false);
 		xq->suspensions++;
 		xq->suspended_since_ns = now;
 		/* A pending command charged by the budget's grant (Lv1) will not be enqueued
@@ -1363,12 +1379,8 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 	}
 	if (suspend && sync && target > xq->sync_target)
 		xq->sync_target = target;
-	if (suspend) {
-		/* From now on its commands wait at the counter, so that a suspension stops it
-		 * at its next command boundary; those already enqueued without run on. */
-		xq->app_suspended_once = true;
-		xq->sole_top = false;
-	}
+	if (suspend)
+		xq->app_suspended_once = true; /* never sole again (xs_engine_set_limited) */
 	xq->app_suspended = suspend;
 	xs__apply(xq);
 	if (suspend && sync) {
@@ -1387,8 +1399,6 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend)
 {
 	xs_mutex_lock(&xq->lock);
-	if (suspend)
-		xq->sole_top = false; /* the pass says so too, after its suspensions */
 	if (xq->sched_suspended != suspend) {
 		xq->sched_suspended = suspend;
 		xs__apply(xq);
@@ -1406,16 +1416,9 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio)
 	 * boundary (Lv2); a queue no pass suspends does not need it, and it is a driver call
 	 * per command (a stream wait-value: about 1.2 us of a tiny kernel's 4-5 us on an
 	 * H100, doc/RESULTS.md). When the queue stops being sole, the commands it enqueued
-	 * without one (at most the window) run on: the cost of the change, once. Going sole,
-	 * what waits behind the counter is committed (at Lv1 enqueuing commits). */
-	sole =
-	    sole && !xq->app_suspended_once && !xq->sched_suspended && !xs_config_get()->top_gates;
-	if (sole != xq->sole_top) {
-		xq->sole_top = sole;
-		XS_TRACE(XS_TR_SOLE, xq->obj.handle, sole, 0);
-		if (sole)
-			xs__commit(xq);
-	}
+	 * without one (at most the window) run on: the cost of the change, once. */
+	xs__set_sole(xq,
+		     sole && !xq->app_suspended_once && xq->running && !xs_config_get()->top_gates);
 	xs__top_update(xq);
 	xs_engine_progress(xq, false);
 	int top = !limited;
