@@ -22,9 +22,9 @@
  *     alone) while the XQueue is suspended, so that no launching competes with it.
  * The device blocks on synchronization (cudaDeviceScheduleBlockingSync), so raw waits
  * sleep as the library's waiters are meant to. Prints one line per measurement ("name
- * value unit"), then the targets of issue 23 with MET or MISSED, and exits 77 without a
- * device. `--quick` runs fewer repetitions. Timing: host monotonic clock around a stream
- * synchronize or XQueueWait/WaitAll, after warm-up. Each configuration is measured once
+ * value unit"), then the targets of issue 23 with MET or MISSED (and a guard on the decode
+ * chain's p99), and exits 77 without a device. `--quick` runs fewer repetitions. Timing:
+ * host monotonic clock around a stream synchronize or XQueueWait/WaitAll, after warm-up. Each configuration is measured once
  * per round, rounds repeated, so that drifts of the machine fall on all alike; a line
  * gives the median and the quartiles over the rounds, or p50 and p99 over every sample.
  * CPU: the process's CPU time per wall time while it ran.
@@ -545,7 +545,17 @@ static void targets(void)
 		verdict("30 x SGEMM task", g_cfg[i].name, over <= 1.0, "%+.2f%% vs raw (%.3f ms)",
 			over, g_res[i].gemm_ms);
 	}
-	printf("decode chain (no target): p50/p99 over raw's:");
+	/* Not an issue target: a guard. A chain's completion seen a progress-thread pace late
+	 * (up to 1 ms) showed here first (H100, doc/RESULTS.md). */
+	for (int i = TOP; i <= LV2; i++) {
+		if (!g_cfg[i].xq)
+			continue;
+		verdict("decode p99", g_cfg[i].name,
+			g_res[i].chain_p99 <= g_res[RAW].chain_p99 + 100,
+			"%.2f us, raw %.2f us + 100 allowed (a guard)", g_res[i].chain_p99,
+			g_res[RAW].chain_p99);
+	}
+	printf("decode chain: p50/p99 over raw's:");
 	for (int i = TOP; i <= LV2; i++)
 		if (g_cfg[i].xq)
 			printf(" %s %+.1f/%+.1f us", g_cfg[i].name,

@@ -120,6 +120,7 @@ typedef struct xs_cmd {
 	uint64_t seq; /* 1-based position in the XQueue = its number on the HwQueue */
 	enum xs_cmd_state state;
 	bool gated;        /* enqueued behind a counter wait (Lv2 and up) */
+	bool has_mark;     /* a done mark of its number follows it on the HwQueue (hal.h) */
 	int64_t charge_ns; /* budget charged for it while committed (0 = not charged) */
 	int64_t ready_ns;  /* when the charged work ahead of it was expected done (0 = none) */
 	pthread_t owner;   /* XS_CMD_INLINE: its submitter; written before it is submitted */

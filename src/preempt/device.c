@@ -6,7 +6,10 @@
  * or commits (Lv2+: one store, done here). Backends that push done numbers (the host
  * backend) wake it. For the others (GPU) it polls while some XQueue has work in flight,
  * but sleeps between looks: XS__POLL_MIN_NS after a look that found progress, doubling
- * while nothing completes up to XS__POLL_MAX_NS, and never past the moment the budget
+ * while nothing completes up to XS__POLL_MAX_NS (counted from the last progress, the last
+ * start of an XQueue's work from idle or the expected completion last looked for,
+ * whichever came last: a quiet spell before says nothing of the work now, and a command
+ * not seen at its expected end is due soon), and never past the moment the budget
  * admits its next waiter (budget.c) or a long command, or one that the budget or a
  * pending command waits for, is expected to complete (its queue's estimated time per
  * command; engine.c, xs__expect). Waiters poll for their own commands and submitting threads
@@ -339,7 +342,8 @@ static void *xs__progress_main(void *arg)
 	bool pushes = d->ops->pushes_done;
 	int64_t last_progress = xs_now_ns(), last_check = last_progress;
 	xs__stall st = {.mark = 0, .since_ns = last_progress, .release_ns = 0};
-	bool woke = false; /* waited for work since the last look */
+	bool woke = false;              /* waited for work since the last look */
+	int64_t looked_for = INT64_MAX; /* the expected completion the last sleep ended at */
 	for (;;) {
 		xs_mutex_lock(&d->lock);
 		while (!d->stop && xs_list_empty(&d->active) && !d->budget.grant) {
@@ -403,8 +407,14 @@ static void *xs__progress_main(void *arg)
 		xs__flush_kicks(d);
 		if (progressed)
 			last_progress = now;
-		int64_t at =
-		    pushes ? now + xs__idle_wait_ns(d) : xs__next_look(now, last_progress, expect);
+		int64_t since = last_progress;
+		int64_t from = atomic_load_explicit(&d->busy_from_ns, memory_order_relaxed);
+		if (from > since)
+			since = from;
+		if (looked_for <= now && looked_for > since)
+			since = looked_for;
+		looked_for = expect;
+		int64_t at = pushes ? now + xs__idle_wait_ns(d) : xs__next_look(now, since, expect);
 		if (bnext && bnext < at)
 			at = bnext;
 		xs_mutex_lock(&d->lock);
@@ -437,6 +447,7 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 	xs_list_init(&d->kicks);
 	xs_list_init(&d->budget.waiters);
 	atomic_init(&d->oversubscribed, false);
+	atomic_init(&d->busy_from_ns, 0);
 	d->obj_level = -1; /* no latency objective (objective.c) */
 	atomic_init(&d->obj_corun_ns, -1);
 	return d;

@@ -206,32 +206,65 @@ enum {
 	XS__EXPECT_MIN_NS = 50000,
 };
 
-/* Keep the expected end of @xq's head command (busy_since + est) for the progress
- * thread where it should look then: where something waits for the completion (the
- * budget, for a limited queue: its waiters, and no bubble before the next commit;
- * commands pending behind a full window; a thread asleep in XQueueWait*, which the
- * completion wakes sooner than its own estimate would), or where commands are long
- * enough that the thread's polling pace would see the end late (the queues this one holds
- * wait for it). Elsewhere, a stream of short commands, it keeps its pace, 50 us after a
- * completion: looking at each expected end made it wake once per microsecond kernel and
- * take the XQueue's lock each time against the submitting thread (half a core, and 1-2 us
- * per kernel, on an H100, doc/RESULTS.md). Returns whether the moment was not kept
- * before. Caller holds xq->lock. */
+/* How many in-flight commands of @xq, from the head, end before the first completion
+ * that can be seen: up to the first one with a done mark, that one included; 0 = none has
+ * one (an unmarked tail, asked about through idle(): xs__tail_enqueued). Caller holds
+ * xq->lock. */
+static int64_t xs__to_mark(const xs_xqueue *xq)
+{
+	int64_t n = 0;
+	xs_list_for_each(l, &xq->inflight)
+	{
+		n++;
+		if (xs_container_of(l, xs_cmd, link)->has_mark)
+			return n;
+	}
+	return 0;
+}
+
+/* Keep the expected end of @xq's first command whose completion can be seen (busy_since
+ * + est per command up to the first done mark; with left-out marks the ends before it are
+ * not seen) for the progress thread where it should look then: where something waits for
+ * the completion (the budget, for a limited queue: its waiters, and no bubble before the
+ * next commit; commands pending behind a full window; a thread asleep in XQueueWait*,
+ * which the completion wakes sooner than its own estimate would), or where commands are
+ * long enough that the thread's polling pace would see the end late (the queues this one
+ * holds wait for it). Elsewhere, a stream of short commands, it keeps its pace, 50 us
+ * after a completion: looking at each expected end made it wake once per microsecond
+ * kernel and take the XQueue's lock each time against the submitting thread (half a
+ * core, and 1-2 us per kernel, on an H100, doc/RESULTS.md). Looking at the head's end
+ * where the head had no mark found nothing, and the thread's pace, grown over a quiet
+ * spell, then saw the mark up to 1 ms late (H100, doc/RESULTS.md). Returns whether the
+ * moment was not kept before. Caller holds xq->lock. */
 static bool xs__expect(xs_xqueue *xq)
 {
 	int64_t since = xq->busy_since_ns;
-	int64_t e = since && xq->est_ns > 0 ? since + xq->est_ns : INT64_MAX;
 	bool wanted = xq->limited || !xs_list_empty(&xq->pending) || xq->sleepers ||
 		      xq->est_ns >= XS__EXPECT_MIN_NS;
-	if (!wanted)
-		e = INT64_MAX;
+	int64_t n = wanted && since && xq->est_ns > 0 ? xs__to_mark(xq) : 0;
+	int64_t e = n ? since + n * xq->est_ns : INT64_MAX;
 	int64_t was = atomic_exchange_explicit(&xq->expect_ns, e, memory_order_relaxed);
 	return was == INT64_MAX && e != INT64_MAX;
+}
+
+/* A done mark of number @seq was enqueued: flag its command, if in flight (xs__to_mark).
+ * Caller holds xq->lock. */
+static void xs__flag_mark(xs_xqueue *xq, uint64_t seq)
+{
+	for (xs_link *l = xq->inflight.prev; l != &xq->inflight; l = l->prev) {
+		xs_cmd *c = xs_container_of(l, xs_cmd, link);
+		if (c->seq <= seq) {
+			c->has_mark = c->has_mark || c->seq == seq;
+			return;
+		}
+	}
 }
 
 /* Committed work of @xq started at @now (0: none runs). Caller holds xq->lock. */
 static void xs__busy(xs_xqueue *xq, int64_t now)
 {
+	if (now && !xq->busy_since_ns) /* from idle: the progress thread's pace restarts */
+		atomic_store_explicit(&xq->dev->busy_from_ns, now, memory_order_relaxed);
 	xq->busy_since_ns = now;
 	xs__expect(xq);
 }
@@ -599,6 +632,7 @@ static void xs__drain(xs_xqueue *xq)
 		if (record)
 			cmd->u.record.ops = q->ops;
 		unsigned flags = xs__enqueue_flags(xq, cmd, seq, gated, skip);
+		cmd->has_mark = flags & XS_ENQ_MARK;
 		xs_dev_activate(xq);
 		xs_obj_ref(&cmd->obj);
 		xq->issuing = seq;
@@ -629,8 +663,13 @@ static void xs__drain(xs_xqueue *xq)
 		xq->issuing = 0;
 		if (flags & XS_ENQ_MARK)
 			xq->marked = seq;
-		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1)
+		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1) {
 			xq->marked = seq - 1;
+			xs__flag_mark(xq, seq - 1);
+		}
+		if ((flags & (XS_ENQ_MARK | XS_ENQ_MARK_PREV)) &&
+		    atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) == INT64_MAX)
+			xs__expect(xq); /* kept none: none of its commands had a mark */
 		int64_t now = xs_now_ns();
 		xs__tail_enqueued(xq, seq, now);
 		if (pushes && atomic_load(&q->pushes) != pushed)
@@ -889,6 +928,7 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 	if (xq->marked < seq && xq->completed < seq && seq <= xq->enqueued) {
 		uint64_t mark = xq->enqueued;
 		xq->marked = mark;
+		xs__flag_mark(xq, mark);
 		atomic_store_explicit(&xq->tail_unmarked, false, memory_order_relaxed);
 		xs_mutex_unlock(&xq->lock);
 		q->ops->enqueue(q, NULL, mark, XS_ENQ_MARK); /* a failure marks it broken */
@@ -1243,8 +1283,10 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 	/* A closed check would hide the completion of a last command left without a mark
 	 * (a stopped stream is not idle): its mark goes in front of the check. */
 	uint64_t mark = xq->marked < xq->enqueued ? xq->enqueued : 0;
-	if (mark)
+	if (mark) {
 		xq->marked = mark;
+		xs__flag_mark(xq, mark);
+	}
 	xs_mutex_unlock(&xq->lock);
 	XResult res = q->ops->gate_check(q, mark);
 	if (!own) {

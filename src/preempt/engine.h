@@ -132,9 +132,10 @@ typedef struct xs_xqueue {
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
 	/* Lock-free copies for the progress thread's look (written under the lock): */
 	_Atomic uint64_t seen_done;  /* = completed */
-	_Atomic int64_t expect_ns;   /* busy_since + est, the head's expected end, where the
-				      * progress thread should look then (xs__busy); else
-				      * INT64_MAX */
+	_Atomic int64_t expect_ns;   /* the expected end of the first command with a done
+				      * mark (busy_since + est per command up to it), where
+				      * the progress thread should look then (xs__expect);
+				      * else INT64_MAX */
 	atomic_bool tail_unmarked;   /* = marked < enqueued: seen done only through idle() */
 	_Atomic int64_t tail_due_ns; /* when to ask idle() about that tail (xs__tail_enqueued) */
 	int64_t tail_end_ns;         /* the expected end of the last command enqueued */

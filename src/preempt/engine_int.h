@@ -30,6 +30,9 @@ struct xs_device {
 	unsigned hw_queues; /* hardware queues its streams share (0 = as many as streams) */
 	/* Lock-free: more XQueues than hardware queues (device.c): no counter waits then. */
 	atomic_bool oversubscribed;
+	/* Lock-free: when an XQueue of the device last went busy from idle (xs_now_ns()), where
+	 * the progress thread's pace restarts (device.c). */
+	_Atomic int64_t busy_from_ns;
 
 	xs_mutex lock;       /* guards everything below */
 	xs_cond progress_cv; /* the progress thread: work became active, a done push, grants */
