@@ -520,21 +520,38 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
  * write-value: 1.1-1.2 us of a 4 us launch on an H100, doc/RESULTS.md). At most every
  * batch_size-th command (and at least one in half the in-flight window, so that the
  * window keeps moving) carries a mark, and so does every command of a queue that needs
- * each completion at once: a limited queue (the budget's accounting) at Lv1, one with a
- * latency objective (each command's time is a sample), one being destroyed, one above Lv2
- * (a suspended Lv3 queue cannot say it is idle) or whose stream got run gate checks (a
- * stream stopped at one is not idle either); and every event record (dependencies follow
- * it) and inline command, and a command that a sleeping waiter needs marked (below). A
- * limited queue's command enqueued behind a counter wait (@gated) leaves its mark to the
- * next command, whose counter wait puts it in front (XS_ENQ_MARK_PREV): one batched
- * memory operation for both where the runtime has them (cuStreamBatchMemOp), at the same
- * moment on the device, so each completion is still seen as it happens but for the last
- * command enqueued, which is asked about at its due time (idle(), xs__tail_enqueued).
- * Caller holds xq->lock. */
+ * each completion at once: a limited queue at Lv1 whose commands are long (the budget's
+ * accounting: xs__budget_sees_late), one with a latency objective (each command's time is a
+ * sample), one being destroyed, one above Lv2 (a suspended Lv3 queue cannot say it is idle) or
+ * whose stream got run gate checks (a stream stopped at one is not idle either); and every event
+ * record (dependencies follow it) and inline command, and a command that a sleeping waiter needs
+ * marked (below). A limited queue's command enqueued behind a counter wait (@gated) leaves its mark
+ * to the next command, whose counter wait puts it in front (XS_ENQ_MARK_PREV): one batched memory
+ * operation for both where the runtime has them (cuStreamBatchMemOp), at the same moment on the
+ * device, so each completion is still seen as it happens but for the last command enqueued, which
+ * is asked about at its due time (idle(), xs__tail_enqueued). Caller holds xq->lock. */
+enum {
+	/* The device time of a limited Lv1 queue's commands whose completions its budget may
+	 * see one mark interval late: no more than the budget's lead (budget.c, XS__LEAD_NS),
+	 * within which it commits the next command anyway. */
+	XS__LATE_SEEN_NS = 100000,
+};
+
+/* Whether a limited Lv1 queue's commands are short enough to leave marks out: the
+ * commands between two marks, at its estimate (known: after its first completion), fit
+ * XS__LATE_SEEN_NS. The budget then counts them charged a little longer, which keeps
+ * less lower work committed, never more; a mark per command cost 1.1 us of a 3-4 us
+ * kernel (H100, doc/RESULTS.md). Caller holds xq->lock. */
+static bool xs__budget_sees_late(const xs_xqueue *xq, int64_t k)
+{
+	return xq->est_ns > 0 && xq->est_ns * k <= XS__LATE_SEEN_NS;
+}
+
 static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq, bool gated)
 {
-	if (!xq->hwq->lazy_marks || (xq->limited && !gated) || xq->closing ||
-	    xq->objective.goal_pm || xq->level >= kPreemptLevelInterrupt ||
+	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
+	if (!xq->hwq->lazy_marks || (xq->limited && !gated && !xs__budget_sees_late(xq, k)) ||
+	    xq->closing || xq->objective.goal_pm || xq->level >= kPreemptLevelInterrupt ||
 	    xq->gate_after != UINT64_MAX)
 		return false;
 	switch (cmd->kind) {
@@ -556,9 +573,8 @@ static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t 
 		return false;
 	if (xq->marked < xq->mark_want)
 		return false; /* a waiter asked the token's holder for one (xs__mark_for_waiter) */
-	if (xq->limited)
-		return true; /* gated: the next command's wait brings the mark (above) */
-	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
+	if (xq->limited && gated)
+		return true; /* the next command's wait brings the mark (above) */
 	return (int64_t)(seq - xq->marked) < k;
 }
 

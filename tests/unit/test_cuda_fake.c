@@ -14,7 +14,8 @@
  *    priority both wait at their counters again, and a lower one always does, also where
  *    the higher queue is on another device (a host queue); with XSCHED_TOP_GATES=1 the
  *    sole one keeps them; the lower one, limited, puts each kernel's mark in front of the
- *    next one's counter wait, one call for both (about 400 calls for 400 kernels);
+ *    next one's counter wait, one call for both (about 400 calls for 400 kernels); at Lv1
+ *    it marks each kernel of 300 us, and leaves marks out for kernels of no device time;
  * 6. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
  *    stops at the counter wait); after the resume everything completes.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
@@ -91,6 +92,40 @@ static HwCommandHandle kernel(void)
 	CHECK_OK(HwCommandCreateModuleKernel(&c, (void *)(uintptr_t)0x2000, (XDim3){1, 1, 1},
 					     (XDim3){256, 1, 1}, 0, args, sizes, 1));
 	return c;
+}
+
+/* Section 5, @xq limited (below another XQueue): at Lv1 its kernels of 300 us are marked
+ * one by one (the budget sees each completion), while kernels that take no device time,
+ * whose estimate times the mark interval (2 here) fits 100 us, leave marks out as an
+ * XQueue that nothing limits does. Back at Lv2 and the library's window on return. */
+static void limited_lv1(XQueueHandle xq, bool lazy)
+{
+	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelBlock));
+	g_set_kernel_us(300);
+	burst(xq, 8, marks); /* the estimate learns the kernels' length */
+	long m = burst(xq, 40, marks);
+	printf("40 kernels of 300 us on a limited Lv1 XQueue: %ld done marks (est %llu ns)\n", m,
+	       (unsigned long long)t_stats(xq).est_command_ns);
+	CHECK(m >= 40);
+	g_set_kernel_us(0);
+	CHECK_OK(XQueueSetLaunchConfig(xq, 16, 2));
+	burst(xq, 400, marks);
+	burst(xq, 400, marks);
+	/* The estimate is the host's pace here: on a machine loaded enough that it nears
+	 * 50 us (2 x 50 = 100 us), commands are marked as the rule says; not checked then. */
+	uint64_t est = t_stats(xq).est_command_ns;
+	m = burst(xq, 400, marks);
+	printf("400 kernels of 0 us, the same XQueue, batch size 2: %ld done marks (est %llu ns "
+	       "before, %llu after)\n",
+	       m, (unsigned long long)est, (unsigned long long)t_stats(xq).est_command_ns);
+	if (!lazy)
+		CHECK(m >= 400);
+	else if (est <= 40000)
+		CHECK(m <= 300);
+	else
+		printf("  (the host's pace is too slow to check marks left out)\n");
+	CHECK_OK(XQueueSetLaunchConfig(xq, XSCHED_DEFAULT_THRESHOLD, XSCHED_DEFAULT_BATCH_SIZE));
+	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelDeactivate));
 }
 
 enum { ORDER_N = 300 };
@@ -204,6 +239,7 @@ int main(void)
 	long ops = burst(xq, 400, memops);
 	printf("400 kernels on a limited Lv2 XQueue: %ld stream memory-operation calls\n", ops);
 	CHECK(lazy ? ops <= 400 + 60 : ops >= 800);
+	limited_lv1(xq, lazy);
 	CHECK_OK(XQueueDestroy(xq2));
 	CHECK_OK(HwQueueDestroy(hwq2));
 	check_gated(xq, top_gates);
