@@ -24,9 +24,10 @@
  * sleep as the library's waiters are meant to. Prints one line per measurement ("name
  * value unit"), then the targets of issue 23 with MET or MISSED (and a guard on the decode
  * chain's p99), and exits 77 without a device. `--quick` runs fewer repetitions. Timing:
- * host monotonic clock around a stream synchronize or XQueueWait/WaitAll, after warm-up. Each configuration is measured once
- * per round, rounds repeated, so that drifts of the machine fall on all alike; a line
- * gives the median and the quartiles over the rounds, or p50 and p99 over every sample.
+ * host monotonic clock around a stream synchronize or XQueueWait/WaitAll, after warm-up.
+ * Each configuration is measured once per round, rounds repeated, so that drifts of the
+ * machine fall on all alike; a line gives the median and the quartiles over the rounds,
+ * or p50 and p99 over every sample.
  * CPU: the process's CPU time per wall time while it ran.
  */
 #include <stdbool.h>
