@@ -247,10 +247,11 @@ static bool xs__expect(xs_xqueue *xq)
 	return was == INT64_MAX && e != INT64_MAX;
 }
 
-/* A done mark of number @seq was enqueued: flag its command, if in flight (xs__to_mark).
- * Caller holds xq->lock. */
-static void xs__flag_mark(xs_xqueue *xq, uint64_t seq)
+/* A done mark of number @seq was enqueued: `marked` moves to it, and its command, if in
+ * flight, is flagged (xs__to_mark). Caller holds xq->lock. */
+static void xs__note_mark(xs_xqueue *xq, uint64_t seq)
 {
+	xq->marked = seq;
 	for (xs_link *l = xq->inflight.prev; l != &xq->inflight; l = l->prev) {
 		xs_cmd *c = xs_container_of(l, xs_cmd, link);
 		if (c->seq <= seq) {
@@ -514,22 +515,6 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 	atomic_store_explicit(&xq->tail_unmarked, unmarked, memory_order_relaxed);
 }
 
-/* Whether number @seq (@cmd) may go without a done mark of its own (hal.h, "Left-out
- * marks"): its completion is then seen with a later mark, or by asking the backend whether
- * the queue is idle (xs_engine_reap). That saves a driver call per command (a stream
- * write-value: 1.1-1.2 us of a 4 us launch on an H100, doc/RESULTS.md). At most every
- * batch_size-th command (and at least one in half the in-flight window, so that the
- * window keeps moving) carries a mark, and so does every command of a queue that needs
- * each completion at once: a limited queue at Lv1 whose commands are long (the budget's
- * accounting: xs__budget_sees_late), one with a latency objective (each command's time is a
- * sample), one being destroyed, one above Lv2 (a suspended Lv3 queue cannot say it is idle) or
- * whose stream got run gate checks (a stream stopped at one is not idle either); and every event
- * record (dependencies follow it) and inline command, and a command that a sleeping waiter needs
- * marked (below). A limited queue's command enqueued behind a counter wait (@gated) leaves its mark
- * to the next command, whose counter wait puts it in front (XS_ENQ_MARK_PREV): one batched memory
- * operation for both where the runtime has them (cuStreamBatchMemOp), at the same moment on the
- * device, so each completion is still seen as it happens but for the last command enqueued, which
- * is asked about at its due time (idle(), xs__tail_enqueued). Caller holds xq->lock. */
 enum {
 	/* The device time of a limited Lv1 queue's commands whose completions its budget may
 	 * see one mark interval late: no more than the budget's lead (budget.c, XS__LEAD_NS),
@@ -547,6 +532,22 @@ static bool xs__budget_sees_late(const xs_xqueue *xq, int64_t k)
 	return xq->est_ns > 0 && xq->est_ns * k <= XS__LATE_SEEN_NS;
 }
 
+/* Whether number @seq (@cmd) may go without a done mark of its own (hal.h, "Left-out
+ * marks"): its completion is then seen with a later mark, or by asking the backend whether
+ * the queue is idle (xs_engine_reap). That saves a driver call per command (a stream
+ * write-value: 1.1-1.2 us of a 4 us launch on an H100, doc/RESULTS.md). At most every
+ * batch_size-th command (and at least one in half the in-flight window, so that the
+ * window keeps moving) carries a mark, and so does every command of a queue that needs
+ * each completion at once: a limited queue at Lv1 whose commands are long (the budget's
+ * accounting: xs__budget_sees_late), one with a latency objective (each command's time is a
+ * sample), one being destroyed, one above Lv2 (a suspended Lv3 queue cannot say it is idle) or
+ * whose stream got run gate checks (a stream stopped at one is not idle either); and every event
+ * record (dependencies follow it) and inline command, and a command that a sleeping waiter needs
+ * marked (below). A limited queue's command enqueued behind a counter wait (@gated) leaves its mark
+ * to the next command, whose counter wait puts it in front (XS_ENQ_MARK_PREV): one batched memory
+ * operation for both where the runtime has them (cuStreamBatchMemOp), at the same moment on the
+ * device, so each completion is still seen as it happens but for the last command enqueued, which
+ * is asked about at its due time (idle(), xs__tail_enqueued). Caller holds xq->lock. */
 static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq, bool gated)
 {
 	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
@@ -679,10 +680,8 @@ static void xs__drain(xs_xqueue *xq)
 		xq->issuing = 0;
 		if (flags & XS_ENQ_MARK)
 			xq->marked = seq;
-		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1) {
-			xq->marked = seq - 1;
-			xs__flag_mark(xq, seq - 1);
-		}
+		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1)
+			xs__note_mark(xq, seq - 1);
 		if ((flags & (XS_ENQ_MARK | XS_ENQ_MARK_PREV)) &&
 		    atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) == INT64_MAX)
 			xs__expect(xq); /* kept none: none of its commands had a mark */
@@ -943,8 +942,7 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 	xs__token_take(xq);
 	if (xq->marked < seq && xq->completed < seq && seq <= xq->enqueued) {
 		uint64_t mark = xq->enqueued;
-		xq->marked = mark;
-		xs__flag_mark(xq, mark);
+		xs__note_mark(xq, mark);
 		atomic_store_explicit(&xq->tail_unmarked, false, memory_order_relaxed);
 		xs_mutex_unlock(&xq->lock);
 		q->ops->enqueue(q, NULL, mark, XS_ENQ_MARK); /* a failure marks it broken */
@@ -1300,8 +1298,7 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 	 * (a stopped stream is not idle): its mark goes in front of the check. */
 	uint64_t mark = xq->marked < xq->enqueued ? xq->enqueued : 0;
 	if (mark) {
-		xq->marked = mark;
-		xs__flag_mark(xq, mark);
+		xs__note_mark(xq, mark);
 	}
 	xs_mutex_unlock(&xq->lock);
 	XResult res = q->ops->gate_check(q, mark);
