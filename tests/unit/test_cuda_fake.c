@@ -98,11 +98,22 @@ static HwCommandHandle kernel(void)
  * one by one (the budget sees each completion), while kernels that take no device time,
  * whose estimate times the mark interval (2 here) fits 100 us, leave marks out as an
  * XQueue that nothing limits does. Back at Lv2 and the library's window on return. */
+/* t_wait_for's predicate: after a burst of 8, @xq's estimate says its commands are long
+ * (above 100 us: the 300 us kernels of limited_lv1 were seen); @arg points to it. */
+static bool learned_long(void *arg)
+{
+	XQueueHandle xq = *(XQueueHandle *)arg;
+	burst(xq, 8, marks);
+	return t_stats(xq).est_command_ns > 100000;
+}
+
 static void limited_lv1(XQueueHandle xq, bool lazy)
 {
 	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelBlock));
 	g_set_kernel_us(300);
-	burst(xq, 8, marks); /* the estimate learns the kernels' length */
+	/* The estimate learns the kernels' length from the marks still placed (every batch
+	 * size-th) within a few bursts; the rule is checked once it has. */
+	CHECK(t_wait_for(learned_long, &xq, 5000));
 	long m = burst(xq, 40, marks);
 	printf("40 kernels of 300 us on a limited Lv1 XQueue: %ld done marks (est %llu ns)\n", m,
 	       (unsigned long long)t_stats(xq).est_command_ns);

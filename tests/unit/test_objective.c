@@ -251,7 +251,13 @@ static void converge_and_step(void)
 	 * (1.354 there; 1.13-1.22 unloaded). The bound allows for that. */
 	CHECK(held <= 1.2 * 1.25);
 	CHECK(held > 1.02); /* low work co-ran: the budget was used */
-	CHECK(ch <= 12);    /* settled: a probe now and then, no oscillation */
+	/* Settled: a probe now and then, no oscillation. The 400 commands after convergence
+	 * are 25 windows, so a controller that moves at every window boundary changes the
+	 * budget 24 times. A settled one changed it 3-9 times on a 2-core host running a second
+	 * test beside it, and 12-15 times with both cores also busy with other processes (load
+	 * noise in the measured times trips a step down now and then, each followed by a climb
+	 * back): 18 tells the two apart with room on both sides. */
+	CHECK(ch <= 18);
 	CHECK(s.slowdown_permille >= 900 && s.slowdown_permille <= 1500);
 	CHECK(s.alone_command_ns >= BASE_US * 1000 && s.alone_command_ns < 3 * BASE_US * 1000);
 
