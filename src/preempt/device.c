@@ -384,10 +384,13 @@ static void *xs__progress_main(void *arg)
 			 * reaped, under the lock (not on the strength of the lock-free
 			 * tail_unmarked, which the enqueuer's store need not have reached). */
 			bool due = pushes || xs_engine_tail_due(v[i], now);
-			if (look || due || xs_engine_done_moved(v[i])) {
+			bool moved = xs_engine_done_moved(v[i]);
+			if (look || due || (moved && !xs_engine_submitter_reaps(v[i], now))) {
 				xs_mutex_lock(&v[i]->lock);
 				progressed |= xs_engine_reap(v[i], check, due);
 				xs_mutex_unlock(&v[i]->lock);
+			} else if (moved) {
+				progressed = true; /* its submitter completes it; the pace stays */
 			}
 			int64_t e = xs_engine_expect_ns(v[i], now);
 			if (e < expect)

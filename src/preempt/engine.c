@@ -146,6 +146,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	atomic_init(&xq->seen_done, 0);
 	atomic_init(&xq->expect_ns, INT64_MAX);
 	atomic_init(&xq->tail_due_ns, INT64_MAX);
+	atomic_init(&xq->reaper_ns, 0);
 	atomic_init(&xq->tail_unmarked, false);
 	xq->gate_after = UINT64_MAX;
 	xs_list_init(&xq->pending);
@@ -179,6 +180,7 @@ static void xs__sleep(xs_xqueue *xq, uint64_t seq, int64_t deadline_ns)
 	if (seq < xq->sleep_seq)
 		xq->sleep_seq = seq;
 	xq->sleepers++;
+	atomic_store_explicit(&xq->reaper_ns, 0, memory_order_relaxed); /* the progress thread's */
 	/* The progress thread may be asleep past the completion this thread waits for. */
 	if (xs__expect(xq) && !xq->hwq->ops->pushes_done)
 		xs_dev_look(xq);
@@ -526,6 +528,8 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 		atomic_store_explicit(&xq->tail_due_ns, due, memory_order_relaxed);
 	}
 	atomic_store_explicit(&xq->tail_unmarked, unmarked, memory_order_relaxed);
+	bool reaps = !xq->sleepers && (int64_t)(seq - xq->completed) >= xs__mark_every(xq);
+	atomic_store_explicit(&xq->reaper_ns, reaps ? now : 0, memory_order_relaxed);
 }
 
 enum {
@@ -1027,6 +1031,12 @@ bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now)
 {
 	return atomic_load_explicit(&xq->tail_unmarked, memory_order_relaxed) &&
 	       atomic_load_explicit(&xq->tail_due_ns, memory_order_relaxed) <= now;
+}
+
+bool xs_engine_submitter_reaps(const xs_xqueue *xq, int64_t now)
+{
+	int64_t t = atomic_load_explicit(&xq->reaper_ns, memory_order_relaxed);
+	return t && now - t < XS__TAIL_QUIET_NS;
 }
 
 bool xs_engine_done_moved(xs_xqueue *xq)
