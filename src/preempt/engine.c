@@ -445,20 +445,19 @@ static int64_t xs__mark_every(const xs_xqueue *xq)
 	return xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
 }
 
-/* Whether the in-flight window is full. With a mark interval's worth of commands in
- * flight, first complete what the device has marked done (one read of the done word):
- * the submitting thread, which holds the lock anyway, sees each mark at its next submit,
- * so that through a burst the progress thread finds nothing to take the lock for (it took
- * it against every submit of a burst of microsecond kernels, and the commands it freed
- * went back to the allocator from a thread that allocates none: 0.3 us of 1.1 us of the
- * library's time per tiny kernel on an H200, doc/RESULTS.md), and a window found full
+/* Whether the in-flight window is full. First complete what the device has marked done
+ * (one read of the done word, a cache hit unless the device wrote it): the submitting
+ * thread, which holds the lock anyway, sees each mark at its next submit, so that through
+ * a burst the progress thread leaves the queue alone (xs_engine_submitter_reaps; it took
+ * the lock against each submit of a burst of microsecond kernels, and the commands it
+ * freed went back to the allocator from a thread that allocates none: 1.0 of 1.5 us of
+ * the library's time per tiny kernel on an H200, doc/RESULTS.md), and a window found full
  * does not send the rest of a burst through the launch thread (a hand-off and a lock taken
  * in turn per command). A failure (UINT64_MAX) is left to the progress thread. Caller
  * holds xq->lock. */
 static bool xs__window_full(xs_xqueue *xq)
 {
-	int64_t inflight = (int64_t)(xq->enqueued - xq->completed);
-	if (inflight < xq->threshold && inflight < xs__mark_every(xq))
+	if (xq->enqueued == xq->completed)
 		return false;
 	uint64_t done = xq->hwq->ops->done(xq->hwq);
 	if (done != UINT64_MAX && done > xq->completed) {
@@ -528,8 +527,7 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 		atomic_store_explicit(&xq->tail_due_ns, due, memory_order_relaxed);
 	}
 	atomic_store_explicit(&xq->tail_unmarked, unmarked, memory_order_relaxed);
-	bool reaps = !xq->sleepers && (int64_t)(seq - xq->completed) >= xs__mark_every(xq);
-	atomic_store_explicit(&xq->reaper_ns, reaps ? now : 0, memory_order_relaxed);
+	atomic_store_explicit(&xq->reaper_ns, xq->sleepers ? 0 : now, memory_order_relaxed);
 }
 
 enum {

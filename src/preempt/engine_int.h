@@ -146,11 +146,13 @@ int64_t xs_engine_expect_ns(const xs_xqueue *xq, int64_t now);
 /* Whether @xq's done number moved past what it completed: worth a reap. Any thread, no
  * lock (a relaxed look). */
 bool xs_engine_done_moved(xs_xqueue *xq);
-/* Whether @xq's submitting thread enqueued within the last XS__TAIL_QUIET_NS (20 us) with a
- * mark interval in flight and nobody asleep on the queue: it completes what the marks
- * show at its next submit, and a moved done number is left to it (taking the lock for it
- * here stalled each submit of a burst). Its tail, the health and stall looks, and a
- * sleeping waiter stay the progress thread's. Any thread, no lock (a relaxed look). */
+/* Whether @xq's submitting thread enqueued within the last XS__TAIL_QUIET_NS (20 us) with
+ * nobody asleep on the queue: it completes what the marks show at its next submit, and a
+ * moved done number is left to it (taking the lock for it here stalled each submit of a
+ * burst). Its tail, the health and stall looks, and a sleeping waiter stay the progress
+ * thread's; a completion is seen at most that much plus one poll interval late where the
+ * submits stop (a limited queue's budget then commits less, never more). Any thread, no
+ * lock (a relaxed look). */
 bool xs_engine_submitter_reaps(const xs_xqueue *xq, int64_t now);
 /* Whether @xq's last commands were enqueued without a done mark and were expected to
  * complete by @now: worth a reap, which asks the backend whether the queue is idle. Any
