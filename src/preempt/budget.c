@@ -318,7 +318,7 @@ void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd)
 	xs_mutex_unlock(&d->lock);
 }
 
-void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd)
+void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 {
 	if (!cmd->charge_ns)
 		return;
@@ -327,7 +327,7 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd)
 	xs_mutex_lock(&d->lock);
 	b->charged_ns -= cmd->charge_ns;
 	b->charged_cmds--;
-	b->since_ns = xs_now_ns(); /* what remains has run since now */
+	b->since_ns = now; /* what remains has run since now */
 	if (b->charged_cmds == 0)
 		b->lower_end_ns = b->since_ns; /* objective.c: work after it runs alone */
 	xs__want_grant(d);

@@ -391,11 +391,12 @@ static void xs__decommit(xs_xqueue *xq)
 	uint64_t started = q->ops->started ? q->ops->started(q) : keep;
 	if (started < keep)
 		started = keep;
+	int64_t now = xs_now_ns();
 	xs_list_for_each(l, &xq->inflight)
 	{
 		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
 		if (cmd->seq > started && cmd->gated)
-			xs_budget_uncharge(xq, cmd);
+			xs_budget_uncharge(xq, cmd, now);
 	}
 }
 
@@ -812,7 +813,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 		}
 		cmd->state = XS_CMD_DONE;
 		XS_TRACE(XS_TR_COMPLETE, xq->obj.handle, cmd->seq, cmd->result);
-		xs_budget_uncharge(xq, cmd);
+		xs_budget_uncharge(xq, cmd, now);
 		if (cmd->kind == XS_CMD_EVENT_RECORD) {
 			atomic_store_explicit(&cmd->u.record.ran, true, memory_order_release);
 			xs_dep_advance(cmd,
@@ -1380,7 +1381,7 @@ static void xs__gate_charges(xs_xqueue *xq, bool open)
 		if (cmd->seq <= from)
 			continue;
 		if (!open)
-			xs_budget_uncharge(xq, cmd);
+			xs_budget_uncharge(xq, cmd, xs_now_ns());
 		else if (!cmd->gated)
 			xs_budget_force(xq, cmd);
 	}
@@ -1426,7 +1427,7 @@ static void xs__apply(xs_xqueue *xq)
 		 * queue keeping this one suspended may wait for (seen on an H100: every queue
 		 * stopped). */
 		xs_list_for_each(l, &xq->pending)
-		    xs_budget_uncharge(xq, xs_container_of(l, xs_cmd, link));
+		    xs_budget_uncharge(xq, xs_container_of(l, xs_cmd, link), now);
 		xs__suspend_levels(xq, kPreemptLevelBlock, xq->level);
 	} else {
 		xq->suspended_ns += now - xq->suspended_since_ns;

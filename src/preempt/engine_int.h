@@ -87,9 +87,10 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd);
  * runs now (behind a run gate that opened again). Its device time was counted in @xq's
  * fair share when first charged. Caller holds xq->lock. */
 void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd);
-/* Return @cmd's charge; waiters are then handed budget by the progress thread. Caller
- * holds xq->lock. */
-void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd);
+/* Return @cmd's charge at @now (ns, monotonic: when it was seen to complete or to be
+ * taken back; a completion passes the time its reap read once for all it completes);
+ * waiters are then handed budget by the progress thread. Caller holds xq->lock. */
+void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now);
 /* Serve the waiters in rank order while the budget has room (the progress thread). */
 void xs_budget_grant(xs_device *dev);
 /* When the first waiter fits by the passing of time alone (ns, monotonic), 0 if none.
