@@ -537,15 +537,7 @@ static uint64_t xs__done(xs_hwq *q)
 		return UINT64_MAX;
 	uint64_t w = atomic_load_explicit(g->done, memory_order_acquire);
 #if XS_GPU_COUNTER_BITS == 32
-	/* Widen: the true number is within 2^32 above the widest one seen. */
-	uint64_t last = atomic_load_explicit(&g->done64, memory_order_relaxed);
-	for (;;) {
-		uint64_t d = last + (uint32_t)((uint32_t)w - (uint32_t)last);
-		if (d <= last || atomic_compare_exchange_weak_explicit(&g->done64, &last, d,
-								       memory_order_relaxed,
-								       memory_order_relaxed))
-			return d > last ? d : last;
-	}
+	return xs_hal_widen32(&g->done64, (uint32_t)w);
 #else
 	return w;
 #endif

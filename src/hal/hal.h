@@ -206,6 +206,26 @@ static inline void xs_hwq_push_done(xs_hwq *q)
 		fn(atomic_load_explicit(&q->on_done_arg, memory_order_relaxed));
 }
 
+/* Widen @word, the low 32 bits of a number that only grows, to 64 bits against *widest,
+ * the widest value returned so far, which it raises. The true number is taken to be
+ * within 2^31 of *widest, either side: a word below it was read before another thread
+ * widened a later one (readers race), and gives *widest. (Taken as 2^32 above it instead,
+ * a stale word made every command enqueued on a CUDA stream complete at once, for good.)
+ * CUDA's done word is 32 bits (cuStreamWriteValue32). Any thread, lock-free. */
+static inline uint64_t xs_hal_widen32(_Atomic uint64_t *widest, uint32_t word)
+{
+	uint64_t last = atomic_load_explicit(widest, memory_order_relaxed);
+	for (;;) {
+		int32_t ahead = (int32_t)(word - (uint32_t)last);
+		if (ahead <= 0)
+			return last;
+		if (atomic_compare_exchange_weak_explicit(widest, &last, last + (uint64_t)ahead,
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			return last + (uint64_t)ahead;
+	}
+}
+
 /* Backends: create a queue (not yet published). Each returns kXSchedSuccess or the
  * XResult the public creation call documents; the GPU ones return
  * kXSchedErrorNotSupported in builds without that runtime. */

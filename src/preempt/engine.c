@@ -528,7 +528,9 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 		atomic_store_explicit(&xq->tail_due_ns, due, memory_order_relaxed);
 	}
 	atomic_store_explicit(&xq->tail_unmarked, unmarked, memory_order_relaxed);
-	atomic_store_explicit(&xq->reaper_ns, xq->sleepers ? 0 : now, memory_order_relaxed);
+	/* A device thread (the launch thread) does not come back to reap: not a reaper. */
+	bool reaps = !xq->sleepers && !xs_dev_is_own_thread(xq->dev);
+	atomic_store_explicit(&xq->reaper_ns, reaps ? now : 0, memory_order_relaxed);
 }
 
 enum {

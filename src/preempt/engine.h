@@ -138,10 +138,11 @@ typedef struct xs_xqueue {
 				      * else INT64_MAX */
 	atomic_bool tail_unmarked;   /* = marked < enqueued: seen done only through idle() */
 	_Atomic int64_t tail_due_ns; /* when to ask idle() about that tail (xs__tail_enqueued) */
-	_Atomic int64_t reaper_ns;   /* the last enqueue, after which the submitting thread
+	_Atomic int64_t reaper_ns;   /* the last enqueue by an application thread, which
 				      * completes what the marks show at its next submit
 				      * (xs__window_full, xs_engine_submitter_reaps); 0 = a
-				      * thread sleeps on the queue: the progress thread's */
+				      * thread sleeps on the queue, or a device thread
+				      * enqueued last: the progress thread's */
 	int64_t tail_end_ns;         /* the expected end of the last command enqueued */
 	int hw_top;                  /* hardware priority applied: 1 top, 0 not, -1 none yet */
 	unsigned sleepers;           /* threads asleep on done_cv */

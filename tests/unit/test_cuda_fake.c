@@ -94,6 +94,31 @@ static HwCommandHandle kernel(void)
 	return c;
 }
 
+/* t_wait_for's predicate: the XQueue @arg points to reports no work. */
+static bool queue_idle(void *arg)
+{
+	XQueueState st = kQueueStateReady;
+	CHECK_OK(XQueueQuery(*(XQueueHandle *)arg, &st));
+	return st == kQueueStateIdle;
+}
+
+/* A burst that nobody waits for: the submitting thread completes what the marks show
+ * while it submits, and leaves the rest to the progress thread once it stops; every
+ * command completes and the XQueue goes idle, with no wait call to drive it. */
+static void burst_unwaited(XQueueHandle xq)
+{
+	g_set_kernel_us(20);
+	long c0 = g_count("cuLaunchKernel");
+	for (int i = 0; i < 200; i++) {
+		HwCommandHandle c = kernel();
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	CHECK(t_wait_for(queue_idle, &xq, 5000));
+	CHECK(g_count("cuLaunchKernel") - c0 == 200);
+	g_set_kernel_us(0);
+}
+
 /* Section 5, @xq limited (below another XQueue): at Lv1 its kernels of 300 us are marked
  * one by one (the budget sees each completion), while kernels that take no device time,
  * whose estimate times the mark interval (2 here) fits 100 us, leave marks out as an
@@ -251,9 +276,11 @@ int main(void)
 	printf("400 kernels on a limited Lv2 XQueue: %ld stream memory-operation calls\n", ops);
 	CHECK(lazy ? ops <= 400 + 60 : ops >= 800);
 	limited_lv1(xq, lazy);
+	burst_unwaited(xq); /* limited */
 	CHECK_OK(XQueueDestroy(xq2));
 	CHECK_OK(HwQueueDestroy(hwq2));
 	check_gated(xq, top_gates);
+	burst_unwaited(xq); /* the top queue */
 	/* HPF compares priorities across devices: a higher queue on a host queue (another
 	 * device) may get it suspended, so it waits at its counter again. */
 	HwQueueHandle hhost;
