@@ -69,7 +69,7 @@ extern "C" {
 /**@{*/
 #define XSCHED_VERSION_MAJOR 0
 #define XSCHED_VERSION_MINOR 4
-#define XSCHED_VERSION_PATCH 3
+#define XSCHED_VERSION_PATCH 4
 /**@}*/
 
 /** Handle to an XQueue. 0 is never a valid handle. */
