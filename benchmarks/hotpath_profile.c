@@ -1,0 +1,272 @@
+/* Where the microseconds of a tiny kernel go: a sampling profile of the submitting path.
+ *
+ * Runs the tiny-kernel stream of overhead.c (one block of 256 threads of xt_affine per
+ * kernel, kernel commands created, submitted and destroyed one by one) in four
+ * configurations, each on a stream of its own: raw launches ("raw"); an XQueue at the top
+ * priority (3, "top"); XQueues at Lv1 and at Lv2 of priority 1 ("lv1", "lv2") below an idle
+ * XQueue of priority 2. Each is run twice unprofiled (per-kernel wall and process CPU time
+ * printed), then once with a sampler on: a POSIX timer on the process's CPU time
+ * (CLOCK_PROCESS_CPUTIME_ID, 25 us asked; the kernel delivers at its tick, about every
+ * 4 ms of CPU) sends SIGPROF, whose handler records the thread and a stack of up to 12
+ * frames (backtrace(3), primed before the timer starts so that it does not allocate in
+ * the handler). Samples land on whichever thread runs: the application's or the
+ * library's (xs-progress, xs-launch).
+ *
+ * Usage: hotpath_profile [--kernels N] [--out FILE]. N (default 1500000) is the profiled
+ * run's length per configuration; FILE (default hotpath_samples.txt) gets the mapped
+ * objects ("obj <base> <path>") and one line per sample ("s <config> <tid> <pc>..."), which
+ * scripts/hotpath_report.py turns into a table per configuration, by function and by
+ * category, on a machine that has this binary and the same libc (it runs addr2line).
+ * Exits 77 without a device. The sampler's own cost falls on every configuration alike;
+ * compare configurations of one run only.
+ */
+#include <execinfo.h>
+#include <link.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpu_compat.h"
+#include "xsched.h"
+
+#define OK(expr)                                                                                   \
+	do {                                                                                       \
+		XResult r_ = (expr);                                                               \
+		if (r_ != kXSchedSuccess) {                                                        \
+			fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr,      \
+				(int)r_);                                                          \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+#define GPU(expr)                                                                                  \
+	do {                                                                                       \
+		gpuError_t e_ = (expr);                                                            \
+		if (e_ != gpuSuccess) {                                                            \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,              \
+				gpuGetErrorString(e_));                                            \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+enum { MAX_SAMPLES = 200000, DEPTH = 12, CONFIGS = 4 };
+
+/* The samples: written by the handler (one slot each, claimed atomically), read after the
+ * timer is deleted. */
+static void *g_stack[MAX_SAMPLES][DEPTH];
+static int g_depth[MAX_SAMPLES], g_tid[MAX_SAMPLES], g_cfg_of[MAX_SAMPLES];
+static atomic_int g_n;
+static atomic_bool g_on;
+static atomic_int g_cfg;
+
+static void on_sample(int sig)
+{
+	(void)sig;
+	if (!atomic_load_explicit(&g_on, memory_order_relaxed))
+		return;
+	int i = atomic_fetch_add_explicit(&g_n, 1, memory_order_relaxed);
+	if (i >= MAX_SAMPLES)
+		return;
+	g_depth[i] = backtrace(g_stack[i], DEPTH);
+	g_tid[i] = (int)syscall(SYS_gettid);
+	g_cfg_of[i] = atomic_load_explicit(&g_cfg, memory_order_relaxed);
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static double cpu_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static float *g_x;
+static int g_xn = 256;
+
+static void tiny_raw(gpuStream_t s)
+{
+	float a = 1.0f, b = 1.0f;
+	void *args[] = {&g_x, &a, &b, &g_xn};
+	dim3 grid = {1, 1, 1}, block = {256, 1, 1};
+	GPU(gpuLaunchKernel(xt_kernel_affine(), grid, block, args, 0, s));
+}
+
+static void tiny_xq(XQueueHandle xq)
+{
+	float a = 1.0f, b = 1.0f;
+	void *args[] = {&g_x, &a, &b, &g_xn};
+	size_t sizes[] = {sizeof(g_x), sizeof(a), sizeof(b), sizeof(g_xn)};
+	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
+	HwCommandHandle c;
+	OK(XT_CREATE_KERNEL(&c, xt_kernel_affine(), grid, block, 0, args, sizes, 4));
+	OK(XQueueSubmit(xq, c));
+	OK(HwCommandDestroy(c));
+}
+
+struct config {
+	const char *name;
+	int level; /* 0 raw, -1 the highest the stream has */
+	int prio;
+	gpuStream_t s;
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+};
+
+static struct config g_cfgs[CONFIGS] = {
+    {.name = "raw"},
+    {.name = "top", .level = -1, .prio = 3},
+    {.name = "lv1", .level = 1, .prio = 1},
+    {.name = "lv2", .level = 2, .prio = 1},
+};
+
+/* @n tiny kernels on @c; prints us per kernel (wall) and the process's CPU us per kernel. */
+static void run(struct config *c, long n, const char *what)
+{
+	double c0 = cpu_us(), t0 = now_us();
+	for (long i = 0; i < n; i++) {
+		if (c->xq)
+			tiny_xq(c->xq);
+		else
+			tiny_raw(c->s);
+	}
+	if (c->xq)
+		OK(XQueueWaitAll(c->xq));
+	else
+		GPU(gpuStreamSynchronize(c->s));
+	double t = now_us() - t0;
+	printf("%-4s %-10s %.3f us/kernel, cpu %.3f us/kernel\n", c->name, what, t / n,
+	       (cpu_us() - c0) / n);
+}
+
+static int print_object(struct dl_phdr_info *info, size_t size, void *f)
+{
+	(void)size;
+	fprintf(f, "obj %lx %s\n", (unsigned long)info->dlpi_addr,
+		info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long n = 1500000;
+	const char *out = "hotpath_samples.txt";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--kernels") && i + 1 < argc) {
+			n = atol(argv[++i]);
+		} else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+			out = argv[++i];
+		} else {
+			fprintf(stderr, "usage: %s [--kernels N] [--out FILE]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (n < 1000)
+		n = 1000;
+	int devices = 0;
+	if (gpuGetDeviceCount(&devices) != gpuSuccess || devices == 0) {
+		printf("no %s device: skipped\n", XT_RUNTIME);
+		return 77;
+	}
+#if defined(XT_CUDA)
+	GPU(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+#else
+	GPU(hipSetDeviceFlags(hipDeviceScheduleBlockingSync));
+#endif
+	GPU(gpuMalloc((void **)&g_x, 256 * sizeof(float)));
+	void *prime[DEPTH];
+	(void)backtrace(prime, DEPTH); /* loads libgcc_s now, not in the handler */
+
+	gpuStream_t idle_s;
+	HwQueueHandle idle_hwq;
+	XQueueHandle idle_xq;
+	GPU(gpuStreamCreateWithFlags(&idle_s, gpuStreamNonBlocking));
+	OK(XT_QUEUE_CREATE(&idle_hwq, (void *)idle_s));
+	int64_t max;
+	OK(HwQueueGetMaxPreemptLevel(idle_hwq, &max));
+	OK(XQueueCreate(&idle_xq, idle_hwq, max, 0));
+	OK(XHintPriority(idle_xq, 2));
+	for (int i = 0; i < CONFIGS; i++) {
+		struct config *c = &g_cfgs[i];
+		GPU(gpuStreamCreateWithFlags(&c->s, gpuStreamNonBlocking));
+		if (!c->level || c->level > max)
+			continue;
+		OK(XT_QUEUE_CREATE(&c->hwq, (void *)c->s));
+		OK(XQueueCreate(&c->xq, c->hwq, c->level < 0 ? max : c->level, 0));
+		OK(XHintPriority(c->xq, c->prio));
+	}
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sample;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGPROF, &sa, NULL);
+	timer_t timer;
+	struct sigevent ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_SIGNAL;
+	ev.sigev_signo = SIGPROF;
+	if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &timer)) {
+		perror("timer_create");
+		return 1;
+	}
+	struct itimerspec every = {{0, 25000}, {0, 25000}};
+	timer_settime(timer, 0, &every, NULL);
+
+	for (int i = 0; i < CONFIGS; i++) {
+		struct config *c = &g_cfgs[i];
+		if (c->level && !c->xq)
+			continue;
+		run(c, 100000, "warm");
+		run(c, 100000, "unprofiled");
+		atomic_store(&g_cfg, i);
+		atomic_store(&g_on, true);
+		run(c, n, "profiled");
+		atomic_store(&g_on, false);
+	}
+	timer_delete(timer);
+
+	FILE *f = fopen(out, "w");
+	if (!f) {
+		perror(out);
+		return 1;
+	}
+	fprintf(f, "configs");
+	for (int i = 0; i < CONFIGS; i++)
+		fprintf(f, " %s", g_cfgs[i].name);
+	fprintf(f, "\nmain_tid %d\n", (int)syscall(SYS_gettid));
+	dl_iterate_phdr(print_object, f);
+	int got = atomic_load(&g_n) < MAX_SAMPLES ? atomic_load(&g_n) : MAX_SAMPLES;
+	for (int i = 0; i < got; i++) {
+		fprintf(f, "s %d %d", g_cfg_of[i], g_tid[i]);
+		for (int k = 0; k < g_depth[i]; k++)
+			fprintf(f, " %lx", (unsigned long)g_stack[i][k]);
+		fprintf(f, "\n");
+	}
+	fclose(f);
+	printf("%d samples in %s\n", got, out);
+
+	for (int i = 0; i < CONFIGS; i++) {
+		struct config *c = &g_cfgs[i];
+		if (c->xq) {
+			OK(XQueueDestroy(c->xq));
+			OK(HwQueueDestroy(c->hwq));
+		}
+		GPU(gpuStreamDestroy(c->s));
+	}
+	OK(XQueueDestroy(idle_xq));
+	OK(HwQueueDestroy(idle_hwq));
+	GPU(gpuStreamDestroy(idle_s));
+	GPU(gpuFree(g_x));
+	return 0;
+}
