@@ -392,7 +392,11 @@ static void *xs__progress_main(void *arg)
 			} else if (moved) {
 				progressed = true; /* its submitter completes it; the pace stays */
 			}
+			/* Not before its submitter's turn ends: it sees those completions. */
 			int64_t e = xs_engine_expect_ns(v[i], now);
+			int64_t turn = xs_engine_reaper_until(v[i]);
+			if (e < turn)
+				e = turn;
 			if (e < expect)
 				expect = e;
 			xs_obj_unref(&v[i]->obj);

@@ -1037,8 +1037,13 @@ bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now)
 
 bool xs_engine_submitter_reaps(const xs_xqueue *xq, int64_t now)
 {
+	return now < xs_engine_reaper_until(xq);
+}
+
+int64_t xs_engine_reaper_until(const xs_xqueue *xq)
+{
 	int64_t t = atomic_load_explicit(&xq->reaper_ns, memory_order_relaxed);
-	return t && now - t < XS__TAIL_QUIET_NS;
+	return t ? t + XS__TAIL_QUIET_NS : 0;
 }
 
 bool xs_engine_done_moved(xs_xqueue *xq)
