@@ -17,8 +17,8 @@
  * objects ("obj <base> <path>") and one line per sample ("s <config> <tid> <pc>..."), which
  * scripts/hotpath_report.py turns into a table per configuration, by function and by
  * category, on a machine that has this binary and the same libc (it runs addr2line).
- * Exits 77 without a device. The sampler's own cost falls on every configuration alike;
- * compare configurations of one run only.
+ * Exits 77 without a device (xt_require_gpu). The sampler's own cost falls on every configuration
+ * alike; compare configurations of one run only.
  */
 #include <execinfo.h>
 #include <link.h>
@@ -32,27 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpu_compat.h"
-#include "xsched.h"
-
-#define OK(expr)                                                                                   \
-	do {                                                                                       \
-		XResult r_ = (expr);                                                               \
-		if (r_ != kXSchedSuccess) {                                                        \
-			fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr,      \
-				(int)r_);                                                          \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
-#define GPU(expr)                                                                                  \
-	do {                                                                                       \
-		gpuError_t e_ = (expr);                                                            \
-		if (e_ != gpuSuccess) {                                                            \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,              \
-				gpuGetErrorString(e_));                                            \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
+#include "xt.h"
 
 enum { MAX_SAMPLES = 200000, DEPTH = 12, CONFIGS = 4 };
 
@@ -99,7 +79,7 @@ static void tiny_raw(gpuStream_t s)
 	float a = 1.0f, b = 1.0f;
 	void *args[] = {&g_x, &a, &b, &g_xn};
 	dim3 grid = {1, 1, 1}, block = {256, 1, 1};
-	GPU(gpuLaunchKernel(xt_kernel_affine(), grid, block, args, 0, s));
+	GPU_CHECK(gpuLaunchKernel(xt_kernel_affine(), grid, block, args, 0, s));
 }
 
 static void tiny_xq(XQueueHandle xq)
@@ -109,9 +89,9 @@ static void tiny_xq(XQueueHandle xq)
 	size_t sizes[] = {sizeof(g_x), sizeof(a), sizeof(b), sizeof(g_xn)};
 	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
 	HwCommandHandle c;
-	OK(XT_CREATE_KERNEL(&c, xt_kernel_affine(), grid, block, 0, args, sizes, 4));
-	OK(XQueueSubmit(xq, c));
-	OK(HwCommandDestroy(c));
+	CHECK_OK(XT_CREATE_KERNEL(&c, xt_kernel_affine(), grid, block, 0, args, sizes, 4));
+	CHECK_OK(XQueueSubmit(xq, c));
+	CHECK_OK(HwCommandDestroy(c));
 }
 
 struct config {
@@ -141,9 +121,9 @@ static void run(struct config *c, long n, const char *what)
 			tiny_raw(c->s);
 	}
 	if (c->xq)
-		OK(XQueueWaitAll(c->xq));
+		CHECK_OK(XQueueWaitAll(c->xq));
 	else
-		GPU(gpuStreamSynchronize(c->s));
+		GPU_CHECK(gpuStreamSynchronize(c->s));
 	double t = now_us() - t0;
 	printf("%-4s %-10s %.3f us/kernel, cpu %.3f us/kernel\n", c->name, what, t / n,
 	       (cpu_us() - c0) / n);
@@ -173,37 +153,31 @@ int main(int argc, char **argv)
 	}
 	if (n < 1000)
 		n = 1000;
-	int devices = 0;
-	if (gpuGetDeviceCount(&devices) != gpuSuccess || devices == 0) {
-		printf("no %s device: skipped\n", XT_RUNTIME);
-		return 77;
-	}
+	xt_require_gpu();
 #if defined(XT_CUDA)
-	GPU(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+	GPU_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
 #else
-	GPU(hipSetDeviceFlags(hipDeviceScheduleBlockingSync));
+	GPU_CHECK(hipSetDeviceFlags(hipDeviceScheduleBlockingSync));
 #endif
-	GPU(gpuMalloc((void **)&g_x, 256 * sizeof(float)));
+	g_x = xt_dev(256 * sizeof(float));
 	void *prime[DEPTH];
 	(void)backtrace(prime, DEPTH); /* loads libgcc_s now, not in the handler */
 
-	gpuStream_t idle_s;
-	HwQueueHandle idle_hwq;
+	gpuStream_t idle_s = xt_stream();
+	HwQueueHandle idle_hwq = xt_hwq(idle_s);
 	XQueueHandle idle_xq;
-	GPU(gpuStreamCreateWithFlags(&idle_s, gpuStreamNonBlocking));
-	OK(XT_QUEUE_CREATE(&idle_hwq, (void *)idle_s));
 	int64_t max;
-	OK(HwQueueGetMaxPreemptLevel(idle_hwq, &max));
-	OK(XQueueCreate(&idle_xq, idle_hwq, max, 0));
-	OK(XHintPriority(idle_xq, 2));
+	CHECK_OK(HwQueueGetMaxPreemptLevel(idle_hwq, &max));
+	CHECK_OK(XQueueCreate(&idle_xq, idle_hwq, max, 0));
+	CHECK_OK(XHintPriority(idle_xq, 2));
 	for (int i = 0; i < CONFIGS; i++) {
 		struct config *c = &g_cfgs[i];
-		GPU(gpuStreamCreateWithFlags(&c->s, gpuStreamNonBlocking));
+		c->s = xt_stream();
 		if (!c->level || c->level > max)
 			continue;
-		OK(XT_QUEUE_CREATE(&c->hwq, (void *)c->s));
-		OK(XQueueCreate(&c->xq, c->hwq, c->level < 0 ? max : c->level, 0));
-		OK(XHintPriority(c->xq, c->prio));
+		c->hwq = xt_hwq(c->s);
+		CHECK_OK(XQueueCreate(&c->xq, c->hwq, c->level < 0 ? max : c->level, 0));
+		CHECK_OK(XHintPriority(c->xq, c->prio));
 	}
 
 	struct sigaction sa;
@@ -259,14 +233,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < CONFIGS; i++) {
 		struct config *c = &g_cfgs[i];
 		if (c->xq) {
-			OK(XQueueDestroy(c->xq));
-			OK(HwQueueDestroy(c->hwq));
+			CHECK_OK(XQueueDestroy(c->xq));
+			CHECK_OK(HwQueueDestroy(c->hwq));
 		}
-		GPU(gpuStreamDestroy(c->s));
+		GPU_CHECK(gpuStreamDestroy(c->s));
 	}
-	OK(XQueueDestroy(idle_xq));
-	OK(HwQueueDestroy(idle_hwq));
-	GPU(gpuStreamDestroy(idle_s));
-	GPU(gpuFree(g_x));
+	CHECK_OK(XQueueDestroy(idle_xq));
+	CHECK_OK(HwQueueDestroy(idle_hwq));
+	GPU_CHECK(gpuStreamDestroy(idle_s));
+	GPU_CHECK(gpuFree(g_x));
 	return 0;
 }

@@ -384,17 +384,16 @@ static void *xs__progress_main(void *arg)
 			 * reaped, under the lock (not on the strength of the lock-free
 			 * tail_unmarked, which the enqueuer's store need not have reached). */
 			bool due = pushes || xs_engine_tail_due(v[i], now);
-			bool moved = xs_engine_done_moved(v[i]);
-			if (look || due || (moved && !xs_engine_submitter_reaps(v[i], now))) {
+			int64_t turn = xs_engine_reaper_until(v[i]); /* its submitter reaps */
+			if (look || due || (now >= turn && xs_engine_done_moved(v[i]))) {
 				xs_mutex_lock(&v[i]->lock);
 				progressed |= xs_engine_reap(v[i], check, due);
 				xs_mutex_unlock(&v[i]->lock);
-			} else if (moved) {
+			} else if (now < turn && xs_engine_done_moved(v[i])) {
 				progressed = true; /* its submitter completes it; the pace stays */
 			}
 			/* Not before its submitter's turn ends: it sees those completions. */
 			int64_t e = xs_engine_expect_ns(v[i], now);
-			int64_t turn = xs_engine_reaper_until(v[i]);
 			if (e < turn)
 				e = turn;
 			if (e < expect)

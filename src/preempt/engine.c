@@ -438,18 +438,10 @@ enum {
 
 static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed);
 
-/* The number of commands between two done marks where marks are left out (hal.h, "Left-out
- * marks"): the batch size, and at least one mark in half the in-flight window, so that the
- * window keeps moving. Caller holds xq->lock. */
-static int64_t xs__mark_every(const xs_xqueue *xq)
-{
-	return xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
-}
-
 /* Whether the in-flight window is full. First complete what the device has marked done
  * (one read of the done word, a cache hit unless the device wrote it): the submitting
  * thread, which holds the lock anyway, sees each mark at its next submit, so that through
- * a burst the progress thread leaves the queue alone (xs_engine_submitter_reaps; it took
+ * a burst the progress thread leaves the queue alone (xs_engine_reaper_until; it took
  * the lock against each submit of a burst of microsecond kernels, and the commands it
  * freed went back to the allocator from a thread that allocates none: about 0.5 of the
  * 1.1 us the library added to the submitting thread per tiny kernel on an H200, and the
@@ -569,7 +561,7 @@ static bool xs__budget_sees_late(const xs_xqueue *xq, int64_t k)
  * is asked about at its due time (idle(), xs__tail_enqueued). Caller holds xq->lock. */
 static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq, bool gated)
 {
-	int64_t k = xs__mark_every(xq);
+	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
 	if (!xq->hwq->lazy_marks || (xq->limited && !gated && !xs__budget_sees_late(xq, k)) ||
 	    xq->closing || xq->objective.goal_pm || xq->level >= kPreemptLevelInterrupt ||
 	    xq->gate_after != UINT64_MAX)
@@ -1035,11 +1027,6 @@ bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now)
 	       atomic_load_explicit(&xq->tail_due_ns, memory_order_relaxed) <= now;
 }
 
-bool xs_engine_submitter_reaps(const xs_xqueue *xq, int64_t now)
-{
-	return now < xs_engine_reaper_until(xq);
-}
-
 int64_t xs_engine_reaper_until(const xs_xqueue *xq)
 {
 	int64_t t = atomic_load_explicit(&xq->reaper_ns, memory_order_relaxed);
@@ -1383,13 +1370,14 @@ static void xs__gate_charges(xs_xqueue *xq, bool open)
 	uint64_t started = !open && q->ops->started ? q->ops->started(q) : 0;
 	if (started > from)
 		from = started;
+	int64_t now = xs_now_ns();
 	xs_list_for_each(l, &xq->inflight)
 	{
 		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
 		if (cmd->seq <= from)
 			continue;
 		if (!open)
-			xs_budget_uncharge(xq, cmd, xs_now_ns());
+			xs_budget_uncharge(xq, cmd, now);
 		else if (!cmd->gated)
 			xs_budget_force(xq, cmd);
 	}

@@ -140,7 +140,7 @@ typedef struct xs_xqueue {
 	_Atomic int64_t tail_due_ns; /* when to ask idle() about that tail (xs__tail_enqueued) */
 	_Atomic int64_t reaper_ns;   /* the last enqueue by an application thread, which
 				      * completes what the marks show at its next submit
-				      * (xs__window_full, xs_engine_submitter_reaps); 0 = a
+				      * (xs__window_full, xs_engine_reaper_until); 0 = a
 				      * thread sleeps on the queue, or a device thread
 				      * enqueued last: the progress thread's */
 	int64_t tail_end_ns;         /* the expected end of the last command enqueued */

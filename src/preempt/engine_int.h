@@ -147,18 +147,15 @@ int64_t xs_engine_expect_ns(const xs_xqueue *xq, int64_t now);
 /* Whether @xq's done number moved past what it completed: worth a reap. Any thread, no
  * lock (a relaxed look). */
 bool xs_engine_done_moved(xs_xqueue *xq);
-/* Whether @xq's submitting thread enqueued within the last XS__TAIL_QUIET_NS (20 us) with
- * nobody asleep on the queue: it completes what the marks show at its next submit, and a
- * moved done number is left to it (taking the lock for it here stalled each submit of a
- * burst). Its tail, the health and stall looks, and a sleeping waiter stay the progress
- * thread's; a completion is seen at most that much plus one poll interval late where the
- * submits stop (a limited queue's budget then commits less, never more). Any thread, no
- * lock (a relaxed look). */
-bool xs_engine_submitter_reaps(const xs_xqueue *xq, int64_t now);
-/* Until when (ns, monotonic) @xq's submitting thread reaps as xs_engine_submitter_reaps
- * says; 0 = it does not. The progress thread looks at none of the queue's expected
- * completions before then (it woke at each expected mark of a burst of microsecond kernels
- * at Lv2, to find it reaped: 0.6 us of its CPU per kernel on an H200). Any thread, no lock. */
+/* Until when (ns, monotonic) @xq's submitting thread reaps: XS__TAIL_QUIET_NS (20 us)
+ * after its last enqueue, with nobody asleep on the queue; 0 = it does not. Until then it
+ * completes what the marks show at its next submit, and the progress thread leaves a moved
+ * done number to it (taking the lock for it stalled each submit of a burst) and looks at
+ * none of the queue's expected completions (it woke at each expected mark of a burst of
+ * microsecond kernels at Lv2, to find it reaped: 0.6 us of its CPU per kernel on an H200).
+ * The tail, the health and stall looks, and a sleeping waiter stay the progress thread's; a
+ * completion is seen at most that much plus one poll interval late where the submits stop
+ * (a limited queue's budget then commits less, never more). Any thread, no lock. */
 int64_t xs_engine_reaper_until(const xs_xqueue *xq);
 /* Whether @xq's last commands were enqueued without a done mark and were expected to
  * complete by @now: worth a reap, which asks the backend whether the queue is idle. Any

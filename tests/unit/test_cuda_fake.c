@@ -49,15 +49,21 @@ static long waits(void)
 
 static HwCommandHandle kernel(void);
 
-/* What @n kernels on @xq, submitted back to back and then waited for, add to @count. */
-static long burst(XQueueHandle xq, int n, long (*count)(void))
+/* Submit @n kernels to @xq back to back. */
+static void submit_kernels(XQueueHandle xq, int n)
 {
-	long c0 = count();
 	for (int i = 0; i < n; i++) {
 		HwCommandHandle c = kernel();
 		CHECK_OK(XQueueSubmit(xq, c));
 		CHECK_OK(HwCommandDestroy(c));
 	}
+}
+
+/* What @n kernels on @xq, submitted back to back and then waited for, add to @count. */
+static long burst(XQueueHandle xq, int n, long (*count)(void))
+{
+	long c0 = count();
+	submit_kernels(xq, n);
 	CHECK_OK(XQueueWaitAll(xq));
 	return count() - c0;
 }
@@ -109,11 +115,7 @@ static void burst_unwaited(XQueueHandle xq)
 {
 	g_set_kernel_us(20);
 	long c0 = g_count("cuLaunchKernel");
-	for (int i = 0; i < 200; i++) {
-		HwCommandHandle c = kernel();
-		CHECK_OK(XQueueSubmit(xq, c));
-		CHECK_OK(HwCommandDestroy(c));
-	}
+	submit_kernels(xq, 200);
 	CHECK(t_wait_for(queue_idle, &xq, 5000));
 	CHECK(g_count("cuLaunchKernel") - c0 == 200);
 	g_set_kernel_us(0);
