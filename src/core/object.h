@@ -7,7 +7,7 @@
  * are native stream pointers (user-space addresses, whose top byte is 0).
  *
  * Thread-safety: all functions may be called from any thread; the table is split in 64
- * shards by a hash of the handle, each with its own mutex (held only for the tree
+ * shards by a hash of the handle, each with its own mutex (held only for the chain
  * operation), so threads working on different objects rarely wait for each other.
  */
 #ifndef XS_CORE_OBJECT_H
@@ -25,10 +25,11 @@ enum xs_kind {
 };
 
 typedef struct xs_obj {
-	uint64_t handle; /* key in the table; first member (the tree compares it) */
+	uint64_t handle; /* key in the table */
 	enum xs_kind kind;
 	atomic_uint refs;                 /* the table's reference counts as one while registered */
 	void (*free)(struct xs_obj *obj); /* called once, when refs reaches 0 */
+	struct xs_obj *next; /* next in its handle-table chain; guarded by that shard's lock */
 } xs_obj;
 
 /* Set up @obj with one reference (the caller's) and its library-issued handle (the value
@@ -54,7 +55,8 @@ xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind);
  * and unreachable; lookups of them fail with a log line naming the fork). */
 void xs_handles_forked(void);
 
-/* Live handles (tests use this to check for leaks). */
+/* Live handles (tests use this to check for leaks): a sum over the shards, each read
+ * under its lock; not for a hot path. */
 size_t xs_handle_count(void);
 
 #endif

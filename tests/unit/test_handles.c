@@ -1,0 +1,161 @@
+/* The handle table (core/object.c). Checked:
+ * - every registered handle is found with its kind and no other, with a reference taken;
+ * - the table grows past many handles per shard (200000 live at once) and finds each;
+ * - a handle unregistered is gone (get and a second unregister return NULL), its object
+ *   freed once the last reference drops, and the others are still found;
+ * - a key registered twice is refused with kXSchedErrorNotAllowed;
+ * - handles are never reused, from one thread or from several at once;
+ * - threads registering, looking up and unregistering their own handles at once never see
+ *   another's object or lose one, and the count goes back to where it started. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/object.h"
+
+static atomic_long g_freed;
+
+static void count_free(xs_obj *obj)
+{
+	atomic_fetch_add(&g_freed, 1);
+	free(obj);
+}
+
+static xs_obj *make(enum xs_kind kind)
+{
+	xs_obj *o = malloc(sizeof(*o));
+	CHECK(o);
+	xs_obj_init(o, kind, count_free);
+	return o;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+enum { MANY = 200000 };
+
+static void many(void)
+{
+	size_t base = xs_handle_count();
+	long freed0 = atomic_load(&g_freed);
+	xs_obj **objs = calloc(MANY, sizeof(*objs));
+	uint64_t *h = calloc(MANY, sizeof(*h));
+	CHECK(objs && h);
+	for (int i = 0; i < MANY; i++) {
+		objs[i] = make(i % 3 ? XS_KIND_COMMAND : XS_KIND_XQUEUE);
+		CHECK_OK(xs_handle_register(objs[i], 0));
+		h[i] = objs[i]->handle;
+		xs_obj_unref(objs[i]); /* the table's reference keeps it */
+	}
+	CHECK(xs_handle_count() == base + MANY);
+	for (int i = 0; i < MANY; i++) {
+		enum xs_kind k = i % 3 ? XS_KIND_COMMAND : XS_KIND_XQUEUE;
+		xs_obj *o = xs_handle_get(h[i], k);
+		CHECK(o == objs[i]);
+		CHECK(atomic_load(&o->refs) == 2);
+		xs_obj_unref(o);
+		CHECK(!xs_handle_get(h[i], XS_KIND_HWQUEUE)); /* another kind: not found */
+	}
+	for (int i = 0; i < MANY; i += 2) {
+		enum xs_kind k = i % 3 ? XS_KIND_COMMAND : XS_KIND_XQUEUE;
+		CHECK(!xs_handle_unregister(h[i], XS_KIND_HWQUEUE)); /* kind checked */
+		xs_obj *o = xs_handle_unregister(h[i], k);
+		CHECK(o == objs[i]);
+		CHECK(!xs_handle_unregister(h[i], k));
+		CHECK(!xs_handle_get(h[i], k));
+		xs_obj_unref(o);
+	}
+	CHECK(atomic_load(&g_freed) == freed0 + MANY / 2);
+	CHECK(xs_handle_count() == base + MANY / 2);
+	for (int i = 1; i < MANY; i += 2) {
+		enum xs_kind k = i % 3 ? XS_KIND_COMMAND : XS_KIND_XQUEUE;
+		xs_obj *o = xs_handle_get(h[i], k);
+		CHECK(o == objs[i]);
+		xs_obj_unref(o);
+		xs_obj_unref(xs_handle_unregister(h[i], k));
+	}
+	CHECK(atomic_load(&g_freed) == freed0 + MANY);
+	CHECK(xs_handle_count() == base);
+	qsort(h, MANY, sizeof(*h), cmp_u64);
+	for (int i = 1; i < MANY; i++)
+		CHECK(h[i] != h[i - 1]);
+	free(objs);
+	free(h);
+}
+
+static void keys(void)
+{
+	xs_obj *a = make(XS_KIND_HWQUEUE), *b = make(XS_KIND_HWQUEUE);
+	uint64_t key = 0x7f0012345678ull; /* a stream pointer's shape */
+	CHECK_OK(xs_handle_register(a, key));
+	CHECK(xs_handle_register(b, key) == kXSchedErrorNotAllowed);
+	xs_obj *o = xs_handle_get(key, XS_KIND_HWQUEUE);
+	CHECK(o == a);
+	xs_obj_unref(o);
+	xs_obj_unref(xs_handle_unregister(key, XS_KIND_HWQUEUE));
+	CHECK(!xs_handle_get(key, XS_KIND_HWQUEUE));
+	CHECK_OK(xs_handle_register(b, key)); /* free again */
+	xs_obj_unref(xs_handle_unregister(key, XS_KIND_HWQUEUE));
+	xs_obj_unref(a);
+	xs_obj_unref(b);
+}
+
+enum { THREADS = 4, ROUNDS = 50000, LIVE = 64 };
+static uint64_t g_seen[THREADS][ROUNDS];
+
+static void *churn(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	xs_obj *live[LIVE] = {0};
+	for (int r = 0; r < ROUNDS; r++) {
+		int slot = r % LIVE;
+		if (live[slot]) {
+			uint64_t h = live[slot]->handle;
+			xs_obj *o = xs_handle_get(h, XS_KIND_COMMAND);
+			CHECK(o == live[slot]);
+			xs_obj_unref(o);
+			CHECK(xs_handle_unregister(h, XS_KIND_COMMAND) == live[slot]);
+			xs_obj_unref(live[slot]);
+		}
+		xs_obj *n = make(XS_KIND_COMMAND);
+		CHECK_OK(xs_handle_register(n, 0));
+		xs_obj_unref(n);
+		live[slot] = n;
+		g_seen[t][r] = n->handle;
+	}
+	for (int i = 0; i < LIVE; i++)
+		if (live[i])
+			xs_obj_unref(xs_handle_unregister(live[i]->handle, XS_KIND_COMMAND));
+	return NULL;
+}
+
+static void threads(void)
+{
+	size_t base = xs_handle_count();
+	pthread_t th[THREADS];
+	for (int t = 0; t < THREADS; t++)
+		CHECK(pthread_create(&th[t], NULL, churn, (void *)(intptr_t)t) == 0);
+	for (int t = 0; t < THREADS; t++)
+		CHECK(pthread_join(th[t], NULL) == 0);
+	CHECK(xs_handle_count() == base);
+	uint64_t *all = malloc(sizeof(g_seen));
+	CHECK(all);
+	memcpy(all, g_seen, sizeof(g_seen));
+	size_t n = sizeof(g_seen) / sizeof(uint64_t);
+	qsort(all, n, sizeof(*all), cmp_u64);
+	for (size_t i = 1; i < n; i++)
+		CHECK(all[i] != all[i - 1]); /* never reused, across threads */
+	free(all);
+}
+
+int main(void)
+{
+	many();
+	keys();
+	threads();
+	return 0;
+}
