@@ -262,7 +262,7 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 	cmd->ready_ns = now + xs__remaining(b, now) - est; /* before it: the rest */
 }
 
-bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
+bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 {
 	if (!xq->limited || cmd->charge_ns)
 		return true;
@@ -273,7 +273,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd)
 	bool exempt = xq->closing || !xs_list_empty(&xq->lenders);
 	xs_device *d = xq->dev;
 	xs_budget *b = &d->budget;
-	int64_t now = xs_now_ns();
+	int64_t now = xs_now_lazy(now_lazy);
 	xs_mutex_lock(&d->lock);
 	if (exempt) {
 		if (xs_linked(&xq->wait_link))

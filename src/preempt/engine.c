@@ -348,6 +348,7 @@ static void xs__commit(xs_xqueue *xq)
 	if ((!xq->running && !lv1) || xq->committed >= top)
 		return;
 	uint64_t c = top;
+	int64_t now = 0; /* xs_now_lazy */
 	if (xq->limited && !lv1) {
 		c = xq->committed;
 		xs_list_for_each(l, &xq->inflight)
@@ -355,7 +356,7 @@ static void xs__commit(xs_xqueue *xq)
 			xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
 			if (cmd->seq <= c)
 				continue;
-			if (cmd->seq > top || !xs_budget_charge(xq, cmd))
+			if (cmd->seq > top || !xs_budget_charge(xq, cmd, &now))
 				break;
 			c = cmd->seq;
 		}
@@ -363,7 +364,7 @@ static void xs__commit(xs_xqueue *xq)
 			return;
 	}
 	if (!xq->busy_since_ns)
-		xs__busy(xq, xs_now_ns());
+		xs__busy(xq, xs_now_lazy(&now));
 	xs__store_commit(xq, c);
 }
 
@@ -436,7 +437,7 @@ enum {
 	XS__QUANTUM_NS = 200000,
 };
 
-static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed);
+static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed, int64_t *now);
 
 /* Whether the in-flight window is full. First complete what the device has marked done
  * (one read of the done word, a cache hit unless the device wrote it): the submitting
@@ -449,7 +450,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
  * does not send the rest of a burst through the launch thread (a hand-off and a lock taken
  * in turn per command). A failure (UINT64_MAX) is left to the progress thread. Caller
  * holds xq->lock. */
-static bool xs__window_full(xs_xqueue *xq)
+static bool xs__window_full(xs_xqueue *xq, int64_t *now)
 {
 	if (xq->enqueued == xq->completed)
 		return false;
@@ -457,14 +458,14 @@ static bool xs__window_full(xs_xqueue *xq)
 	if (done != UINT64_MAX && done > xq->completed) {
 		if (done > xq->enqueued)
 			done = xq->enqueued;
-		xs__complete_upto(xq, done, kXSchedSuccess, true);
+		xs__complete_upto(xq, done, kXSchedSuccess, true, now);
 	}
 	return (int64_t)(xq->enqueued - xq->completed) >= xq->threshold;
 }
 
-/* Whether the head command @cmd may be enqueued now; *skip is a result that replaces its
- * launch (a failed dependency). Caller holds xq->lock. */
-static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
+/* Whether the head command @cmd may be enqueued now (*@now: xs_now_lazy); *skip is a result
+ * that replaces its launch (a failed dependency). Caller holds xq->lock. */
+static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip, int64_t *now)
 {
 	*skip = kXSchedSuccess;
 	/* The dependency first, whatever else holds the queue: `blocked` must clear once the
@@ -481,11 +482,11 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip)
 		if (!go)
 			return false;
 	}
-	if (xs__window_full(xq))
+	if (xs__window_full(xq, now))
 		return false;
 	if (!xs__may_launch(xq))
 		return false;
-	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd);
+	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd, now);
 }
 
 enum {
@@ -633,6 +634,9 @@ static void xs__drain(xs_xqueue *xq)
 		return; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
+	/* xs_now_lazy: read at most once before an enqueue, and once after it, which the next
+	 * command's checks share (they follow at once, the lock held). */
+	int64_t now = 0;
 	for (;;) {
 		xs__commit(xq);
 		xs_link *l = xs_list_first(&xq->pending);
@@ -645,7 +649,7 @@ static void xs__drain(xs_xqueue *xq)
 		}
 		XResult skip = kXSchedSuccess;
 		bool broken = atomic_load_explicit(&q->broken, memory_order_relaxed);
-		if (!broken && !xs__may_enqueue(xq, cmd, &skip))
+		if (!broken && !xs__may_enqueue(xq, cmd, &skip, &now))
 			break;
 		xs_list_remove(&cmd->link);
 		xs_list_push_back(&xq->inflight, &cmd->link);
@@ -696,7 +700,7 @@ static void xs__drain(xs_xqueue *xq)
 		if ((flags & (XS_ENQ_MARK | XS_ENQ_MARK_PREV)) &&
 		    atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) == INT64_MAX)
 			xs__expect(xq); /* kept none: none of its commands had a mark */
-		int64_t now = xs_now_ns();
+		now = xs_now_ns();
 		xs__tail_enqueued(xq, seq, now);
 		if (pushes && atomic_load(&q->pushes) != pushed)
 			xs_dev_look(xq); /* look again, now that the number is stored */
@@ -721,14 +725,14 @@ void xs_engine_grant(xs_xqueue *xq)
 		 * kicked, once per quantum (else every waiter was kicked and all but one
 		 * found the budget full again: work per completion grew with the queues). */
 		int64_t room = (int64_t)xq->threshold - (int64_t)(xq->enqueued - xq->completed);
-		int64_t took = 0;
+		int64_t took = 0, now = 0;
 		xs_list_for_each(l, &xq->pending)
 		{
 			xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
 			if (room-- <= 0 || cmd->kind == XS_CMD_EVENT_WAIT ||
 			    cmd->kind == XS_CMD_INLINE || (took && took >= XS__QUANTUM_NS))
 				break;
-			if (!cmd->charge_ns && !xs_budget_charge(xq, cmd)) {
+			if (!cmd->charge_ns && !xs_budget_charge(xq, cmd, &now)) {
 				if (!took)
 					return; /* refused: it waits for budget again */
 				break;
@@ -768,11 +772,12 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 /* ---- complete ---- */
 
 /* Complete every in-flight command with seq <= @done, with @fail for those that have no
- * failure of their own. @timed: now is when they were seen to end, a sample of the
- * estimate; else they count with the estimate. Caller holds xq->lock. */
-static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed)
+ * failure of their own. @timed: *@now (xs_now_lazy) is when they were seen to end, a sample
+ * of the estimate; else they count with the estimate. Caller holds xq->lock. */
+static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed,
+			      int64_t *now_lazy)
 {
-	int64_t now = xs_now_ns();
+	int64_t now = xs_now_lazy(now_lazy);
 	uint64_t n = done - xq->completed;
 	if (!timed && n)
 		xq->busy_ns += xq->est_ns * (int64_t)n;
@@ -872,9 +877,10 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 	 * only lengthen the estimate. Complete what the marks cover with its time, the rest
 	 * with the estimate. A backend that pushes (host) says when it went idle. */
 	bool untimed = fail == kXSchedSuccess && done > marked_done && !q->ops->pushes_done;
+	int64_t now = 0;
 	if (untimed && marked_done > xq->completed)
-		xs__complete_upto(xq, marked_done, fail, true);
-	xs__complete_upto(xq, done, fail, !untimed);
+		xs__complete_upto(xq, marked_done, fail, true, &now);
+	xs__complete_upto(xq, done, fail, !untimed, &now);
 	return true;
 }
 

@@ -79,10 +79,10 @@ bool xs_dev_is_own_thread(const xs_device *dev);
 void xs_dev_grant_all(void);
 
 /* budget.c (see there). */
-/* Charge @cmd of the limited @xq if the budget has room and it is @xq's turn, else queue
- * @xq as a waiter; true if @cmd may be committed (always, uncharged, while @xq closes).
- * Caller holds xq->lock. */
-bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd);
+/* Charge @cmd of the limited @xq at *@now (ns, monotonic; xs_now_lazy: read if 0) if the
+ * budget has room and it is @xq's turn, else queue @xq as a waiter; true if @cmd may be
+ * committed (always, uncharged, while @xq closes). Caller holds xq->lock. */
+bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now);
 /* Charge @cmd of the limited @xq whatever the room and the order: it is committed and
  * runs now (behind a run gate that opened again). Its device time was counted in @xq's
  * fair share when first charged. Caller holds xq->lock. */
