@@ -16,6 +16,8 @@
  *    sole one keeps them; the lower one, limited, puts each kernel's mark in front of the
  *    next one's counter wait, one call for both (about 400 calls for 400 kernels); at Lv1
  *    it marks each kernel of 300 us, and leaves marks out for kernels of no device time;
+ *    a backlog of 2000 kernels on the limited Lv2 queue: XQueueWaitAll asks whether the
+ *    stream is idle at most once per 20 kernels (it sleeps while the backlog is enqueued);
  * 6. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
  *    stops at the counter wait); after the resume everything completes.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
@@ -40,6 +42,11 @@ static long memops(void)
 {
 	return g_count("cuStreamWaitValue32") + g_count("cuStreamWriteValue32") +
 	       g_count("cuStreamBatchMemOp");
+}
+
+static long queries(void)
+{
+	return g_count("cuStreamQuery");
 }
 
 static long waits(void)
@@ -277,6 +284,18 @@ int main(void)
 	long ops = burst(xq, 400, memops);
 	printf("400 kernels on a limited Lv2 XQueue: %ld stream memory-operation calls\n", ops);
 	CHECK(lazy ? ops <= 400 + 60 : ops >= 800);
+	/* 5b: a backlog on the limited Lv2 XQueue, 2000 kernels of 10 us submitted faster than
+	 * they run (the launch thread enqueues most), then XQueueWaitAll: it sleeps until the
+	 * last one is enqueued, and asks whether the stream is idle a few times at the end
+	 * (7-17 times in 3000 kernels). Stepping behind each enqueue instead asked it once per
+	 * step: 250-280 times in 3000. */
+	g_set_kernel_us(10);
+	long asked = burst(xq, 2000, queries);
+	g_set_kernel_us(0);
+	printf("2000 kernels of 10 us on a limited Lv2 XQueue, then a wait: %ld stream queries\n",
+	       asked);
+	if (lazy)
+		CHECK(asked <= 2000 / 20);
 	limited_lv1(xq, lazy);
 	burst_unwaited(xq); /* limited */
 	CHECK_OK(XQueueDestroy(xq2));
