@@ -68,8 +68,8 @@ extern "C" {
 /** @name Version (read by meson from this header) */
 /**@{*/
 #define XSCHED_VERSION_MAJOR 0
-#define XSCHED_VERSION_MINOR 4
-#define XSCHED_VERSION_PATCH 4
+#define XSCHED_VERSION_MINOR 5
+#define XSCHED_VERSION_PATCH 0
 /**@}*/
 
 /** Handle to an XQueue. 0 is never a valid handle. */
@@ -821,6 +821,52 @@ XSCHED_API XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *fu
 					       const size_t *arg_sizes, size_t num_args);
 
 /**
+ * @brief The signature of the CUDA runtime's cudaGetFuncBySymbol(): store in *@p function
+ *        the module function (`CUfunction`) of the kernel whose host stub is @p func, in
+ *        the calling thread's current context; return 0 (cudaSuccess) or the runtime's
+ *        error code.
+ */
+typedef int (*XCudaFuncResolver)(void **function, const void *func);
+
+/**
+ * @brief HwCommandCreateModuleKernel() of CUDA kernel @p func, resolved to its `CUfunction`
+ *        by @p resolve once per kernel and context and then cached.
+ *
+ * The `CUfunction` is the one of the context current on the calling thread: the cache is
+ * keyed by the kernel and the context's unique id (cuCtxGetId, CUDA 12.0 and later; never
+ * reused, so a context destroyed and made again never gets a stale entry), and @p resolve
+ * is called on this thread on a miss (with no context current, the runtime makes its
+ * device's primary context current, which then keys the entry). Create the command with
+ * the device of its stream current and submit it to CUDA queues of that context only.
+ * HwCommandCreateCudaKernel() passes the program's own cudaGetFuncBySymbol, which works
+ * with nvcc's default static runtime; asking the runtime at each command cost 0.1-0.2 us
+ * of a 3-4 us launch (H200, 2026-11-26; doc/RESULTS.md), a cached lookup a few tens of ns.
+ * An unknown @p func fails here, not at launch.
+ *
+ * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
+ * @param func             [in]  The `__global__` function's host address.
+ * @param resolve          [in]  The runtime's resolver (cudaGetFuncBySymbol of the runtime
+ *                               that registered @p func); called without any library
+ *                               lock held.
+ * @param grid             [in]  Grid size in blocks; each component >= 1.
+ * @param block            [in]  Block size in threads; each component >= 1.
+ * @param shared_mem_bytes [in]  Dynamic shared memory per block, in bytes.
+ * @param args             [in]  Pointers to each argument value; read only during this call.
+ * @param arg_sizes        [in]  Size in bytes of each argument; read only during this call.
+ * @param num_args         [in]  Number of arguments.
+ * @return as HwCommandCreateKernel(); also kXSchedErrorInvalidValue if @p resolve is null
+ *         or fails for @p func (logged with its error code);
+ *         kXSchedErrorNotSupported if this build has no CUDA backend or the process no
+ *         usable CUDA driver; kXSchedErrorHardware if the driver cannot say which context
+ *         is current.
+ * Thread-safety: any thread; the cache takes a lock of its own, never held across @p resolve.
+ */
+XSCHED_API XResult HwCommandCreateResolvedKernel(HwCommandHandle *hw_cmd, const void *func,
+						 XCudaFuncResolver resolve, XDim3 grid, XDim3 block,
+						 size_t shared_mem_bytes, void **args,
+						 const size_t *arg_sizes, size_t num_args);
+
+/**
  * @brief Create an asynchronous copy of @p bytes bytes from @p src to @p dst.
  *
  * The direction is inferred from the pointers (unified addressing). Host memory should be
@@ -1219,18 +1265,32 @@ XSCHED_API XResult XSchedTraceStop(void);
  */
 #if defined(__CUDA_RUNTIME_API_H__) && !defined(XSCHED_CUDA_HELPER_DEFINED)
 #define XSCHED_CUDA_HELPER_DEFINED
+/* The resolver HwCommandCreateCudaKernel() passes: the caller's own cudaGetFuncBySymbol.
+ * A failure is cleared from the runtime's last error (cudaGetLastError()), where the
+ * application may look after its launches. */
+static inline int xsched_cuda_resolve_(void **function, const void *func)
+{
+	cudaFunction_t fn = 0;
+	cudaError_t e = cudaGetFuncBySymbol(&fn, func);
+	if (e != cudaSuccess)
+		(void)cudaGetLastError();
+	*function = (void *)fn;
+	return (int)e;
+}
+
 /**
  * @brief HwCommandCreateKernel() for a CUDA kernel of the calling program's own CUDA
  *        runtime, static or shared.
  *
  * Defined (static inline, compiled into the caller) only where cuda_runtime_api.h (or
- * cuda_runtime.h) was included before this header. It asks the caller's runtime for the
- * kernel's CUfunction (cudaGetFuncBySymbol) and creates a module-kernel command
- * (HwCommandCreateModuleKernel()), so it works with nvcc's default static cudart, which
- * the library cannot reach. The CUfunction belongs to the context current on the calling
- * thread (the runtime makes the current device's primary context current if none is):
- * create the command with the device of its stream current, and submit it to CUDA queues
- * of that context only. Resolved here, so an unknown @p func fails now, not at launch.
+ * cuda_runtime.h) was included before this header. It is HwCommandCreateResolvedKernel()
+ * with the caller's cudaGetFuncBySymbol as the resolver, so it works with nvcc's default
+ * static cudart, which the library cannot reach; the kernel's CUfunction is asked of the
+ * runtime once per context and cached. The CUfunction belongs to the context current on
+ * the calling thread (the runtime makes the current device's primary context current if
+ * none is): create the command with the device of its stream current, and submit it to
+ * CUDA queues of that context only. Resolved here, so an unknown @p func fails now, not at
+ * launch.
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The `__global__` function's host address.
@@ -1240,9 +1300,9 @@ XSCHED_API XResult XSchedTraceStop(void);
  * @param args             [in]  Pointers to each argument value; read only during this call.
  * @param arg_sizes        [in]  Size in bytes of each argument; read only during this call.
  * @param num_args         [in]  Number of arguments.
- * @return as HwCommandCreateKernel(); also kXSchedErrorInvalidValue, without a log line,
- *         if the runtime does not know @p func (cudaGetFuncBySymbol failed; the error is
- *         cleared from the runtime's last error with cudaGetLastError()).
+ * @return as HwCommandCreateResolvedKernel() (kXSchedErrorInvalidValue if the runtime does
+ *         not know @p func: cudaGetFuncBySymbol failed, and its error was cleared from the
+ *         runtime's last error with cudaGetLastError()).
  * Thread-safety: any thread.
  */
 static inline XResult HwCommandCreateCudaKernel(HwCommandHandle *hw_cmd, const void *func,
@@ -1250,15 +1310,7 @@ static inline XResult HwCommandCreateCudaKernel(HwCommandHandle *hw_cmd, const v
 						void **args, const size_t *arg_sizes,
 						size_t num_args)
 {
-	cudaFunction_t fn = 0;
-	if (!hw_cmd || !func) /* the library's own checks and log line */
-		return HwCommandCreateKernel(hw_cmd, func, grid, block, shared_mem_bytes, args,
-					     arg_sizes, num_args);
-	if (cudaGetFuncBySymbol(&fn, func) != cudaSuccess || !fn) {
-		(void)cudaGetLastError();
-		return kXSchedErrorInvalidValue;
-	}
-	return HwCommandCreateModuleKernel(hw_cmd, (void *)fn, grid, block, shared_mem_bytes, args,
-					   arg_sizes, num_args);
+	return HwCommandCreateResolvedKernel(hw_cmd, func, xsched_cuda_resolve_, grid, block,
+					     shared_mem_bytes, args, arg_sizes, num_args);
 }
 #endif

@@ -57,7 +57,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_int, c_int32, c_int6
                     c_uint8, c_uint32, c_uint64, c_void_p)
 from typing import Any, Callable, Optional
 
-__version__ = "0.4.4"  # follows the library it was written with
+__version__ = "0.5.0"  # follows the library it was written with
 
 __all__ = [
     "Result", "PreemptLevel", "QueueState", "Scheduler", "Policy", "QueueCreateFlag",
@@ -341,6 +341,7 @@ HwCommandHandle = c_uint64
 XResult = c_int
 HostFunctionType = CFUNCTYPE(c_int, c_void_p)
 LaunchCallbackType = CFUNCTYPE(c_int, c_uint64, c_void_p)
+CudaFuncResolverType = CFUNCTYPE(c_int, POINTER(c_void_p), c_void_p)
 
 
 class XQueueStats(Structure):
@@ -389,6 +390,9 @@ _PROTOTYPES = {
                               _P(c_void_p), _P(c_size_t), c_size_t],
     "HwCommandCreateModuleKernel": [_P(HwCommandHandle), c_void_p, XDim3, XDim3, c_size_t,
                                     _P(c_void_p), _P(c_size_t), c_size_t],
+    "HwCommandCreateResolvedKernel": [_P(HwCommandHandle), c_void_p, CudaFuncResolverType,
+                                      XDim3, XDim3, c_size_t, _P(c_void_p), _P(c_size_t),
+                                      c_size_t],
     "HwCommandCreateMemcpy": [_P(HwCommandHandle), c_void_p, c_void_p, c_size_t],
     "HwCommandCreateMemset": [_P(HwCommandHandle), c_void_p, c_uint8, c_size_t],
     "HwCommandCreateEventRecord": [_P(HwCommandHandle)],

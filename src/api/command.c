@@ -4,6 +4,7 @@
 
 #include "core/command.h"
 #include "core/log.h"
+#include "hal/hal.h"
 #include "preempt/engine.h"
 
 static XResult xs__register(HwCommandHandle *hw_cmd, xs_cmd *cmd)
@@ -127,6 +128,27 @@ XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function, XDi
 	return xs__create_kernel("HwCommandCreateModuleKernel", XS_CMD_MODULE_KERNEL, hw_cmd,
 				 function, grid, block, shared_mem_bytes, args, arg_sizes,
 				 num_args);
+}
+
+XResult HwCommandCreateResolvedKernel(HwCommandHandle *hw_cmd, const void *func,
+				      XCudaFuncResolver resolve, XDim3 grid, XDim3 block,
+				      size_t shared_mem_bytes, void **args, const size_t *arg_sizes,
+				      size_t num_args)
+{
+	static const char fn[] = "HwCommandCreateResolvedKernel";
+	if (!hw_cmd || !func || !resolve) {
+		XS_WARN("api", "%s: %s is null", fn,
+			!hw_cmd ? "hw_cmd"
+			: !func ? "the kernel"
+				: "resolve");
+		return kXSchedErrorInvalidValue;
+	}
+	void *function = NULL;
+	XResult res = xs_cuda_resolve_kernel(func, resolve, &function);
+	if (res != kXSchedSuccess)
+		return res;
+	return xs__create_kernel(fn, XS_CMD_MODULE_KERNEL, hw_cmd, function, grid, block,
+				 shared_mem_bytes, args, arg_sizes, num_args);
 }
 
 XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *src, size_t bytes)

@@ -746,6 +746,36 @@ static XResult xs__create_bound(xs__gpu_q *g)
 	return kXSchedSuccess;
 }
 
+#ifdef XS_GPU_CUDA
+XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const void *), void **fn)
+{
+	const char *why;
+	xs_gpu_err err = xs_gpu_runtime_init(&why);
+	if (err != XS_GPU_OK) {
+		XS_WARN("hal", "HwCommandCreateResolvedKernel: no usable cuda runtime: %s", why);
+		return xs_gpu_err_is_no_driver(err) ? kXSchedErrorNotSupported
+						    : kXSchedErrorHardware;
+	}
+	CUfunction f = NULL;
+	int rt_err = 0;
+	err = xs__fn_resolve_current(func, resolve, &f, &rt_err);
+	if (err == CUDA_ERROR_NOT_FOUND) {
+		XS_WARN("hal",
+			"HwCommandCreateResolvedKernel: the runtime does not know kernel %p "
+			"(its resolver returned %d)",
+			func, rt_err);
+		return kXSchedErrorInvalidValue;
+	}
+	if (err != XS_GPU_OK) {
+		XS_WARN("hal", "HwCommandCreateResolvedKernel: cuCtxGetCurrent failed: %s (%s)",
+			xs_gpu_err_name(err), xs_gpu_err_string(err));
+		return kXSchedErrorHardware;
+	}
+	*fn = (void *)f;
+	return kXSchedSuccess;
+}
+#endif
+
 XResult XS_GPU_CREATE_FN(void *stream, xs_hwq **out)
 {
 	xs_gpu_stream s = (xs_gpu_stream)stream;

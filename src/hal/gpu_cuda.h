@@ -14,8 +14,9 @@
  * library asks the process's shared runtime for its CUfunction (cudaGetFuncBySymbol,
  * found with dlsym(RTLD_DEFAULT) or in an already loaded libcudart.so.13/12/11), with
  * the stream's context current, and caches it per kernel and context. An application
- * with the static runtime resolves the kernel itself (HwCommandCreateCudaKernel() in
- * xsched.h, a module kernel). See xs__fn_resolve.
+ * with the static runtime passes its own cudaGetFuncBySymbol instead
+ * (HwCommandCreateCudaKernel() in xsched.h, HwCommandCreateResolvedKernel: a module
+ * kernel resolved at create through the same cache). See xs__fn_resolve.
  *
  * Thread binding: a stream belongs to a context (cuStreamGetCtx). Library threads make
  * that context current with cuCtxSetCurrent, whether it is a device's primary context
@@ -96,6 +97,7 @@ static struct {
 				  unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
 				  void **, void **);
 	CUresult (*module_get_loading_mode)(CUmoduleLoadingMode *);
+	CUresult (*ctx_get_id)(CUcontext, unsigned long long *); /* NULL: none (optional) */
 } xs__cu;
 static pthread_once_t xs__cu_once = PTHREAD_ONCE_INIT;
 static CUresult xs__cu_status; /* written once under xs__cu_once */
@@ -175,6 +177,13 @@ static void xs__cu_load(void)
 			return;
 		}
 	}
+	/* Optional: a context's unique id keys the kernel cache (xs__ctx_key) where the
+	 * driver has it (CUDA 12.0 and later). */
+	CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	if (get_proc("cuCtxGetId", (void **)&xs__cu.ctx_get_id, 12000,
+		     CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q) != CUDA_SUCCESS ||
+	    q != CU_GET_PROC_ADDRESS_SUCCESS)
+		xs__cu.ctx_get_id = NULL;
 	CUresult r = xs__cu.init(0);
 	if (r != CUDA_SUCCESS) {
 		const char *name = "?", *text = "?";
@@ -286,11 +295,11 @@ static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
 typedef int (*xs__get_func_fn)(CUfunction *, const void *);
 typedef int (*xs__last_error_fn)(void);
 
-/* A resolved kernel: the runtime's host stub in one context. */
+/* A resolved kernel: the runtime's host stub in one context (xs__ctx_key). */
 typedef struct xs__fn {
 	struct xs__fn *next;
 	const void *stub;
-	CUcontext ctx;
+	uint64_t ctx;
 	CUfunction fn;
 } xs__fn;
 
@@ -306,9 +315,23 @@ static struct {
 	xs__last_error_fn last_error;
 } xs__rt;
 
-static size_t xs__fn_bucket(const void *stub, CUcontext ctx)
+/* The key of @ctx in the kernel cache: its unique id (cuCtxGetId: never reused within the
+ * process, so an entry of a destroyed context is never found for a new one at the same
+ * address), else its address (a stale entry is then forgotten when its launch fails,
+ * xs__fn_forget). 0 if @ctx is not a live context. */
+static uint64_t xs__ctx_key(CUcontext ctx)
 {
-	uintptr_t h = (uintptr_t)stub ^ ((uintptr_t)ctx >> 4);
+	unsigned long long id = 0;
+	if (!ctx)
+		return 0;
+	if (!xs__cu.ctx_get_id)
+		return (uint64_t)(uintptr_t)ctx;
+	return xs__cu.ctx_get_id(ctx, &id) == CUDA_SUCCESS ? (uint64_t)id : 0;
+}
+
+static size_t xs__fn_bucket(const void *stub, uint64_t ctx)
+{
+	uintptr_t h = (uintptr_t)stub ^ (uintptr_t)(ctx >> 4) ^ (uintptr_t)(ctx << 7);
 	h ^= h >> 17;
 	h *= (uintptr_t)0x9e3779b97f4a7c15ull;
 	return (size_t)(h >> 24) % XS__FN_BUCKETS;
@@ -334,8 +357,9 @@ static void xs__find_runtime(void)
 
 /* Forget what is cached for @stub in @ctx (its launch said the handle is stale: a context
  * destroyed and another made at the same address). */
-static void xs__fn_forget(const void *stub, CUcontext ctx)
+static void xs__fn_forget(const void *stub, CUcontext c)
 {
+	uint64_t ctx = xs__ctx_key(c);
 	xs_mutex_lock(&xs__fn_lock);
 	for (xs__fn **pp = &xs__fns[xs__fn_bucket(stub, ctx)]; *pp; pp = &(*pp)->next)
 		if ((*pp)->stub == stub && (*pp)->ctx == ctx) {
@@ -350,16 +374,45 @@ static void xs__fn_forget(const void *stub, CUcontext ctx)
 /* The CUfunction of runtime stub @stub in context @ctx: cached, else asked of the
  * process's runtime with @ctx current on this thread (bound for the call if another
  * context is). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND with *why set. */
-static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out, const char **why)
+/* The cached CUfunction of @stub in context key @ctx, or NULL. */
+static CUfunction xs__fn_cached(const void *stub, uint64_t ctx)
 {
+	CUfunction fn = NULL;
+	xs_mutex_lock(&xs__fn_lock);
+	for (xs__fn *e = xs__fns[xs__fn_bucket(stub, ctx)]; e; e = e->next)
+		if (e->stub == stub && e->ctx == ctx) {
+			fn = e->fn;
+			break;
+		}
+	xs_mutex_unlock(&xs__fn_lock);
+	return fn;
+}
+
+/* Cache @fn for @stub in context key @ctx (if memory allows; a miss resolves again). */
+static void xs__fn_keep(const void *stub, uint64_t ctx, CUfunction fn)
+{
+	xs__fn *e = malloc(sizeof(*e));
+	if (!e)
+		return;
+	e->stub = stub;
+	e->ctx = ctx;
+	e->fn = fn;
 	size_t b = xs__fn_bucket(stub, ctx);
 	xs_mutex_lock(&xs__fn_lock);
-	for (xs__fn *e = xs__fns[b]; e; e = e->next)
-		if (e->stub == stub && e->ctx == ctx) {
-			*out = e->fn;
-			xs_mutex_unlock(&xs__fn_lock);
-			return CUDA_SUCCESS;
-		}
+	e->next = xs__fns[b];
+	xs__fns[b] = e;
+	xs_mutex_unlock(&xs__fn_lock);
+}
+
+static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out, const char **why)
+{
+	uint64_t key = xs__ctx_key(ctx);
+	CUfunction hit = key ? xs__fn_cached(stub, key) : NULL;
+	if (hit) {
+		*out = hit;
+		return CUDA_SUCCESS;
+	}
+	xs_mutex_lock(&xs__fn_lock);
 	if (!xs__rt.get_func)
 		xs__find_runtime();
 	xs__get_func_fn get = xs__rt.get_func;
@@ -389,17 +442,39 @@ static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out,
 		       "(cudaGetFuncBySymbol failed)";
 		return CUDA_ERROR_NOT_FOUND;
 	}
-	xs__fn *e = malloc(sizeof(*e));
-	if (e) {
-		e->stub = stub;
-		e->ctx = ctx;
-		e->fn = fn;
-		xs_mutex_lock(&xs__fn_lock);
-		e->next = xs__fns[b];
-		xs__fns[b] = e;
-		xs_mutex_unlock(&xs__fn_lock);
-	}
+	if (key)
+		xs__fn_keep(stub, key, fn);
 	*out = fn;
+	return CUDA_SUCCESS;
+}
+
+/* HwCommandCreateResolvedKernel: the CUfunction of @stub in the calling thread's current
+ * context, from the cache or from @resolve (the application's cudaGetFuncBySymbol, called
+ * on this thread; with no context current, the runtime makes its device's primary context
+ * current, which keys the entry). Returns CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND if @resolve
+ * failed (*rt_err: its result), or the driver's error. */
+static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **, const void *),
+				       CUfunction *out, int *rt_err)
+{
+	CUcontext ctx = NULL;
+	CUresult r = xs__cu.ctx_get_current(&ctx);
+	if (r != CUDA_SUCCESS)
+		return r;
+	uint64_t key = xs__ctx_key(ctx);
+	CUfunction fn = key ? xs__fn_cached(stub, key) : NULL;
+	if (fn) {
+		*out = fn;
+		return CUDA_SUCCESS;
+	}
+	void *got = NULL;
+	*rt_err = resolve(&got, stub);
+	if (*rt_err != 0 || !got)
+		return CUDA_ERROR_NOT_FOUND;
+	if (!ctx && xs__cu.ctx_get_current(&ctx) == CUDA_SUCCESS)
+		key = xs__ctx_key(ctx);
+	if (key)
+		xs__fn_keep(stub, key, (CUfunction)got);
+	*out = (CUfunction)got;
 	return CUDA_SUCCESS;
 }
 

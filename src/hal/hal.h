@@ -233,6 +233,13 @@ XResult xs_host_queue_create(xs_hwq **out);
 XResult xs_cuda_queue_create(void *stream, xs_hwq **out);
 XResult xs_hip_queue_create(void *stream, xs_hwq **out);
 
+/* HwCommandCreateResolvedKernel: the CUfunction (*@fn) of CUDA kernel stub @func in the
+ * calling thread's current context, cached per kernel and context, else asked of
+ * @resolve. Returns kXSchedSuccess; kXSchedErrorInvalidValue if @resolve fails (logged),
+ * kXSchedErrorNotSupported without a CUDA backend or driver, kXSchedErrorHardware if the
+ * driver cannot say which context is current. */
+XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const void *), void **fn);
+
 /* The HwQueue whose command the calling thread runs now, and that command's number:
  * backends set it around user code they run themselves (host functions; launch callbacks
  * on host queues) and clear it with (NULL, 0). xs_hal_running returns NULL elsewhere.

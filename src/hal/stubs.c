@@ -10,6 +10,16 @@ XResult xs_cuda_queue_create(void *stream, xs_hwq **out)
 	XS_WARN("hal", "CudaQueueCreate: this build of libxsched has no CUDA backend");
 	return kXSchedErrorNotSupported;
 }
+
+XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const void *), void **fn)
+{
+	(void)func;
+	(void)resolve;
+	(void)fn;
+	XS_WARN("hal", "HwCommandCreateResolvedKernel: this build of libxsched has no CUDA "
+		       "backend");
+	return kXSchedErrorNotSupported;
+}
 #endif
 
 #ifndef XS_HAVE_HIP

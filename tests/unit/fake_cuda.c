@@ -11,8 +11,11 @@
  * not looked at.
  *
  * For the tests, found with dlsym on the already loaded library (RTLD_NOLOAD):
- * fake_cuda_count(name) returns how many times an entry point was called, and
- * fake_cuda_set_kernel_us(us) sets how long each kernel runs from now on. */
+ * fake_cuda_count(name) returns how many times an entry point was called,
+ * fake_cuda_set_kernel_us(us) sets how long each kernel runs from now on,
+ * fake_cuda_new_context() gives the one context a new unique id (cuCtxGetId), as if it
+ * had been destroyed and made again at the same address, and fake_cuda_last_function()
+ * returns the CUfunction of the last kernel launched. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -182,6 +185,21 @@ static CUresult push(enum op_kind kind, CUstream s, CUdeviceptr addr, cuuint32_t
 }
 
 static int g_ctx; /* the one context's handle points here */
+/* Its unique id (cuCtxGetId); fake_cuda_new_context() gives the context at the same
+ * address a new one, as a context destroyed and made again would have. */
+static _Atomic unsigned long long g_ctx_id = 1;
+/* The function of the last kernel launched (fake_cuda_last_function). */
+static _Atomic(CUfunction) g_last_fn;
+
+API void fake_cuda_new_context(void)
+{
+	atomic_fetch_add(&g_ctx_id, 1);
+}
+
+API CUfunction fake_cuda_last_function(void)
+{
+	return atomic_load(&g_last_fn);
+}
 
 API CUresult cuInit(unsigned flags)
 {
@@ -324,6 +342,15 @@ API CUresult cuCtxGetCurrent(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 
+API CUresult cuCtxGetId(CUcontext c, unsigned long long *id)
+{
+	count("cuCtxGetId");
+	if (c != (CUcontext)&g_ctx)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*id = atomic_load(&g_ctx_id);
+	return CUDA_SUCCESS;
+}
+
 API CUresult cuCtxSetCurrent(CUcontext c)
 {
 	(void)c;
@@ -401,6 +428,7 @@ API CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz
 	(void)args;
 	(void)extra;
 	count("cuLaunchKernel");
+	atomic_store(&g_last_fn, fn);
 	return push(OP_KERNEL, s, 0, 0, NULL, NULL);
 }
 
@@ -436,6 +464,7 @@ static const struct {
     {"cuMemHostGetDevicePointer", (void *)cuMemHostGetDevicePointer},
     {"cuCtxGetCurrent", (void *)cuCtxGetCurrent},
     {"cuCtxSetCurrent", (void *)cuCtxSetCurrent},
+    {"cuCtxGetId", (void *)cuCtxGetId},
     {"cuCtxGetDevice", (void *)cuCtxGetDevice},
     {"cuCtxGetStreamPriorityRange", (void *)cuCtxGetStreamPriorityRange},
     {"cuDeviceGetAttribute", (void *)cuDeviceGetAttribute},

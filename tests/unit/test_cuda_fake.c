@@ -19,7 +19,10 @@
  *    a backlog of 2000 kernels on the limited Lv2 queue: XQueueWaitAll asks whether the
  *    stream is idle at most once per 20 kernels (it sleeps while the backlog is enqueued);
  * 6. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
- *    stops at the counter wait); after the resume everything completes.
+ *    stops at the counter wait); after the resume everything completes;
+ * 7. resolved kernels (HwCommandCreateResolvedKernel): the resolver is asked once per
+ *    kernel and context, the command launches what it gave, a context made again at the
+ *    same address is asked anew, a failing or null resolver is refused.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
@@ -55,6 +58,65 @@ static long waits(void)
 }
 
 static HwCommandHandle kernel(void);
+
+/* 7: HwCommandCreateResolvedKernel's resolver: counts its calls; kernel stub 0x3bad is
+ * unknown (cudaErrorInvalidDeviceFunction, 98); any other resolves to stub + 0x100000. */
+static atomic_int g_resolves;
+
+static int resolver(void **fn, const void *func)
+{
+	atomic_fetch_add(&g_resolves, 1);
+	if (func == (const void *)(uintptr_t)0x3bad)
+		return 98;
+	*fn = (void *)((uintptr_t)func + 0x100000);
+	return 0;
+}
+
+static XResult resolved_kernel(HwCommandHandle *c, uintptr_t stub, XCudaFuncResolver r)
+{
+	static int x;
+	void *args[] = {&x};
+	size_t sizes[] = {sizeof(x)};
+	return HwCommandCreateResolvedKernel(c, (const void *)stub, r, (XDim3){1, 1, 1},
+					     (XDim3){64, 1, 1}, 0, args, sizes, 1);
+}
+
+/* 7: resolved kernels: the resolver is asked once per kernel and context, however many
+ * commands are made; the command launches what it gave; a context made again at the same
+ * address (a new cuCtxGetId) is asked anew; a failing or null resolver is refused. */
+static void resolved(XQueueHandle xq, void *lib)
+{
+	void (*new_context)(void) = (void (*)(void))dlsym(lib, "fake_cuda_new_context");
+	void *(*last_function)(void) = (void *(*)(void))dlsym(lib, "fake_cuda_last_function");
+	CHECK(new_context && last_function);
+	int r0 = atomic_load(&g_resolves);
+	for (int i = 0; i < 100; i++) {
+		HwCommandHandle c;
+		CHECK_OK(resolved_kernel(&c, i % 2 ? 0x3000 : 0x3008, resolver));
+		CHECK_OK(XQueueSubmit(xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+		if (i == 98) {
+			CHECK_OK(XQueueWaitAll(xq));
+			CHECK(last_function() == (void *)(uintptr_t)(0x3008 + 0x100000));
+		}
+	}
+	CHECK_OK(XQueueWaitAll(xq));
+	CHECK(last_function() == (void *)(uintptr_t)(0x3000 + 0x100000));
+	CHECK(atomic_load(&g_resolves) == r0 + 2);
+	new_context();
+	HwCommandHandle c;
+	CHECK_OK(resolved_kernel(&c, 0x3000, resolver));
+	CHECK_OK(HwCommandDestroy(c));
+	CHECK(atomic_load(&g_resolves) == r0 + 3);
+	CHECK(resolved_kernel(&c, 0x3bad, resolver) == kXSchedErrorInvalidValue);
+	CHECK(resolved_kernel(&c, 0x3bad, resolver) == kXSchedErrorInvalidValue);
+	CHECK(atomic_load(&g_resolves) == r0 + 5); /* a failure is not cached */
+	CHECK(resolved_kernel(&c, 0x3000, NULL) == kXSchedErrorInvalidValue);
+	CHECK(resolved_kernel(NULL, 0x3000, resolver) == kXSchedErrorInvalidValue);
+	CHECK(resolved_kernel(&c, 0, resolver) == kXSchedErrorInvalidValue);
+	printf("resolved kernels: 100 commands of 2 kernels asked the resolver twice; a new "
+	       "context once more\n");
+}
 
 /* Submit @n kernels to @xq back to back. */
 static void submit_kernels(XQueueHandle xq, int n)
@@ -331,6 +393,8 @@ int main(void)
 	CHECK_OK(XQueueWaitAll(xq));
 	CHECK(t_stats(xq).completed == s0.completed + 50);
 	printf("Lv2: nothing ran while suspended; all 50 after the resume\n");
+
+	resolved(xq, lib);
 
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hwq));
