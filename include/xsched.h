@@ -779,7 +779,8 @@ typedef struct XDim3 {
  * HwCommandCreateCudaKernel() (defined by this header when cuda_runtime_api.h was
  * included before it), or with HwCommandCreateModuleKernel(). Otherwise the command
  * fails at its enqueue with kXSchedErrorNotSupported (XQueueWait() returns it) and one
- * log line saying so.
+ * log line saying so, unless that kernel was resolved in the stream's context through
+ * HwCommandCreateResolvedKernel() before (the cache is the same).
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The kernel's host-side handle (the `__global__` function's
