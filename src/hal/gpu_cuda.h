@@ -28,6 +28,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -297,17 +298,22 @@ typedef int (*xs__last_error_fn)(void);
 
 /* A resolved kernel: the runtime's host stub in one context (xs__ctx_key). */
 typedef struct xs__fn {
-	struct xs__fn *next;
-	const void *stub;
+	_Atomic(struct xs__fn *) next;
+	const void *stub; /* stub, ctx and fn: written before the entry is published */
 	uint64_t ctx;
 	CUfunction fn;
 } xs__fn;
 
 enum { XS__FN_BUCKETS = 256 };
 
-/* Guards xs__fns and xs__rt. A leaf, never held across a runtime call. */
+/* The cache: chains read without a lock (each command of HwCommandCreateCudaKernel looks
+ * its kernel up here); xs__fn_lock serializes the writers. An entry is published whole
+ * (release) and never freed: one unlinked as stale (xs__fn_forget) may still be read by a
+ * lookup walking past it, so it moves to xs__fns_retired. Guards xs__fns' writes,
+ * xs__fns_retired and xs__rt. A leaf, never held across a runtime call. */
 static xs_mutex xs__fn_lock = PTHREAD_MUTEX_INITIALIZER;
-static xs__fn *xs__fns[XS__FN_BUCKETS];
+static _Atomic(xs__fn *) xs__fns[XS__FN_BUCKETS];
+static xs__fn *xs__fns_retired;
 /* The runtime's cudaGetFuncBySymbol, and its cudaGetLastError to clear the error a failed
  * lookup leaves on the calling thread (the application may check it after its launches). */
 static struct {
@@ -361,13 +367,20 @@ static void xs__fn_forget(const void *stub, CUcontext c)
 {
 	uint64_t ctx = xs__ctx_key(c);
 	xs_mutex_lock(&xs__fn_lock);
-	for (xs__fn **pp = &xs__fns[xs__fn_bucket(stub, ctx)]; *pp; pp = &(*pp)->next)
-		if ((*pp)->stub == stub && (*pp)->ctx == ctx) {
-			xs__fn *dead = *pp;
-			*pp = dead->next;
-			free(dead);
+	for (_Atomic(xs__fn *) *pp = &xs__fns[xs__fn_bucket(stub, ctx)];;) {
+		xs__fn *e = atomic_load_explicit(pp, memory_order_relaxed);
+		if (!e)
+			break;
+		if (e->stub == stub && e->ctx == ctx) {
+			atomic_store_explicit(pp,
+					      atomic_load_explicit(&e->next, memory_order_relaxed),
+					      memory_order_release);
+			atomic_store_explicit(&e->next, xs__fns_retired, memory_order_relaxed);
+			xs__fns_retired = e; /* a lookup may be reading it: kept */
 			break;
 		}
+		pp = &e->next;
+	}
 	xs_mutex_unlock(&xs__fn_lock);
 }
 
@@ -377,15 +390,11 @@ static void xs__fn_forget(const void *stub, CUcontext c)
 /* The cached CUfunction of @stub in context key @ctx, or NULL. */
 static CUfunction xs__fn_cached(const void *stub, uint64_t ctx)
 {
-	CUfunction fn = NULL;
-	xs_mutex_lock(&xs__fn_lock);
-	for (xs__fn *e = xs__fns[xs__fn_bucket(stub, ctx)]; e; e = e->next)
-		if (e->stub == stub && e->ctx == ctx) {
-			fn = e->fn;
-			break;
-		}
-	xs_mutex_unlock(&xs__fn_lock);
-	return fn;
+	xs__fn *e = atomic_load_explicit(&xs__fns[xs__fn_bucket(stub, ctx)], memory_order_acquire);
+	for (; e; e = atomic_load_explicit(&e->next, memory_order_acquire))
+		if (e->stub == stub && e->ctx == ctx)
+			return e->fn;
+	return NULL;
 }
 
 /* Cache @fn for @stub in context key @ctx (if memory allows; a miss resolves again). */
@@ -399,8 +408,9 @@ static void xs__fn_keep(const void *stub, uint64_t ctx, CUfunction fn)
 	e->fn = fn;
 	size_t b = xs__fn_bucket(stub, ctx);
 	xs_mutex_lock(&xs__fn_lock);
-	e->next = xs__fns[b];
-	xs__fns[b] = e;
+	atomic_store_explicit(&e->next, atomic_load_explicit(&xs__fns[b], memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(&xs__fns[b], e, memory_order_release); /* published whole */
 	xs_mutex_unlock(&xs__fn_lock);
 }
 
