@@ -50,12 +50,19 @@ static void xs__shards_init(void)
 		xs_mutex_init(&xs__shards[i].lock);
 }
 
-/* A Fibonacci hash of @handle (Knuth, TAOCP vol. 3, 6.4), which spreads both consecutive
- * library-issued handles and stream pointers: its top bits pick the shard, the next ones
- * the bucket. */
+/* Where @handle lives: the top XS__SHARD_BITS of the result pick the shard, the next ones
+ * the bucket. A library-issued handle (a kind in its top byte) names its shard in its low
+ * bits (xs__number: the shard of the thread that made it, so that a thread's commands stay
+ * in one shard whose lock and chains stay in its cache); the rest, and a key (a stream
+ * pointer, top byte 0), are spread by a Fibonacci hash (Knuth, TAOCP vol. 3, 6.4). */
 static uint64_t xs__hash(uint64_t handle)
 {
-	return handle * UINT64_C(0x9E3779B97F4A7C15);
+	const uint64_t golden = UINT64_C(0x9E3779B97F4A7C15);
+	if (!(handle >> 56))
+		return handle * golden;
+	uint64_t shard = handle & (XS__SHARDS - 1);
+	return shard << (64 - XS__SHARD_BITS) |
+	       ((handle >> XS__SHARD_BITS) * golden) >> XS__SHARD_BITS;
 }
 
 static xs__shard *xs__shard_of(uint64_t hash)
@@ -70,11 +77,13 @@ static xs_obj **xs__bucket(const xs__shard *sh, uint64_t hash)
 	return &sh->buckets[(hash << XS__SHARD_BITS) >> (64 - sh->bits)];
 }
 
-/* A new handle number from the calling thread's block, [xs__tl_next, xs__tl_end), taken
- * XS__NUMBERS_PER_TAKE at a time from xs__next: threads that make commands at once then do
- * not pass one counter's cache line between them at each command. */
+/* A new handle number: a sequence number from the calling thread's block, [xs__tl_next,
+ * xs__tl_end), taken XS__NUMBERS_PER_TAKE at a time from xs__next (threads that make
+ * commands at once then do not pass one counter's cache line between them at each
+ * command), above the thread's shard (given round robin at its first number). */
 enum { XS__NUMBERS_PER_TAKE = 256 };
-static _Thread_local uint64_t xs__tl_next, xs__tl_end;
+static _Thread_local uint64_t xs__tl_next, xs__tl_end, xs__tl_shard = UINT64_MAX;
+static atomic_uint xs__shard_turn;
 
 static uint64_t xs__number(void)
 {
@@ -83,7 +92,10 @@ static uint64_t xs__number(void)
 							memory_order_relaxed);
 		xs__tl_end = xs__tl_next + XS__NUMBERS_PER_TAKE;
 	}
-	return xs__tl_next++;
+	if (xs__tl_shard == UINT64_MAX)
+		xs__tl_shard = atomic_fetch_add_explicit(&xs__shard_turn, 1, memory_order_relaxed) %
+			       XS__SHARDS;
+	return xs__tl_next++ << XS__SHARD_BITS | xs__tl_shard;
 }
 
 void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj))
@@ -180,7 +192,8 @@ xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)
 	if (obj)
 		xs_obj_ref(obj);
 	xs_mutex_unlock(&sh->lock);
-	if (!obj && xs__fork_next && (handle & ((UINT64_C(1) << 56) - 1)) < xs__fork_next)
+	if (!obj && xs__fork_next &&
+	    (handle & ((UINT64_C(1) << 56) - 1)) >> XS__SHARD_BITS < xs__fork_next)
 		XS_WARN("core",
 			"handle 0x%llx was made before fork() (by the parent process): "
 			"unusable in the child, which starts from a clean library state",

@@ -3,12 +3,14 @@
  * Every object behind a public handle starts with an xs_obj. The table maps a handle to
  * its object; a lookup takes a reference, so an object found by one thread stays valid
  * while another thread destroys its handle. Handles are never reused: library-issued
- * values carry a kind tag in the top byte and a 56-bit counter, and GPU HwQueue handles
- * are native stream pointers (user-space addresses, whose top byte is 0).
+ * values carry a kind tag in the top byte, then a 50-bit sequence number and the 6-bit
+ * shard of the thread that made them; GPU HwQueue handles are native stream pointers
+ * (user-space addresses, whose top byte is 0).
  *
  * Thread-safety: all functions may be called from any thread; the table is split in 64
- * shards by a hash of the handle, each with its own mutex (held only for the chain
- * operation), so threads working on different objects rarely wait for each other.
+ * shards, each with its own mutex (held only for the chain operation): the objects a
+ * thread makes go to its own shard (given round robin), stream pointers by a hash, so
+ * threads working on their own objects rarely wait for each other.
  */
 #ifndef XS_CORE_OBJECT_H
 #define XS_CORE_OBJECT_H

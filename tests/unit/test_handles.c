@@ -6,7 +6,8 @@
  * - a key registered twice is refused with kXSchedErrorNotAllowed;
  * - handles are never reused, from one thread or from several at once;
  * - threads registering, looking up and unregistering their own handles at once never see
- *   another's object or lose one, and the count goes back to where it started. */
+ *   another's object or lose one, and the count goes back to where it started;
+ * - handles made on one thread are found and unregistered from another. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,10 +153,44 @@ static void threads(void)
 	free(all);
 }
 
+/* Objects made on one thread (its own shard) are found and unregistered from another. */
+enum { HANDOFF = 1000 };
+static xs_obj *g_made[HANDOFF];
+
+static void *make_many(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < HANDOFF; i++) {
+		g_made[i] = make(XS_KIND_COMMAND);
+		CHECK_OK(xs_handle_register(g_made[i], 0));
+		xs_obj_unref(g_made[i]);
+	}
+	return NULL;
+}
+
+static void handoff(void)
+{
+	size_t base = xs_handle_count();
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, make_many, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(xs_handle_count() == base + HANDOFF);
+	for (int i = 0; i < HANDOFF; i++) {
+		uint64_t h = g_made[i]->handle;
+		xs_obj *o = xs_handle_get(h, XS_KIND_COMMAND);
+		CHECK(o == g_made[i]);
+		xs_obj_unref(o);
+		xs_obj_unref(xs_handle_unregister(h, XS_KIND_COMMAND));
+		CHECK(!xs_handle_get(h, XS_KIND_COMMAND));
+	}
+	CHECK(xs_handle_count() == base);
+}
+
 int main(void)
 {
 	many();
 	keys();
 	threads();
+	handoff();
 	return 0;
 }
