@@ -17,7 +17,8 @@
  *    next one's counter wait, one call for both (about 400 calls for 400 kernels); at Lv1
  *    it marks each kernel of 300 us, and leaves marks out for kernels of no device time;
  *    a backlog of 2000 kernels on the limited Lv2 queue: XQueueWaitAll asks whether the
- *    stream is idle at most once per 20 kernels (it sleeps while the backlog is enqueued);
+ *    stream is idle at most once per 20 kernels (it sleeps while all but the last window
+ *    of the backlog is enqueued);
  * 6. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
  *    stops at the counter wait); after the resume everything completes;
  * 7. resolved kernels (HwCommandCreateResolvedKernel): the resolver is asked once per
@@ -347,10 +348,10 @@ int main(void)
 	printf("400 kernels on a limited Lv2 XQueue: %ld stream memory-operation calls\n", ops);
 	CHECK(lazy ? ops <= 400 + 60 : ops >= 800);
 	/* 5b: a backlog on the limited Lv2 XQueue, 2000 kernels of 10 us submitted faster than
-	 * they run (the launch thread enqueues most), then XQueueWaitAll: it sleeps until the
-	 * last one is enqueued, and asks whether the stream is idle a few times at the end
-	 * (7-17 times in 3000 kernels). Stepping behind each enqueue instead asked it once per
-	 * step: 250-280 times in 3000. */
+	 * they run (the launch thread enqueues most), then XQueueWaitAll: it sleeps until all
+	 * but the last window is enqueued, and asks whether the stream is idle a few times at
+	 * the end (8-31 times). Stepping behind each enqueue instead asked it once per step:
+	 * 171-176 times. */
 	g_set_kernel_us(10);
 	long asked = burst(xq, 2000, queries);
 	g_set_kernel_us(0);
