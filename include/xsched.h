@@ -779,8 +779,7 @@ typedef struct XDim3 {
  * HwCommandCreateCudaKernel() (defined by this header when cuda_runtime_api.h was
  * included before it), or with HwCommandCreateModuleKernel(). Otherwise the command
  * fails at its enqueue with kXSchedErrorNotSupported (XQueueWait() returns it) and one
- * log line saying so, unless that kernel was resolved in the stream's context through
- * HwCommandCreateResolvedKernel() before (the cache is the same).
+ * log line saying so.
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The kernel's host-side handle (the `__global__` function's
@@ -837,10 +836,14 @@ typedef int (*XCudaFuncResolver)(void **function, const void *func);
  * keyed by the kernel and the context's unique id (cuCtxGetId, CUDA 12.0 and later; never
  * reused, so a context destroyed and made again never gets a stale entry), and @p resolve
  * is called on this thread on a miss (with no context current, the runtime makes its
- * device's primary context current, which then keys the entry). Create the command with
+ * device's primary context current, which then keys the entry). With a driver that has no
+ * cuCtxGetId, nothing is cached and @p resolve is called for each command. The cache is
+ * the library's own: HwCommandCreateKernel()'s launches do not use what was resolved here. Create the command with
  * the device of its stream current and submit it to CUDA queues of that context only.
- * HwCommandCreateCudaKernel() passes the program's own cudaGetFuncBySymbol, which works
- * with nvcc's default static runtime; asking the runtime at each command cost 0.1-0.2 us
+ * HwCommandCreateCudaKernel() passes a wrapper of the program's own cudaGetFuncBySymbol
+ * (which has another C type: call it through a function of this type, as that helper does,
+ * and clear the runtime's last error there on a failure), which works with nvcc's default
+ * static runtime; asking the runtime at each command cost 0.1-0.2 us
  * of a 3-4 us launch (H200, 2026-11-26; doc/RESULTS.md), a cached lookup a few tens of ns.
  * An unknown @p func fails here, not at launch.
  *
@@ -1269,7 +1272,7 @@ XSCHED_API XResult XSchedTraceStop(void);
 /* The resolver HwCommandCreateCudaKernel() passes: the caller's own cudaGetFuncBySymbol.
  * A failure is cleared from the runtime's last error (cudaGetLastError()), where the
  * application may look after its launches. */
-static inline int xsched_cuda_resolve_(void **function, const void *func)
+static inline int xsched__cuda_resolve(void **function, const void *func)
 {
 	cudaFunction_t fn = 0;
 	cudaError_t e = cudaGetFuncBySymbol(&fn, func);
@@ -1311,7 +1314,7 @@ static inline XResult HwCommandCreateCudaKernel(HwCommandHandle *hw_cmd, const v
 						void **args, const size_t *arg_sizes,
 						size_t num_args)
 {
-	return HwCommandCreateResolvedKernel(hw_cmd, func, xsched_cuda_resolve_, grid, block,
+	return HwCommandCreateResolvedKernel(hw_cmd, func, xsched__cuda_resolve, grid, block,
 					     shared_mem_bytes, args, arg_sizes, num_args);
 }
 #endif

@@ -6,15 +6,15 @@
 #include "core/log.h"
 #include "core/thread.h"
 
-/* The table is split in XS__SHARDS shards by a hash of the handle, each a chained hash
- * table under its own mutex: submitting threads look up and register commands several times
- * per command (create, submit, destroy), and with one mutex for the process two threads
- * submitting to their own XQueues took 2.5-5x the time of one (benchmarks/submit_host).
- * The chains are intrusive (xs_obj.next), so registering allocates nothing but the rare
- * larger bucket array: a tsearch(3) tree, which allocated a node per handle and freed it on
- * unregister, cost 0.15 us of the 4 table operations a kernel command takes (create, two
- * lookups in XQueueSubmit, destroy), profiled on an H200's host, 2026-11-26.
- * Each shard's lock is a leaf: nothing else is taken under it. */
+/* The table is split in XS__SHARDS shards (the creating thread's for a library-issued
+ * handle, by a hash for a key: xs__hash), each a chained hash table under its own mutex: submitting
+ * threads look up and register commands several times per command (create, submit, destroy), and
+ * with one mutex for the process two threads submitting to their own XQueues took 2.5-5x the time
+ * of one (benchmarks/submit_host). The chains are intrusive (xs_obj.next), so registering allocates
+ * nothing but the rare larger bucket array: a tsearch(3) tree, which allocated a node per handle
+ * and freed it on unregister, cost 0.15 us of the 4 table operations a kernel command takes
+ * (create, two lookups in XQueueSubmit, destroy), profiled on an H200's host, 2026-11-26. Each
+ * shard's lock is a leaf: nothing else is taken under it. */
 enum {
 	XS__SHARD_BITS = 6,
 	XS__SHARDS = 1 << XS__SHARD_BITS,
@@ -24,8 +24,8 @@ enum {
 typedef struct xs__shard {
 	xs_mutex lock;    /* guards the fields below and every chain link (xs_obj.next) in them */
 	xs_obj **buckets; /* 2^bits chains, NULL until the first handle */
-	unsigned bits;
-	size_t count; /* handles registered in this shard */
+	unsigned bits;    /* log2 of the bucket count */
+	size_t count;     /* handles registered in this shard */
 	/* A child's: the parent's buckets, kept reachable for leak checkers. volatile: a
 	 * variable that is only written would otherwise be dropped, with the store. */
 	xs_obj **volatile parent_buckets;
@@ -80,7 +80,8 @@ static xs_obj **xs__bucket(const xs__shard *sh, uint64_t hash)
 /* A new handle number: a sequence number from the calling thread's block, [xs__tl_next,
  * xs__tl_end), taken XS__NUMBERS_PER_TAKE at a time from xs__next (threads that make
  * commands at once then do not pass one counter's cache line between them at each
- * command), above the thread's shard (given round robin at its first number). */
+ * command), above the thread's shard (given round robin at its first number). The
+ * sequence has 50 bits below the kind: 2^50 objects, 3.5 years at 10 M a second. */
 enum { XS__NUMBERS_PER_TAKE = 256 };
 static _Thread_local uint64_t xs__tl_next, xs__tl_end, xs__tl_shard = UINT64_MAX;
 static atomic_uint xs__shard_turn;

@@ -296,11 +296,19 @@ static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
 typedef int (*xs__get_func_fn)(CUfunction *, const void *);
 typedef int (*xs__last_error_fn)(void);
 
+/* Who resolved a cache entry: the process's shared runtime (HwCommandCreateKernel's
+ * launches) or an application's resolver (HwCommandCreateResolvedKernel). Each looks up its
+ * own entries only, so whether a plain runtime pointer launches does not depend on what the
+ * application resolved before. */
+enum xs__fn_origin { XS__FN_SHARED_RT, XS__FN_APP };
+
 /* A resolved kernel: the runtime's host stub in one context (xs__ctx_key). */
 typedef struct xs__fn {
-	_Atomic(struct xs__fn *) next;
-	const void *stub; /* stub, ctx and fn: written before the entry is published */
+	_Atomic(struct xs__fn *) next; /* its chain; never changed once it is unlinked */
+	struct xs__fn *retired_next;   /* xs__fns_retired's link */
+	const void *stub; /* stub, ctx, origin and fn: written before the entry is published */
 	uint64_t ctx;
+	enum xs__fn_origin origin;
 	CUfunction fn;
 } xs__fn;
 
@@ -309,8 +317,9 @@ enum { XS__FN_BUCKETS = 256 };
 /* The cache: chains read without a lock (each command of HwCommandCreateCudaKernel looks
  * its kernel up here); xs__fn_lock serializes the writers. An entry is published whole
  * (release) and never freed: one unlinked as stale (xs__fn_forget) may still be read by a
- * lookup walking past it, so it moves to xs__fns_retired. Guards xs__fns' writes,
- * xs__fns_retired and xs__rt. A leaf, never held across a runtime call. */
+ * lookup standing on it, which goes on along its `next` (left as it was) to the rest of
+ * the chain; it is kept on xs__fns_retired. Guards xs__fns' writes, xs__fns_retired and
+ * xs__rt. A leaf, never held across a runtime call. */
 static xs_mutex xs__fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(xs__fn *) xs__fns[XS__FN_BUCKETS];
 static xs__fn *xs__fns_retired;
@@ -361,8 +370,9 @@ static void xs__find_runtime(void)
 	*(void **)&xs__rt.get_func = dlsym(h, "cudaGetFuncBySymbol");
 }
 
-/* Forget what is cached for @stub in @ctx (its launch said the handle is stale: a context
- * destroyed and another made at the same address). */
+/* Forget what the shared runtime resolved for @stub in @ctx (its launch said the handle is
+ * stale: a context destroyed and another made at the same address, where the driver has no
+ * context ids). */
 static void xs__fn_forget(const void *stub, CUcontext c)
 {
 	uint64_t ctx = xs__ctx_key(c);
@@ -371,53 +381,62 @@ static void xs__fn_forget(const void *stub, CUcontext c)
 		xs__fn *e = atomic_load_explicit(pp, memory_order_relaxed);
 		if (!e)
 			break;
-		if (e->stub == stub && e->ctx == ctx) {
+		if (e->stub == stub && e->ctx == ctx && e->origin == XS__FN_SHARED_RT) {
 			atomic_store_explicit(pp,
 					      atomic_load_explicit(&e->next, memory_order_relaxed),
 					      memory_order_release);
-			atomic_store_explicit(&e->next, xs__fns_retired, memory_order_relaxed);
+			e->retired_next = xs__fns_retired;
 			xs__fns_retired = e; /* a lookup may be reading it: kept */
-			break;
+			break;               /* xs__fn_keep keeps one entry per key */
 		}
 		pp = &e->next;
 	}
 	xs_mutex_unlock(&xs__fn_lock);
 }
 
-/* The CUfunction of runtime stub @stub in context @ctx: cached, else asked of the
- * process's runtime with @ctx current on this thread (bound for the call if another
- * context is). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND with *why set. */
-/* The cached CUfunction of @stub in context key @ctx, or NULL. */
-static CUfunction xs__fn_cached(const void *stub, uint64_t ctx)
+/* The cached CUfunction of @stub in context key @ctx resolved by @origin, or NULL. No lock:
+ * see xs__fns. */
+static CUfunction xs__fn_cached(const void *stub, uint64_t ctx, enum xs__fn_origin origin)
 {
 	xs__fn *e = atomic_load_explicit(&xs__fns[xs__fn_bucket(stub, ctx)], memory_order_acquire);
 	for (; e; e = atomic_load_explicit(&e->next, memory_order_acquire))
-		if (e->stub == stub && e->ctx == ctx)
+		if (e->stub == stub && e->ctx == ctx && e->origin == origin)
 			return e->fn;
 	return NULL;
 }
 
-/* Cache @fn for @stub in context key @ctx (if memory allows; a miss resolves again). */
-static void xs__fn_keep(const void *stub, uint64_t ctx, CUfunction fn)
+/* Cache @fn for @stub in context key @ctx, resolved by @origin, unless another thread did
+ * meanwhile (one entry per key; if memory is short, a later miss resolves again). */
+static void xs__fn_keep(const void *stub, uint64_t ctx, enum xs__fn_origin origin, CUfunction fn)
 {
 	xs__fn *e = malloc(sizeof(*e));
 	if (!e)
 		return;
 	e->stub = stub;
 	e->ctx = ctx;
+	e->origin = origin;
 	e->fn = fn;
+	e->retired_next = NULL;
 	size_t b = xs__fn_bucket(stub, ctx);
 	xs_mutex_lock(&xs__fn_lock);
+	if (xs__fn_cached(stub, ctx, origin)) {
+		xs_mutex_unlock(&xs__fn_lock);
+		free(e); /* never published */
+		return;
+	}
 	atomic_store_explicit(&e->next, atomic_load_explicit(&xs__fns[b], memory_order_relaxed),
 			      memory_order_relaxed);
 	atomic_store_explicit(&xs__fns[b], e, memory_order_release); /* published whole */
 	xs_mutex_unlock(&xs__fn_lock);
 }
 
+/* The CUfunction of runtime stub @stub in context @ctx: cached, else asked of the
+ * process's shared runtime with @ctx current on this thread (bound for the call if another
+ * context is). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND with *why set. */
 static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out, const char **why)
 {
 	uint64_t key = xs__ctx_key(ctx);
-	CUfunction hit = key ? xs__fn_cached(stub, key) : NULL;
+	CUfunction hit = key ? xs__fn_cached(stub, key, XS__FN_SHARED_RT) : NULL;
 	if (hit) {
 		*out = hit;
 		return CUDA_SUCCESS;
@@ -453,7 +472,7 @@ static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out,
 		return CUDA_ERROR_NOT_FOUND;
 	}
 	if (key)
-		xs__fn_keep(stub, key, fn);
+		xs__fn_keep(stub, key, XS__FN_SHARED_RT, fn);
 	*out = fn;
 	return CUDA_SUCCESS;
 }
@@ -461,8 +480,9 @@ static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out,
 /* HwCommandCreateResolvedKernel: the CUfunction of @stub in the calling thread's current
  * context, from the cache or from @resolve (the application's cudaGetFuncBySymbol, called
  * on this thread; with no context current, the runtime makes its device's primary context
- * current, which keys the entry). Returns CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND if @resolve
- * failed (*rt_err: its result), or the driver's error. */
+ * current, which keys the entry). Cached only where the driver gives context ids: a module
+ * kernel's launch has no step that would find an entry stale. Returns CUDA_SUCCESS,
+ * CUDA_ERROR_NOT_FOUND if @resolve failed (*rt_err: its result), or the driver's error. */
 static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **, const void *),
 				       CUfunction *out, int *rt_err)
 {
@@ -470,8 +490,8 @@ static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **,
 	CUresult r = xs__cu.ctx_get_current(&ctx);
 	if (r != CUDA_SUCCESS)
 		return r;
-	uint64_t key = xs__ctx_key(ctx);
-	CUfunction fn = key ? xs__fn_cached(stub, key) : NULL;
+	uint64_t key = xs__cu.ctx_get_id ? xs__ctx_key(ctx) : 0;
+	CUfunction fn = key ? xs__fn_cached(stub, key, XS__FN_APP) : NULL;
 	if (fn) {
 		*out = fn;
 		return CUDA_SUCCESS;
@@ -480,10 +500,10 @@ static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **,
 	*rt_err = resolve(&got, stub);
 	if (*rt_err != 0 || !got)
 		return CUDA_ERROR_NOT_FOUND;
-	if (!ctx && xs__cu.ctx_get_current(&ctx) == CUDA_SUCCESS)
+	if (!ctx && xs__cu.ctx_get_id && xs__cu.ctx_get_current(&ctx) == CUDA_SUCCESS)
 		key = xs__ctx_key(ctx);
 	if (key)
-		xs__fn_keep(stub, key, (CUfunction)got);
+		xs__fn_keep(stub, key, XS__FN_APP, (CUfunction)got);
 	*out = (CUfunction)got;
 	return CUDA_SUCCESS;
 }

@@ -634,11 +634,12 @@ static void xs__drain(xs_xqueue *xq)
 		return; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
-	/* xs_now_lazy: read at most once before an enqueue, and once after it, which the next
-	 * command's checks share (they follow at once, the lock held). */
-	int64_t now = 0;
 	for (;;) {
 		xs__commit(xq);
+		/* xs_now_lazy: read at most once before the enqueue (a reap, a budget charge),
+		 * after this pass's commit, so that a completion is never seen before the
+		 * commit's start; and once after it. */
+		int64_t now = 0;
 		xs_link *l = xs_list_first(&xq->pending);
 		if (!l)
 			break;

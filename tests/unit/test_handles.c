@@ -5,8 +5,10 @@
  *   freed once the last reference drops, and the others are still found;
  * - a key registered twice is refused with kXSchedErrorNotAllowed;
  * - handles are never reused, from one thread or from several at once;
- * - threads registering, looking up and unregistering their own handles at once never see
- *   another's object or lose one, and the count goes back to where it started;
+ * - library-issued handles and stream-pointer keys mixed in the shards are all found;
+ * - threads registering, looking up and unregistering their own handles at once (more
+ *   threads than shards, some with keys) never see another's object or lose one, and the
+ *   count goes back to where it started;
  * - handles made on one thread are found and unregistered from another. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,6 +55,21 @@ static void many(void)
 		xs_obj_unref(objs[i]); /* the table's reference keeps it */
 	}
 	CHECK(xs_handle_count() == base + MANY);
+	/* Keys, hashed over every shard, among the library-issued handles of this thread's. */
+	enum { KEYS = 20000 };
+	xs_obj **keyed = calloc(KEYS, sizeof(*keyed));
+	CHECK(keyed);
+	for (int i = 0; i < KEYS; i++) {
+		keyed[i] = make(XS_KIND_HWQUEUE);
+		CHECK_OK(xs_handle_register(keyed[i], UINT64_C(0x7e0000001000) + (uint64_t)i * 64));
+		xs_obj_unref(keyed[i]);
+	}
+	for (int i = 0; i < KEYS; i++) {
+		xs_obj *o =
+		    xs_handle_get(UINT64_C(0x7e0000001000) + (uint64_t)i * 64, XS_KIND_HWQUEUE);
+		CHECK(o == keyed[i]);
+		xs_obj_unref(o);
+	}
 	for (int i = 0; i < MANY; i++) {
 		enum xs_kind k = i % 3 ? XS_KIND_COMMAND : XS_KIND_XQUEUE;
 		xs_obj *o = xs_handle_get(h[i], k);
@@ -71,7 +88,7 @@ static void many(void)
 		xs_obj_unref(o);
 	}
 	CHECK(atomic_load(&g_freed) == freed0 + MANY / 2);
-	CHECK(xs_handle_count() == base + MANY / 2);
+	CHECK(xs_handle_count() == base + MANY / 2 + KEYS);
 	for (int i = 1; i < MANY; i += 2) {
 		enum xs_kind k = i % 3 ? XS_KIND_COMMAND : XS_KIND_XQUEUE;
 		xs_obj *o = xs_handle_get(h[i], k);
@@ -79,7 +96,11 @@ static void many(void)
 		xs_obj_unref(o);
 		xs_obj_unref(xs_handle_unregister(h[i], k));
 	}
-	CHECK(atomic_load(&g_freed) == freed0 + MANY);
+	for (int i = 0; i < KEYS; i++)
+		xs_obj_unref(xs_handle_unregister(UINT64_C(0x7e0000001000) + (uint64_t)i * 64,
+						  XS_KIND_HWQUEUE));
+	free(keyed);
+	CHECK(atomic_load(&g_freed) == freed0 + MANY + KEYS);
 	CHECK(xs_handle_count() == base);
 	qsort(h, MANY, sizeof(*h), cmp_u64);
 	for (int i = 1; i < MANY; i++)
@@ -105,32 +126,39 @@ static void keys(void)
 	xs_obj_unref(b);
 }
 
-enum { THREADS = 4, ROUNDS = 50000, LIVE = 64 };
+/* More threads than shards (64), so that threads share shards; every third registers
+ * stream-pointer-shaped keys (hashed over all shards) instead of library-issued handles. */
+enum { THREADS = 72, ROUNDS = 4000, LIVE = 16 };
 static uint64_t g_seen[THREADS][ROUNDS];
 
 static void *churn(void *arg)
 {
 	int t = (int)(intptr_t)arg;
+	bool keyed = t % 3 == 0;
+	enum xs_kind kind = keyed ? XS_KIND_HWQUEUE : XS_KIND_COMMAND;
 	xs_obj *live[LIVE] = {0};
 	for (int r = 0; r < ROUNDS; r++) {
 		int slot = r % LIVE;
 		if (live[slot]) {
 			uint64_t h = live[slot]->handle;
-			xs_obj *o = xs_handle_get(h, XS_KIND_COMMAND);
+			xs_obj *o = xs_handle_get(h, kind);
 			CHECK(o == live[slot]);
 			xs_obj_unref(o);
-			CHECK(xs_handle_unregister(h, XS_KIND_COMMAND) == live[slot]);
+			CHECK(xs_handle_unregister(h, kind) == live[slot]);
 			xs_obj_unref(live[slot]);
 		}
-		xs_obj *n = make(XS_KIND_COMMAND);
-		CHECK_OK(xs_handle_register(n, 0));
+		xs_obj *n = make(kind);
+		/* A key: a user-space address's shape (top byte 0), unique per thread and round. */
+		uint64_t key =
+		    keyed ? UINT64_C(0x7f0000000000) | (uint64_t)t << 24 | (uint64_t)r << 4 : 0;
+		CHECK_OK(xs_handle_register(n, key));
 		xs_obj_unref(n);
 		live[slot] = n;
 		g_seen[t][r] = n->handle;
 	}
 	for (int i = 0; i < LIVE; i++)
 		if (live[i])
-			xs_obj_unref(xs_handle_unregister(live[i]->handle, XS_KIND_COMMAND));
+			xs_obj_unref(xs_handle_unregister(live[i]->handle, kind));
 	return NULL;
 }
 
