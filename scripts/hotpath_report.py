@@ -16,7 +16,7 @@ thread kind (app: the thread that submits; lib: the library's threads).
 A sample's category is the first in this order that names one of the three innermost of
 the library's own functions on its stack: done marks and counter waits (the driver under
 xs_gpu_write_*), the handle table, command allocation, reaping, the budget, clock reads,
-locks, the application's cudaGetFuncBySymbol (HwCommandCreateCudaKernel's); else the driver's launch where the
+locks, the kernel lookup (HwCommandCreateCudaKernel's); else the driver's launch where the
 innermost own function is the launch call (or none is: the driver's or libc's frames
 without unwind information); else the innermost own function, listed by name.
 """
@@ -35,9 +35,12 @@ CATEGORIES = [
     ("budget", ("xs_budget_charge", "xs_budget_uncharge")),
     ("clock reads", ("xs_now_ns",)),
     ("locks", ("xs_mutex_lock", "xs_mutex_unlock")),
-    # HwCommandCreateCudaKernel (xsched.h, inline) is the runtime's cudaGetFuncBySymbol
-    # where the runtime is linked statically (its frames have no names of their own).
-    ("application's cudaGetFuncBySymbol", ("cudaGetFuncBySymbol", "HwCommandCreateCudaKernel")),
+    # HwCommandCreateCudaKernel (xsched.h, inline) and HwCommandCreateResolvedKernel: the
+    # kernel's CUfunction, from the library's cache (0.5) or the runtime's
+    # cudaGetFuncBySymbol (its frames have no names of their own where the runtime is
+    # linked statically).
+    ("kernel lookup", ("cudaGetFuncBySymbol", "HwCommandCreateCudaKernel",
+                       "HwCommandCreateResolvedKernel")),
 ]
 # The launch calls: the library's, the runtime's, and hotpath_profile.c's raw one (the
 # static runtime's frames under it have no names of their own).
