@@ -838,9 +838,9 @@ typedef int (*XCudaFuncResolver)(void **function, const void *func);
  * is called on this thread on a miss (with no context current, the runtime makes its
  * device's primary context current, which then keys the entry). With a driver that has no
  * cuCtxGetId, nothing is cached and @p resolve is called for each command. The cache is
- * the library's own: HwCommandCreateKernel()'s launches do not use what was resolved here. Create the command with
- * the device of its stream current and submit it to CUDA queues of that context only.
- * HwCommandCreateCudaKernel() passes a wrapper of the program's own cudaGetFuncBySymbol
+ * the library's own: HwCommandCreateKernel()'s launches do not use what was resolved here. Create
+ * the command with the device of its stream current and submit it to CUDA queues of that context
+ * only. HwCommandCreateCudaKernel() passes a wrapper of the program's own cudaGetFuncBySymbol
  * (which has another C type: call it through a function of this type, as that helper does,
  * and clear the runtime's last error there on a failure), which works with nvcc's default
  * static runtime; asking the runtime at each command cost 0.1-0.2 us
