@@ -837,15 +837,16 @@ typedef int (*XCudaFuncResolver)(void **function, const void *func);
  * reused, so a context destroyed and made again never gets a stale entry), and @p resolve
  * is called on this thread on a miss (with no context current, the runtime makes its
  * device's primary context current, which then keys the entry). With a driver that has no
- * cuCtxGetId, nothing is cached and @p resolve is called for each command. The cache is
- * the library's own: HwCommandCreateKernel()'s launches do not use what was resolved here. Create
- * the command with the device of its stream current and submit it to CUDA queues of that context
- * only. HwCommandCreateCudaKernel() passes a wrapper of the program's own cudaGetFuncBySymbol
- * (which has another C type: call it through a function of this type, as that helper does,
- * and clear the runtime's last error there on a failure), which works with nvcc's default
- * static runtime; asking the runtime at each command cost 0.1-0.2 us
- * of a 3-4 us launch (H200, 2026-11-26; doc/RESULTS.md), a cached lookup a few tens of ns.
- * An unknown @p func fails here, not at launch.
+ * cuCtxGetId, nothing is cached and @p resolve is called for each command. The cache is the
+ * library's own: HwCommandCreateKernel()'s launches do not use what was resolved here.
+ * Create the command with the device of its stream current and submit it to CUDA queues of
+ * that context only. HwCommandCreateCudaKernel() passes a wrapper of the program's own
+ * cudaGetFuncBySymbol (which has another C type: call it through a function of this type,
+ * as that helper does, and clear the runtime's last error there on a failure), which works
+ * with nvcc's default static runtime; asking the runtime at each command cost about 0.19 us
+ * of a 3-4 us launch, a cached lookup 0.07-0.10 us (two driver calls to learn the context,
+ * then the cache; H200, 2026-11-26, doc/RESULTS.md). An unknown @p func fails here, not at
+ * launch.
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The `__global__` function's host address.
