@@ -845,8 +845,8 @@ typedef int (*XCudaFuncResolver)(void **function, const void *func);
  * as that helper does, and clear the runtime's last error there on a failure), which works
  * with nvcc's default static runtime; asking the runtime at each command cost about 0.19 us
  * of a 3-4 us launch, a cached lookup 0.07-0.10 us (two driver calls to learn the context,
- * then the cache; H200, 2026-11-26, doc/RESULTS.md). An unknown @p func fails here, not at
- * launch.
+ * then the cache; H200, 2026-11-26, doc/RESULTS.md; one call since). An unknown @p func fails here,
+ * not at launch.
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The `__global__` function's host address.
@@ -862,8 +862,7 @@ typedef int (*XCudaFuncResolver)(void **function, const void *func);
  * @return as HwCommandCreateKernel(); also kXSchedErrorInvalidValue if @p resolve is null
  *         or fails for @p func (logged with its error code);
  *         kXSchedErrorNotSupported if this build has no CUDA backend or the process no
- *         usable CUDA driver; kXSchedErrorHardware if the driver cannot say which context
- *         is current.
+ *         usable CUDA driver; kXSchedErrorHardware if the driver failed to start (cuInit).
  * Thread-safety: any thread; the cache takes a lock of its own, never held across @p resolve.
  */
 XSCHED_API XResult HwCommandCreateResolvedKernel(HwCommandHandle *hw_cmd, const void *func,

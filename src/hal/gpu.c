@@ -759,17 +759,12 @@ XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const v
 	CUfunction f = NULL;
 	int rt_err = 0;
 	err = xs__fn_resolve_current(func, resolve, &f, &rt_err);
-	if (err == CUDA_ERROR_NOT_FOUND) {
+	if (err != XS_GPU_OK) {
 		XS_WARN("hal",
 			"HwCommandCreateResolvedKernel: the runtime does not know kernel %p "
 			"(its resolver returned %d)",
 			func, rt_err);
 		return kXSchedErrorInvalidValue;
-	}
-	if (err != XS_GPU_OK) {
-		XS_WARN("hal", "HwCommandCreateResolvedKernel: cuCtxGetCurrent failed: %s (%s)",
-			xs_gpu_err_name(err), xs_gpu_err_string(err));
-		return kXSchedErrorHardware;
 	}
 	*fn = (void *)f;
 	return kXSchedSuccess;

@@ -481,16 +481,22 @@ static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out,
  * context, from the cache or from @resolve (the application's cudaGetFuncBySymbol, called
  * on this thread; with no context current, the runtime makes its device's primary context
  * current, which keys the entry). Cached only where the driver gives context ids: a module
- * kernel's launch has no step that would find an entry stale. Returns CUDA_SUCCESS,
- * CUDA_ERROR_NOT_FOUND if @resolve failed (*rt_err: its result), or the driver's error. */
+ * kernel's launch has no step that would find an entry stale. Returns CUDA_SUCCESS, or
+ * CUDA_ERROR_NOT_FOUND if @resolve failed (*rt_err: its result). */
+/* The unique id of the calling thread's current context (cuCtxGetId of NULL: one driver
+ * call), 0 if none is current or the driver has no context ids. */
+static uint64_t xs__current_ctx_id(void)
+{
+	unsigned long long id = 0;
+	if (!xs__cu.ctx_get_id || xs__cu.ctx_get_id(NULL, &id) != CUDA_SUCCESS)
+		return 0;
+	return (uint64_t)id;
+}
+
 static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **, const void *),
 				       CUfunction *out, int *rt_err)
 {
-	CUcontext ctx = NULL;
-	CUresult r = xs__cu.ctx_get_current(&ctx);
-	if (r != CUDA_SUCCESS)
-		return r;
-	uint64_t key = xs__cu.ctx_get_id ? xs__ctx_key(ctx) : 0;
+	uint64_t key = xs__current_ctx_id();
 	CUfunction fn = key ? xs__fn_cached(stub, key, XS__FN_APP) : NULL;
 	if (fn) {
 		*out = fn;
@@ -500,8 +506,8 @@ static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **,
 	*rt_err = resolve(&got, stub);
 	if (*rt_err != 0 || !got)
 		return CUDA_ERROR_NOT_FOUND;
-	if (!ctx && xs__cu.ctx_get_id && xs__cu.ctx_get_current(&ctx) == CUDA_SUCCESS)
-		key = xs__ctx_key(ctx);
+	if (!key)
+		key = xs__current_ctx_id(); /* the runtime may have made its context current */
 	if (key)
 		xs__fn_keep(stub, key, XS__FN_APP, (CUfunction)got);
 	*out = (CUfunction)got;

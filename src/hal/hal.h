@@ -237,7 +237,7 @@ XResult xs_hip_queue_create(void *stream, xs_hwq **out);
  * calling thread's current context, cached per kernel and context, else asked of
  * @resolve. Returns kXSchedSuccess; kXSchedErrorInvalidValue if @resolve fails (logged),
  * kXSchedErrorNotSupported without a CUDA backend or driver, kXSchedErrorHardware if the
- * driver cannot say which context is current. */
+ * driver failed to start (cuInit). */
 XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const void *), void **fn);
 
 /* The HwQueue whose command the calling thread runs now, and that command's number:

@@ -7,6 +7,8 @@
  *   (the library asks it) and fails, with kXSchedErrorNotSupported at the wait and the
  *   queue still usable, with the static one (the library cannot reach it);
  * - the helper refuses a pointer that is no kernel, at create;
+ * - HwCommandCreateResolvedKernel asks its resolver once for many commands of one kernel in
+ *   one context (the driver gives context ids), and they run;
  * - the library loaded libcuda.so.1 and no libcudart of its own. */
 #include <dlfcn.h>
 #include <link.h>
@@ -51,6 +53,20 @@ static XResult run(XQueueHandle xq, bool helper, unsigned *seq)
 	return res;
 }
 
+/* A resolver that counts its calls (the program's cudaGetFuncBySymbol). */
+static int g_resolves;
+
+static int counting_resolver(void **fn, const void *func)
+{
+	g_resolves++;
+	cudaFunction_t f = 0;
+	cudaError_t e = cudaGetFuncBySymbol(&f, func);
+	if (e != cudaSuccess)
+		(void)cudaGetLastError();
+	*fn = (void *)f;
+	return (int)e;
+}
+
 static unsigned read_seq(const unsigned *seq_dev)
 {
 	unsigned v = 0;
@@ -91,6 +107,24 @@ int main(void)
 #else
 	CHECK(read_seq(seq) == 2);
 #endif
+
+	/* Many commands of one kernel do not ask the resolver each time (the cache holds the
+	 * helper's entry for this kernel and context: 0 calls; without context ids, 20). */
+	unsigned before = read_seq(seq);
+	for (int i = 0; i < 20; i++) {
+		unsigned *log = NULL, idx = 0;
+		void *args[] = {&seq, &log, &idx};
+		size_t sizes[] = {sizeof(seq), sizeof(log), sizeof(idx)};
+		XDim3 one1 = {1, 1, 1};
+		HwCommandHandle cmd;
+		CHECK_OK(HwCommandCreateResolvedKernel(&cmd, xt_kernel_count(), counting_resolver,
+						       one1, one1, 0, args, sizes, 3));
+		CHECK_OK(XQueueSubmit(xq, cmd));
+		CHECK_OK(HwCommandDestroy(cmd));
+	}
+	CHECK_OK(XQueueWaitAll(xq));
+	CHECK(read_seq(seq) == before + 20);
+	CHECK(g_resolves <= 1);
 
 	/* The helper refuses what is no kernel, now, and leaves no runtime error behind. */
 	XDim3 one = {1, 1, 1};

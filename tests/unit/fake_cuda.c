@@ -345,6 +345,8 @@ API CUresult cuCtxGetCurrent(CUcontext *c)
 API CUresult cuCtxGetId(CUcontext c, unsigned long long *id)
 {
 	count("cuCtxGetId");
+	if (!c)
+		c = (CUcontext)&g_ctx; /* NULL: the current context */
 	if (c != (CUcontext)&g_ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*id = atomic_load(&g_ctx_id);
