@@ -1173,8 +1173,9 @@ static uint64_t xs__next_step(const xs_xqueue *xq, uint64_t target)
  * an H200 took 9.9 us per kernel instead of 5.0 (hotpath_profile, lv2, 2026-11-26). The
  * completions meanwhile are seen without this thread: the token's holder reaps at each
  * enqueue (xs__window_full) and the progress thread at its pace. Sleeping through the last
- * window as well left its completions unmarked but every batch_size-th: a task of 30
- * SGEMMs of 0.35 ms on the top queue took 1% longer (H200, overhead_cuda). */
+ * window as well made a task of 30 SGEMMs of 0.35 ms on the top queue about 1% slower
+ * (H200, overhead_cuda, 7 of 10 rounds); why was not pinned down (its last completions are
+ * then marked only every batch_size-th, which may be it). */
 XResult xs_engine_wait_all(xs_xqueue *xq)
 {
 	xs_lend lend;
