@@ -57,13 +57,6 @@ static void on_sample(int sig)
 	g_cfg_of[i] = atomic_load_explicit(&g_cfg, memory_order_relaxed);
 }
 
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 static double cpu_us(void)
 {
 	struct timespec ts;
@@ -113,7 +106,7 @@ static struct config g_cfgs[CONFIGS] = {
 /* @n tiny kernels on @c; prints us per kernel (wall) and the process's CPU us per kernel. */
 static void run(struct config *c, long n, const char *what)
 {
-	double c0 = cpu_us(), t0 = now_us();
+	double c0 = cpu_us(), t0 = (double)t_now_us();
 	for (long i = 0; i < n; i++) {
 		if (c->xq)
 			tiny_xq(c->xq);
@@ -124,7 +117,7 @@ static void run(struct config *c, long n, const char *what)
 		CHECK_OK(XQueueWaitAll(c->xq));
 	else
 		GPU_CHECK(gpuStreamSynchronize(c->s));
-	double t = now_us() - t0;
+	double t = (double)t_now_us() - t0;
 	printf("%-4s %-10s %.3f us/kernel, cpu %.3f us/kernel\n", c->name, what, t / n,
 	       (cpu_us() - c0) / n);
 }

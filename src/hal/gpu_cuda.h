@@ -16,7 +16,8 @@
  * the stream's context current, and caches it per kernel and context. An application
  * with the static runtime passes its own cudaGetFuncBySymbol instead
  * (HwCommandCreateCudaKernel() in xsched.h, HwCommandCreateResolvedKernel: a module
- * kernel resolved at create through the same cache). See xs__fn_resolve.
+ * kernel resolved at create, cached in the same table under entries of its own). See
+ * xs__fn_resolve and xs__fn_resolve_current.
  *
  * Thread binding: a stream belongs to a context (cuStreamGetCtx). Library threads make
  * that context current with cuCtxSetCurrent, whether it is a device's primary context
@@ -330,18 +331,24 @@ static struct {
 	xs__last_error_fn last_error;
 } xs__rt;
 
-/* The key of @ctx in the kernel cache: its unique id (cuCtxGetId: never reused within the
- * process, so an entry of a destroyed context is never found for a new one at the same
- * address), else its address (a stale entry is then forgotten when its launch fails,
- * xs__fn_forget). 0 if @ctx is not a live context. */
-static uint64_t xs__ctx_key(CUcontext ctx)
+/* The unique id of @ctx (NULL: the calling thread's current context) from cuCtxGetId,
+ * never reused within the process; 0 if there is none or the driver has no context ids. */
+static uint64_t xs__ctx_id(CUcontext ctx)
 {
 	unsigned long long id = 0;
+	if (!xs__cu.ctx_get_id || xs__cu.ctx_get_id(ctx, &id) != CUDA_SUCCESS)
+		return 0;
+	return (uint64_t)id;
+}
+
+/* The key of @ctx in the kernel cache: its unique id (an entry of a destroyed context is
+ * never found for a new one at the same address), else its address (a stale entry is then
+ * forgotten when its launch fails, xs__fn_forget). 0 if @ctx is not a live context. */
+static uint64_t xs__ctx_key(CUcontext ctx)
+{
 	if (!ctx)
 		return 0;
-	if (!xs__cu.ctx_get_id)
-		return (uint64_t)(uintptr_t)ctx;
-	return xs__cu.ctx_get_id(ctx, &id) == CUDA_SUCCESS ? (uint64_t)id : 0;
+	return xs__cu.ctx_get_id ? xs__ctx_id(ctx) : (uint64_t)(uintptr_t)ctx;
 }
 
 static size_t xs__fn_bucket(const void *stub, uint64_t ctx)
@@ -482,21 +489,12 @@ static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out,
  * on this thread; with no context current, the runtime makes its device's primary context
  * current, which keys the entry). Cached only where the driver gives context ids: a module
  * kernel's launch has no step that would find an entry stale. Returns CUDA_SUCCESS, or
- * CUDA_ERROR_NOT_FOUND if @resolve failed (*rt_err: its result). */
-/* The unique id of the calling thread's current context (cuCtxGetId of NULL: one driver
- * call), 0 if none is current or the driver has no context ids. */
-static uint64_t xs__current_ctx_id(void)
-{
-	unsigned long long id = 0;
-	if (!xs__cu.ctx_get_id || xs__cu.ctx_get_id(NULL, &id) != CUDA_SUCCESS)
-		return 0;
-	return (uint64_t)id;
-}
-
+ * CUDA_ERROR_NOT_FOUND if @resolve failed (*rt_err: its result). The current context's id
+ * is one driver call (cuCtxGetId of NULL). */
 static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **, const void *),
 				       CUfunction *out, int *rt_err)
 {
-	uint64_t key = xs__current_ctx_id();
+	uint64_t key = xs__ctx_id(NULL);
 	CUfunction fn = key ? xs__fn_cached(stub, key, XS__FN_APP) : NULL;
 	if (fn) {
 		*out = fn;
@@ -507,7 +505,7 @@ static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **,
 	if (*rt_err != 0 || !got)
 		return CUDA_ERROR_NOT_FOUND;
 	if (!key)
-		key = xs__current_ctx_id(); /* the runtime may have made its context current */
+		key = xs__ctx_id(NULL); /* the runtime may have made its context current */
 	if (key)
 		xs__fn_keep(stub, key, XS__FN_APP, (CUfunction)got);
 	*out = (CUfunction)got;
