@@ -829,30 +829,36 @@ XSCHED_API XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *fu
 typedef int (*XCudaFuncResolver)(void **function, const void *func);
 
 /**
- * @brief HwCommandCreateModuleKernel() of CUDA kernel @p func, resolved to its `CUfunction`
- *        by @p resolve once per kernel and context and then cached.
+ * @brief A launch of CUDA kernel @p func, whose `CUfunction` @p resolve gives once per
+ *        kernel and context; it is then cached.
  *
- * The `CUfunction` is the one of the context current on the calling thread: the cache is
- * keyed by the kernel and the context's unique id (cuCtxGetId, CUDA 12.0 and later; never
- * reused, so a context destroyed and made again never gets a stale entry), and @p resolve
- * is called on this thread on a miss (with no context current, the runtime makes its
- * device's primary context current, which then keys the entry). With a driver that has no
- * cuCtxGetId, nothing is cached and @p resolve is called for each command. The cache is the
- * library's own: HwCommandCreateKernel()'s launches do not use what was resolved here.
- * Create the command with the device of its stream current and submit it to CUDA queues of
- * that context only. HwCommandCreateCudaKernel() passes a wrapper of the program's own
+ * Each launch looks the `CUfunction` up in the context of its stream, by the kernel and the
+ * context's unique id (cuCtxGetId, CUDA 12.0 and later; never reused, so a context destroyed
+ * and made again never gets a stale entry; a driver without it keys by the context's
+ * address and resolves again when a launch finds the handle stale). On a miss the launching
+ * thread (the submitter, or a library thread) calls @p resolve with the stream's context
+ * current; if it fails there, the command fails with kXSchedErrorInvalidValue (its
+ * XQueueWait() result, logged). So a command may be created in one context and run in
+ * another. To report an unknown @p func here rather than at launch, the first command of a
+ * kernel and resolver on a thread also asks @p resolve in the calling thread's current
+ * context (with no context current, the runtime makes its device's primary context
+ * current); later ones ask neither the driver nor @p resolve at create (a memo per thread).
+ * The cache is the library's own: HwCommandCreateKernel()'s launches do not use what was
+ * resolved here. HwCommandCreateCudaKernel() passes a wrapper of the program's own
  * cudaGetFuncBySymbol (which has another C type: call it through a function of this type,
  * as that helper does, and clear the runtime's last error there on a failure), which works
  * with nvcc's default static runtime; asking the runtime at each command cost about 0.19 us
- * of a 3-4 us launch, a cached lookup 0.07-0.10 us (two driver calls to learn the context,
- * then the cache; H200, 2026-11-26, doc/RESULTS.md; one call since). An unknown @p func fails here,
- * not at launch.
+ * of a 3-4 us launch, a cached lookup at create 0.07-0.10 us (a driver call to learn the
+ * context, then the cache; H200, 2026-11-26, doc/RESULTS.md). Runs on CUDA queues only
+ * (XQueueSubmit() to another returns kXSchedErrorNotSupported).
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The `__global__` function's host address.
  * @param resolve          [in]  The runtime's resolver (cudaGetFuncBySymbol of the runtime
- *                               that registered @p func); called without any library
- *                               lock held.
+ *                               that registered @p func); thread-safe, since a library
+ *                               thread may call it; called without any library lock held
+ *                               (it must not wait for the XQueue's commands). It must stay
+ *                               callable until the command has completed.
  * @param grid             [in]  Grid size in blocks; each component >= 1.
  * @param block            [in]  Block size in threads; each component >= 1.
  * @param shared_mem_bytes [in]  Dynamic shared memory per block, in bytes.
@@ -860,10 +866,11 @@ typedef int (*XCudaFuncResolver)(void **function, const void *func);
  * @param arg_sizes        [in]  Size in bytes of each argument; read only during this call.
  * @param num_args         [in]  Number of arguments.
  * @return as HwCommandCreateKernel(); also kXSchedErrorInvalidValue if @p resolve is null
- *         or fails for @p func (logged with its error code);
+ *         or fails for @p func where it is asked here (logged with its error code);
  *         kXSchedErrorNotSupported if this build has no CUDA backend or the process no
  *         usable CUDA driver; kXSchedErrorHardware if the driver failed to start (cuInit).
- * Thread-safety: any thread; the cache takes a lock of its own, never held across @p resolve.
+ * Thread-safety: any thread; the cache's writers take a lock of its own, never held across
+ * @p resolve; lookups take none.
  */
 XSCHED_API XResult HwCommandCreateResolvedKernel(HwCommandHandle *hw_cmd, const void *func,
 						 XCudaFuncResolver resolve, XDim3 grid, XDim3 block,
@@ -1290,11 +1297,10 @@ static inline int xsched__cuda_resolve(void **function, const void *func)
  * cuda_runtime.h) was included before this header. It is HwCommandCreateResolvedKernel()
  * with the caller's cudaGetFuncBySymbol as the resolver, so it works with nvcc's default
  * static cudart, which the library cannot reach; the kernel's CUfunction is asked of the
- * runtime once per context and cached. The CUfunction belongs to the context current on
- * the calling thread (the runtime makes the current device's primary context current if
- * none is): create the command with the device of its stream current, and submit it to
- * CUDA queues of that context only. Resolved here, so an unknown @p func fails now, not at
- * launch.
+ * runtime once per context and cached, and each launch uses the one of its stream's
+ * context. The first command of a kernel on a thread also asks the runtime with the
+ * calling thread's context current (the runtime makes the current device's primary context
+ * current if none is), so an unknown @p func fails now, not at launch.
  *
  * @param hw_cmd           [out] The new handle; owned by the caller (HwCommandDestroy()).
  * @param func             [in]  The `__global__` function's host address.

@@ -54,8 +54,9 @@ static bool xs__dim_ok(XDim3 d)
  * each value 16-byte aligned, and the pointer array points at the copies (the form cudaLaunchKernel
  * takes). */
 static XResult xs__create_kernel(const char *fn, enum xs_cmd_kind kind, HwCommandHandle *hw_cmd,
-				 const void *func, XDim3 grid, XDim3 block, size_t shared_mem_bytes,
-				 void **args, const size_t *arg_sizes, size_t num_args)
+				 const void *func, int (*resolve)(void **, const void *),
+				 XDim3 grid, XDim3 block, size_t shared_mem_bytes, void **args,
+				 const size_t *arg_sizes, size_t num_args)
 {
 	if (!hw_cmd || !func) {
 		XS_WARN("api", "%s: %s is null", fn, hw_cmd ? "the kernel" : "hw_cmd");
@@ -106,6 +107,7 @@ static XResult xs__create_kernel(const char *fn, enum xs_cmd_kind kind, HwComman
 		cmd->u.kernel.args = ptrs;
 	}
 	cmd->u.kernel.func = func;
+	cmd->u.kernel.resolve = resolve;
 	cmd->u.kernel.grid = grid;
 	cmd->u.kernel.block = block;
 	cmd->u.kernel.shared_mem_bytes = shared_mem_bytes;
@@ -117,8 +119,8 @@ XResult HwCommandCreateKernel(HwCommandHandle *hw_cmd, const void *func, XDim3 g
 			      size_t shared_mem_bytes, void **args, const size_t *arg_sizes,
 			      size_t num_args)
 {
-	return xs__create_kernel("HwCommandCreateKernel", XS_CMD_KERNEL, hw_cmd, func, grid, block,
-				 shared_mem_bytes, args, arg_sizes, num_args);
+	return xs__create_kernel("HwCommandCreateKernel", XS_CMD_KERNEL, hw_cmd, func, NULL, grid,
+				 block, shared_mem_bytes, args, arg_sizes, num_args);
 }
 
 XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function, XDim3 grid,
@@ -126,7 +128,7 @@ XResult HwCommandCreateModuleKernel(HwCommandHandle *hw_cmd, void *function, XDi
 				    const size_t *arg_sizes, size_t num_args)
 {
 	return xs__create_kernel("HwCommandCreateModuleKernel", XS_CMD_MODULE_KERNEL, hw_cmd,
-				 function, grid, block, shared_mem_bytes, args, arg_sizes,
+				 function, NULL, grid, block, shared_mem_bytes, args, arg_sizes,
 				 num_args);
 }
 
@@ -143,11 +145,10 @@ XResult HwCommandCreateResolvedKernel(HwCommandHandle *hw_cmd, const void *func,
 				: "resolve");
 		return kXSchedErrorInvalidValue;
 	}
-	void *function = NULL;
-	XResult res = xs_cuda_resolve_kernel(func, resolve, &function);
+	XResult res = xs_cuda_check_kernel(func, resolve);
 	if (res != kXSchedSuccess)
 		return res;
-	return xs__create_kernel(fn, XS_CMD_MODULE_KERNEL, hw_cmd, function, grid, block,
+	return xs__create_kernel(fn, XS_CMD_RESOLVED_KERNEL, hw_cmd, func, resolve, grid, block,
 				 shared_mem_bytes, args, arg_sizes, num_args);
 }
 

@@ -35,16 +35,18 @@ struct xs_xqueue;
 struct xs_hal_ops;
 
 enum xs_cmd_kind {
-	XS_CMD_HOST_FUNC,     /* HostFunction on the HwQueue's executor */
-	XS_CMD_CALLBACK,      /* LaunchCallback at launch time */
-	XS_CMD_KERNEL,        /* GPU: runtime launch of a __global__ function */
-	XS_CMD_MODULE_KERNEL, /* GPU: launch of a module function (CUfunction/hipFunction_t) */
-	XS_CMD_MEMCPY,        /* GPU: asynchronous copy, direction from the pointers */
-	XS_CMD_MEMSET,        /* GPU: asynchronous byte fill */
-	XS_CMD_EVENT_RECORD,  /* a marker that waits of other XQueues depend on */
-	XS_CMD_EVENT_WAIT,    /* nothing after it runs before its record has run */
-	XS_CMD_INLINE,        /* LaunchCallback (u.callback) run inside its enqueue by the one
-			       * thread that may enqueue it, its submitter (XQueueLaunchInline) */
+	XS_CMD_HOST_FUNC,       /* HostFunction on the HwQueue's executor */
+	XS_CMD_CALLBACK,        /* LaunchCallback at launch time */
+	XS_CMD_KERNEL,          /* GPU: runtime launch of a __global__ function */
+	XS_CMD_MODULE_KERNEL,   /* GPU: launch of a module function (CUfunction/hipFunction_t) */
+	XS_CMD_RESOLVED_KERNEL, /* CUDA: a __global__ function, its CUfunction asked of the
+				 * command's resolver (cached per context) at launch */
+	XS_CMD_MEMCPY,          /* GPU: asynchronous copy, direction from the pointers */
+	XS_CMD_MEMSET,          /* GPU: asynchronous byte fill */
+	XS_CMD_EVENT_RECORD,    /* a marker that waits of other XQueues depend on */
+	XS_CMD_EVENT_WAIT,      /* nothing after it runs before its record has run */
+	XS_CMD_INLINE,          /* LaunchCallback (u.callback) run inside its enqueue by the one
+				 * thread that may enqueue it, its submitter (XQueueLaunchInline) */
 	XS_CMD_KIND_COUNT,
 };
 
@@ -76,8 +78,10 @@ typedef struct xs_cmd {
 			LaunchCallback fn;
 			void *data;
 		} callback;
-		struct {                  /* KERNEL and MODULE_KERNEL */
+		struct {                  /* KERNEL, MODULE_KERNEL and RESOLVED_KERNEL */
 			const void *func; /* host-side kernel handle, or the module function */
+			/* RESOLVED_KERNEL's resolver (cudaGetFuncBySymbol's shape); else NULL */
+			int (*resolve)(void **fn, const void *func);
 			XDim3 grid, block;
 			size_t shared_mem_bytes;
 			void **args; /* num_args pointers into owned, as cudaLaunchKernel wants */

@@ -283,6 +283,10 @@ static XResult xs__thread_init(xs_hwq *q)
 static bool xs__supports(xs_hwq *q, enum xs_cmd_kind kind)
 {
 	(void)q;
+#ifndef XS_GPU_CUDA
+	if (kind == XS_CMD_RESOLVED_KERNEL)
+		return false; /* a CUDA kernel's resolver */
+#endif
 	return kind < XS_CMD_KIND_COUNT;
 }
 
@@ -379,6 +383,17 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 			return kXSchedErrorNotSupported; /* logged with its remedy */
 #endif
 		break;
+#ifdef XS_GPU_CUDA
+	case XS_CMD_RESOLVED_KERNEL:
+		what = "kernel launch";
+		err = xs_gpu_launch_resolved(cmd->u.kernel.func, cmd->u.kernel.resolve,
+					     cmd->u.kernel.grid, cmd->u.kernel.block,
+					     cmd->u.kernel.args, cmd->u.kernel.shared_mem_bytes,
+					     g->stream, &g->bind);
+		if (err == XS_GPU_KERNEL_UNRESOLVED)
+			return kXSchedErrorInvalidValue; /* logged */
+		break;
+#endif
 	case XS_CMD_MODULE_KERNEL:
 		what = "module kernel launch";
 		err = xs_gpu_module_launch(cmd->u.kernel.func, cmd->u.kernel.grid,
@@ -747,8 +762,22 @@ static XResult xs__create_bound(xs__gpu_q *g)
 }
 
 #ifdef XS_GPU_CUDA
-XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const void *), void **fn)
+/* Kernels the calling thread's resolvers knew at an earlier create: a direct-mapped memo of
+ * (stub, resolver) pairs, so that a command of a kernel made before asks neither the driver
+ * nor the resolver (each launch finds the CUfunction in its stream's context). Only
+ * successes are kept. */
+enum { XS__KNOWN_SLOTS = 64 }; /* 2^6: xs_cuda_check_kernel's hash keeps 6 bits */
+static _Thread_local struct {
+	const void *stub;
+	int (*resolve)(void **, const void *);
+} xs__known[XS__KNOWN_SLOTS];
+
+XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const void *))
 {
+	/* A Fibonacci hash (Knuth, TAOCP vol. 3, 6.4): stubs 16 bytes apart get other slots. */
+	size_t slot = (size_t)(((uint64_t)(uintptr_t)func * UINT64_C(0x9E3779B97F4A7C15)) >> 58);
+	if (xs__known[slot].stub == func && xs__known[slot].resolve == resolve)
+		return kXSchedSuccess;
 	const char *why;
 	xs_gpu_err err = xs_gpu_runtime_init(&why);
 	if (err != XS_GPU_OK) {
@@ -756,17 +785,16 @@ XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const v
 		return xs_gpu_err_is_no_driver(err) ? kXSchedErrorNotSupported
 						    : kXSchedErrorHardware;
 	}
-	CUfunction f = NULL;
 	int rt_err = 0;
-	err = xs__fn_resolve_current(func, resolve, &f, &rt_err);
-	if (err != XS_GPU_OK) {
+	if (xs__fn_resolve_current(func, resolve, &rt_err) != XS_GPU_OK) {
 		XS_WARN("hal",
 			"HwCommandCreateResolvedKernel: the runtime does not know kernel %p "
 			"(its resolver returned %d)",
 			func, rt_err);
 		return kXSchedErrorInvalidValue;
 	}
-	*fn = (void *)f;
+	xs__known[slot].stub = func;
+	xs__known[slot].resolve = resolve;
 	return kXSchedSuccess;
 }
 #endif

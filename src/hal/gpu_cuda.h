@@ -15,9 +15,9 @@
  * found with dlsym(RTLD_DEFAULT) or in an already loaded libcudart.so.13/12/11), with
  * the stream's context current, and caches it per kernel and context. An application
  * with the static runtime passes its own cudaGetFuncBySymbol instead
- * (HwCommandCreateCudaKernel() in xsched.h, HwCommandCreateResolvedKernel: a module
- * kernel resolved at create, cached in the same table under entries of its own). See
- * xs__fn_resolve and xs__fn_resolve_current.
+ * (HwCommandCreateCudaKernel() in xsched.h, HwCommandCreateResolvedKernel: resolved by it
+ * in the same way at launch, cached in the same table under entries of its own, and checked
+ * once in the creating thread's context). See xs__fn_resolve and xs__fn_resolve_current.
  *
  * Thread binding: a stream belongs to a context (cuStreamGetCtx). Library threads make
  * that context current with cuCtxSetCurrent, whether it is a device's primary context
@@ -61,6 +61,10 @@ typedef CUresult xs_gpu_err;
 /* The stream's context: what a library thread binds before touching the stream. */
 typedef struct xs_gpu_binding {
 	CUcontext ctx;
+	/* The kernel cache's key of ctx (xs__ctx_key), read once when the binding is taken
+	 * from a stream (xs_gpu_stream_binding), so that a launch asks the driver nothing to
+	 * find its kernel; 0 in a binding of the current context (xs_gpu_current_binding). */
+	uint64_t key;
 } xs_gpu_binding;
 
 /* ---- the driver, loaded at the first CudaQueueCreate ---- */
@@ -377,18 +381,20 @@ static void xs__find_runtime(void)
 	*(void **)&xs__rt.get_func = dlsym(h, "cudaGetFuncBySymbol");
 }
 
-/* Forget what the shared runtime resolved for @stub in @ctx (its launch said the handle is
- * stale: a context destroyed and another made at the same address, where the driver has no
- * context ids). */
-static void xs__fn_forget(const void *stub, CUcontext c)
+/* Forget what @resolve (NULL: the shared runtime) resolved for @stub in @bind's context
+ * (its launch said the handle is stale: a context destroyed and another made at the same
+ * address, where the driver has no context ids). */
+static void xs__fn_forget(const void *stub, int (*resolve)(void **, const void *),
+			  const xs_gpu_binding *bind)
 {
-	uint64_t ctx = xs__ctx_key(c);
+	uint64_t ctx = bind->key;
+	enum xs__fn_origin origin = resolve ? XS__FN_APP : XS__FN_SHARED_RT;
 	xs_mutex_lock(&xs__fn_lock);
 	for (_Atomic(xs__fn *) *pp = &xs__fns[xs__fn_bucket(stub, ctx)];;) {
 		xs__fn *e = atomic_load_explicit(pp, memory_order_relaxed);
 		if (!e)
 			break;
-		if (e->stub == stub && e->ctx == ctx && e->origin == XS__FN_SHARED_RT) {
+		if (e->stub == stub && e->ctx == ctx && e->origin == origin) {
 			atomic_store_explicit(pp,
 					      atomic_load_explicit(&e->next, memory_order_relaxed),
 					      memory_order_release);
@@ -437,69 +443,72 @@ static void xs__fn_keep(const void *stub, uint64_t ctx, enum xs__fn_origin origi
 	xs_mutex_unlock(&xs__fn_lock);
 }
 
-/* The CUfunction of runtime stub @stub in context @ctx: cached, else asked of the
- * process's shared runtime with @ctx current on this thread (bound for the call if another
- * context is). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND with *why set. */
-static CUresult xs__fn_resolve(const void *stub, CUcontext ctx, CUfunction *out, const char **why)
+/* The CUfunction of kernel stub @stub in @bind's context: cached, else asked of @resolve (an
+ * application's resolver: HwCommandCreateResolvedKernel) or, if it is NULL, of the process's
+ * shared runtime, with that context current on this thread (bound for the call if another
+ * is). Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_FOUND with *why set. */
+static CUresult xs__fn_resolve(const void *stub, int (*resolve)(void **, const void *),
+			       const xs_gpu_binding *bind, CUfunction *out, const char **why)
 {
-	uint64_t key = xs__ctx_key(ctx);
-	CUfunction hit = key ? xs__fn_cached(stub, key, XS__FN_SHARED_RT) : NULL;
+	enum xs__fn_origin origin = resolve ? XS__FN_APP : XS__FN_SHARED_RT;
+	CUfunction hit = bind->key ? xs__fn_cached(stub, bind->key, origin) : NULL;
 	if (hit) {
 		*out = hit;
 		return CUDA_SUCCESS;
 	}
-	xs_mutex_lock(&xs__fn_lock);
-	if (!xs__rt.get_func)
-		xs__find_runtime();
-	xs__get_func_fn get = xs__rt.get_func;
-	xs__last_error_fn last_error = xs__rt.last_error;
-	xs_mutex_unlock(&xs__fn_lock);
-	if (!get) {
-		*why = "no shared CUDA runtime (libcudart) in the process";
-		return CUDA_ERROR_NOT_FOUND;
+	xs__get_func_fn get = NULL;
+	xs__last_error_fn last_error = NULL;
+	if (!resolve) {
+		xs_mutex_lock(&xs__fn_lock);
+		if (!xs__rt.get_func)
+			xs__find_runtime();
+		get = xs__rt.get_func;
+		last_error = xs__rt.last_error;
+		xs_mutex_unlock(&xs__fn_lock);
+		if (!get) {
+			*why = "no shared CUDA runtime (libcudart) in the process";
+			return CUDA_ERROR_NOT_FOUND;
+		}
 	}
 	CUcontext cur = NULL;
 	CUresult r = xs__cu.ctx_get_current(&cur);
-	bool rebind = r == CUDA_SUCCESS && cur != ctx;
+	bool rebind = r == CUDA_SUCCESS && cur != bind->ctx;
 	if (rebind)
-		r = xs__cu.ctx_set_current(ctx);
+		r = xs__cu.ctx_set_current(bind->ctx);
 	if (r != CUDA_SUCCESS) {
 		*why = "cannot make the stream's context current";
 		return r;
 	}
-	CUfunction fn = NULL;
-	int rt = get(&fn, stub);
+	void *fn = NULL;
+	int rt = resolve ? resolve(&fn, stub) : get((CUfunction *)&fn, stub);
 	if (rebind)
 		(void)xs__cu.ctx_set_current(cur);
 	if (rt != 0 || !fn) {
 		if (last_error)
 			(void)last_error();
-		*why = "the process's shared CUDA runtime does not know this kernel "
-		       "(cudaGetFuncBySymbol failed)";
+		*why = resolve ? "the command's resolver does not know this kernel in the stream's "
+				 "context"
+			       : "the process's shared CUDA runtime does not know this kernel "
+				 "(cudaGetFuncBySymbol failed)";
 		return CUDA_ERROR_NOT_FOUND;
 	}
-	if (key)
-		xs__fn_keep(stub, key, XS__FN_SHARED_RT, fn);
-	*out = fn;
+	if (bind->key)
+		xs__fn_keep(stub, bind->key, origin, (CUfunction)fn);
+	*out = (CUfunction)fn;
 	return CUDA_SUCCESS;
 }
 
-/* HwCommandCreateResolvedKernel: the CUfunction of @stub in the calling thread's current
- * context, from the cache or from @resolve (the application's cudaGetFuncBySymbol, called
- * on this thread; with no context current, the runtime makes its device's primary context
- * current, which keys the entry). Cached only where the driver gives context ids: a module
- * kernel's launch has no step that would find an entry stale. Returns CUDA_SUCCESS, or
- * CUDA_ERROR_NOT_FOUND if @resolve failed (*rt_err: its result). The current context's id
- * is one driver call (cuCtxGetId of NULL). */
+/* HwCommandCreateResolvedKernel's check at create: whether @resolve knows @stub in the
+ * calling thread's current context (with no context current, the runtime makes its
+ * device's primary context current, which then keys the entry). Asked once per kernel and
+ * context (cached where the driver gives context ids). Returns CUDA_SUCCESS, or
+ * CUDA_ERROR_NOT_FOUND if @resolve failed (*rt_err: its result). */
 static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **, const void *),
-				       CUfunction *out, int *rt_err)
+				       int *rt_err)
 {
 	uint64_t key = xs__ctx_id(NULL);
-	CUfunction fn = key ? xs__fn_cached(stub, key, XS__FN_APP) : NULL;
-	if (fn) {
-		*out = fn;
+	if (key && xs__fn_cached(stub, key, XS__FN_APP))
 		return CUDA_SUCCESS;
-	}
 	void *got = NULL;
 	*rt_err = resolve(&got, stub);
 	if (*rt_err != 0 || !got)
@@ -508,7 +517,6 @@ static CUresult xs__fn_resolve_current(const void *stub, int (*resolve)(void **,
 		key = xs__ctx_id(NULL); /* the runtime may have made its context current */
 	if (key)
 		xs__fn_keep(stub, key, XS__FN_APP, (CUfunction)got);
-	*out = (CUfunction)got;
 	return CUDA_SUCCESS;
 }
 
@@ -519,19 +527,21 @@ static inline xs_gpu_err xs_gpu_module_launch(const void *fn, XDim3 g, XDim3 b, 
 				    (unsigned int)shmem, s, args, NULL);
 }
 
-/* Launch runtime stub @func on @s, whose context is @bind's. A stub no runtime of the
- * process resolves logs why (once per call) and returns CUDA_ERROR_NOT_FOUND. */
-static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b, void **args,
-					      size_t shmem, xs_gpu_stream s,
-					      const xs_gpu_binding *bind)
+/* Launch kernel stub @func, resolved by @resolve (NULL: the process's shared runtime), on
+ * @s, whose context is @bind's. A stub that is not resolved logs why (once per call) and
+ * returns CUDA_ERROR_NOT_FOUND. */
+static inline xs_gpu_err xs_gpu_launch_resolved(const void *func,
+						int (*resolve)(void **, const void *), XDim3 g,
+						XDim3 b, void **args, size_t shmem, xs_gpu_stream s,
+						const xs_gpu_binding *bind)
 {
 	for (int attempt = 0;; attempt++) {
 		CUfunction fn = NULL;
 		const char *why = NULL;
-		CUresult r = xs__fn_resolve(func, bind->ctx, &fn, &why);
+		CUresult r = xs__fn_resolve(func, resolve, bind, &fn, &why);
 		if (r != CUDA_SUCCESS) {
 			XS_WARN("hal", "kernel %p on cuda stream %p: %s%s", func, (void *)s, why,
-				r != XS_GPU_KERNEL_UNRESOLVED
+				r != XS_GPU_KERNEL_UNRESOLVED || resolve
 				    ? ""
 				    : "; an application with the static CUDA runtime (nvcc's "
 				      "default) creates the command with "
@@ -543,11 +553,19 @@ static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b
 		if (attempt == 0 &&
 		    (r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED ||
 		     r == CUDA_ERROR_INVALID_CONTEXT)) {
-			xs__fn_forget(func, bind->ctx); /* stale: resolve once more */
+			xs__fn_forget(func, resolve, bind); /* stale: resolve once more */
 			continue;
 		}
 		return r;
 	}
+}
+
+/* A runtime stub of the process's shared runtime (HwCommandCreateKernel). */
+static inline xs_gpu_err xs_gpu_launch_kernel(const void *func, XDim3 g, XDim3 b, void **args,
+					      size_t shmem, xs_gpu_stream s,
+					      const xs_gpu_binding *bind)
+{
+	return xs_gpu_launch_resolved(func, NULL, g, b, args, shmem, s, bind);
 }
 
 /* CUDA's stream memory operations work on any mapped memory: no signal memory. */
@@ -593,11 +611,14 @@ static inline bool xs_gpu_lazy_loading(void)
 
 static inline xs_gpu_err xs_gpu_stream_binding(xs_gpu_stream s, xs_gpu_binding *b)
 {
-	return xs__cu.stream_get_ctx(s, &b->ctx);
+	xs_gpu_err err = xs__cu.stream_get_ctx(s, &b->ctx);
+	b->key = err == CUDA_SUCCESS ? xs__ctx_key(b->ctx) : 0;
+	return err;
 }
 
 static inline xs_gpu_err xs_gpu_current_binding(xs_gpu_binding *b)
 {
+	b->key = 0;
 	return xs__cu.ctx_get_current(&b->ctx);
 }
 

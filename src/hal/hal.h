@@ -233,12 +233,14 @@ XResult xs_host_queue_create(xs_hwq **out);
 XResult xs_cuda_queue_create(void *stream, xs_hwq **out);
 XResult xs_hip_queue_create(void *stream, xs_hwq **out);
 
-/* HwCommandCreateResolvedKernel: the CUfunction (*@fn) of CUDA kernel stub @func in the
- * calling thread's current context, cached per kernel and context, else asked of
- * @resolve. Returns kXSchedSuccess; kXSchedErrorInvalidValue if @resolve fails (logged),
+/* HwCommandCreateResolvedKernel: whether @resolve knows CUDA kernel stub @func in the
+ * calling thread's current context (asked once per kernel and context: cached, and a thread
+ * that made a command of this kernel and resolver before asks nothing). The launch looks the
+ * CUfunction up in its stream's context (asking @resolve there if it is new).
+ * Returns kXSchedSuccess; kXSchedErrorInvalidValue if @resolve fails (logged),
  * kXSchedErrorNotSupported without a CUDA backend or driver, kXSchedErrorHardware if the
  * driver failed to start (cuInit). */
-XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const void *), void **fn);
+XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const void *));
 
 /* The HwQueue whose command the calling thread runs now, and that command's number:
  * backends set it around user code they run themselves (host functions; launch callbacks

@@ -11,11 +11,10 @@ XResult xs_cuda_queue_create(void *stream, xs_hwq **out)
 	return kXSchedErrorNotSupported;
 }
 
-XResult xs_cuda_resolve_kernel(const void *func, int (*resolve)(void **, const void *), void **fn)
+XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const void *))
 {
 	(void)func;
 	(void)resolve;
-	(void)fn;
 	XS_WARN("hal", "HwCommandCreateResolvedKernel: this build of libxsched has no CUDA "
 		       "backend");
 	return kXSchedErrorNotSupported;

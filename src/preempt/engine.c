@@ -570,6 +570,7 @@ static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t 
 	switch (cmd->kind) {
 	case XS_CMD_KERNEL:
 	case XS_CMD_MODULE_KERNEL:
+	case XS_CMD_RESOLVED_KERNEL:
 	case XS_CMD_MEMCPY:
 	case XS_CMD_MEMSET:
 	case XS_CMD_CALLBACK:

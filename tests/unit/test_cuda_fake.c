@@ -22,8 +22,10 @@
  * 6. Lv2: while the application suspends the XQueue nothing of it runs (the fake device
  *    stops at the counter wait); after the resume everything completes;
  * 7. resolved kernels (HwCommandCreateResolvedKernel): the resolver is asked once per
- *    kernel and context, the command launches what it gave, a context made again at the
- *    same address is asked anew, a failing or null resolver is refused.
+ *    kernel and context, the command launches what it gave, a stream of a context made
+ *    again at the same address is asked anew at its launch (a failure there is the
+ *    command's result), a failing or null resolver is refused at create, a host queue
+ *    refuses the command.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
@@ -61,13 +63,15 @@ static long waits(void)
 static HwCommandHandle kernel(void);
 
 /* 7: HwCommandCreateResolvedKernel's resolver: counts its calls; kernel stub 0x3bad is
- * unknown (cudaErrorInvalidDeviceFunction, 98); any other resolves to stub + 0x100000. */
+ * unknown (cudaErrorInvalidDeviceFunction, 98), and so is every stub while g_unknown is
+ * set; any other resolves to stub + 0x100000. */
 static atomic_int g_resolves;
+static atomic_bool g_unknown;
 
 static int resolver(void **fn, const void *func)
 {
 	atomic_fetch_add(&g_resolves, 1);
-	if (func == (const void *)(uintptr_t)0x3bad)
+	if (func == (const void *)(uintptr_t)0x3bad || atomic_load(&g_unknown))
 		return 98;
 	*fn = (void *)((uintptr_t)func + 0x100000);
 	return 0;
@@ -82,9 +86,22 @@ static XResult resolved_kernel(HwCommandHandle *c, uintptr_t stub, XCudaFuncReso
 					     (XDim3){64, 1, 1}, 0, args, sizes, 1);
 }
 
+/* Make, submit and drop a command of @stub on @xq; its XQueueWait result. */
+static XResult run_resolved(XQueueHandle xq, uintptr_t stub)
+{
+	HwCommandHandle c;
+	CHECK_OK(resolved_kernel(&c, stub, resolver));
+	CHECK_OK(XQueueSubmit(xq, c));
+	XResult res = XQueueWait(xq, c);
+	CHECK_OK(HwCommandDestroy(c));
+	return res;
+}
+
 /* 7: resolved kernels: the resolver is asked once per kernel and context, however many
- * commands are made; the command launches what it gave; a context made again at the same
- * address (a new cuCtxGetId) is asked anew; a failing or null resolver is refused. */
+ * commands are made; the command launches what it gave; a stream of a context made again
+ * at the same address (a new cuCtxGetId) is asked anew, at the launch, and a kernel its
+ * resolver does not know there fails at the launch; a failing or null resolver is refused
+ * at create. */
 static void resolved(XQueueHandle xq, void *lib)
 {
 	void (*new_context)(void) = (void (*)(void))dlsym(lib, "fake_cuda_new_context");
@@ -104,19 +121,55 @@ static void resolved(XQueueHandle xq, void *lib)
 	CHECK_OK(XQueueWaitAll(xq));
 	CHECK(last_function() == (void *)(uintptr_t)(0x3000 + 0x100000));
 	CHECK(atomic_load(&g_resolves) == r0 + 2);
+
+	/* A new context: its stream's launches ask once per kernel; the old stream's none. */
 	new_context();
-	HwCommandHandle c;
-	CHECK_OK(resolved_kernel(&c, 0x3000, resolver));
-	CHECK_OK(HwCommandDestroy(c));
+	HwQueueHandle hwq2;
+	XQueueHandle xq2;
+	CHECK_OK(CudaQueueCreate(&hwq2, (void *)(uintptr_t)0x1002));
+	CHECK_OK(XQueueCreate(&xq2, hwq2, kPreemptLevelBlock, 0));
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(run_resolved(xq2, 0x3000));
+	CHECK(last_function() == (void *)(uintptr_t)(0x3000 + 0x100000));
 	CHECK(atomic_load(&g_resolves) == r0 + 3);
-	CHECK(resolved_kernel(&c, 0x3bad, resolver) == kXSchedErrorInvalidValue);
-	CHECK(resolved_kernel(&c, 0x3bad, resolver) == kXSchedErrorInvalidValue);
+	/* Known at create (this thread made it before), unknown in a newer context's stream:
+	 * the launch fails with the command's own result, and the queue goes on. */
+	new_context();
+	HwQueueHandle hwq3;
+	XQueueHandle xq3;
+	CHECK_OK(CudaQueueCreate(&hwq3, (void *)(uintptr_t)0x1003));
+	CHECK_OK(XQueueCreate(&xq3, hwq3, kPreemptLevelBlock, 0));
+	atomic_store(&g_unknown, true);
+	CHECK(run_resolved(xq3, 0x3008) == kXSchedErrorInvalidValue);
+	atomic_store(&g_unknown, false);
+	CHECK_OK(run_resolved(xq3, 0x3008));
+	CHECK(last_function() == (void *)(uintptr_t)(0x3008 + 0x100000));
 	CHECK(atomic_load(&g_resolves) == r0 + 5); /* a failure is not cached */
+	CHECK_OK(XQueueDestroy(xq3));
+	CHECK_OK(HwQueueDestroy(hwq3));
+	CHECK_OK(XQueueDestroy(xq2));
+	CHECK_OK(HwQueueDestroy(hwq2));
+
+	/* Refused at create. */
+	HwCommandHandle c;
+	CHECK(resolved_kernel(&c, 0x3bad, resolver) == kXSchedErrorInvalidValue);
+	CHECK(resolved_kernel(&c, 0x3bad, resolver) == kXSchedErrorInvalidValue);
+	CHECK(atomic_load(&g_resolves) == r0 + 7); /* a failure is not cached */
 	CHECK(resolved_kernel(&c, 0x3000, NULL) == kXSchedErrorInvalidValue);
 	CHECK(resolved_kernel(NULL, 0x3000, resolver) == kXSchedErrorInvalidValue);
 	CHECK(resolved_kernel(&c, 0, resolver) == kXSchedErrorInvalidValue);
-	printf("resolved kernels: 100 commands of 2 kernels asked the resolver twice; a new "
-	       "context once more\n");
+	/* A resolved kernel runs on CUDA queues only. */
+	HwQueueHandle hh;
+	XQueueHandle xh;
+	CHECK_OK(HostQueueCreate(&hh));
+	CHECK_OK(XQueueCreate(&xh, hh, kPreemptLevelBlock, 0));
+	CHECK_OK(resolved_kernel(&c, 0x3000, resolver));
+	CHECK(XQueueSubmit(xh, c) == kXSchedErrorNotSupported);
+	CHECK_OK(HwCommandDestroy(c));
+	CHECK_OK(XQueueDestroy(xh));
+	CHECK_OK(HwQueueDestroy(hh));
+	printf("resolved kernels: 100 commands of 2 kernels asked the resolver twice; a stream "
+	       "of a new context once more, at its launch\n");
 }
 
 /* Submit @n kernels to @xq back to back. */
