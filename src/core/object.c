@@ -105,6 +105,7 @@ void xs_obj_init(xs_obj *obj, enum xs_kind kind, void (*free_fn)(xs_obj *obj))
 	obj->kind = kind;
 	atomic_init(&obj->refs, 1);
 	obj->free = free_fn;
+	atomic_init(&obj->live, false);
 }
 
 void xs_obj_ref(xs_obj *obj)
@@ -176,15 +177,60 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key)
 		*head = obj;
 		sh->count++;
 		xs_obj_ref(obj);
+		atomic_store_explicit(&obj->live, true, memory_order_relaxed);
 	}
 	xs_mutex_unlock(&sh->lock);
 	return res;
+}
+
+/* The calling thread's most recent object (xs_handle_keep_recent), with a reference of its
+ * own, which its first lookup on this thread takes over; xs__recent_key's destructor drops
+ * it when the thread exits. */
+static _Thread_local xs_obj *xs__tl_recent;
+static _Thread_local bool xs__tl_recent_armed; /* xs__recent_key is set on this thread */
+static pthread_key_t xs__recent_key;
+static bool xs__recent_ok; /* xs__recent_key was made */
+static pthread_once_t xs__recent_once = PTHREAD_ONCE_INIT;
+
+static void xs__recent_drop(void *unused)
+{
+	(void)unused;
+	xs_obj *old = xs__tl_recent;
+	xs__tl_recent = NULL;
+	xs_obj_unref(old);
+}
+
+static void xs__recent_init(void)
+{
+	xs__recent_ok = pthread_key_create(&xs__recent_key, xs__recent_drop) == 0;
+}
+
+void xs_handle_keep_recent(xs_obj *obj)
+{
+	if (!xs__tl_recent_armed) {
+		pthread_once(&xs__recent_once, xs__recent_init);
+		if (!xs__recent_ok || pthread_setspecific(xs__recent_key, &xs__tl_recent) != 0)
+			return; /* no destructor for it: nothing is kept */
+		xs__tl_recent_armed = true;
+	}
+	xs_obj_ref(obj);
+	xs_obj *old = xs__tl_recent;
+	xs__tl_recent = obj;
+	xs_obj_unref(old); /* one never looked up: may free it, here, with no lock held */
 }
 
 xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)
 {
 	if (!handle)
 		return NULL;
+	/* The thread's recent object is kept allocated by its reference, which the caller
+	 * gets: if it is still registered, this lookup comes before a racing unregister. */
+	xs_obj *recent = xs__tl_recent;
+	if (recent && recent->handle == handle && recent->kind == kind &&
+	    atomic_load_explicit(&recent->live, memory_order_relaxed)) {
+		xs__tl_recent = NULL;
+		return recent;
+	}
 	uint64_t hash = xs__hash(handle);
 	xs__shard *sh = xs__shard_of(hash);
 	xs_mutex_lock(&sh->lock);
@@ -214,6 +260,7 @@ void xs_handles_forked(void)
 	}
 	xs__fork_next = atomic_load_explicit(&xs__next, memory_order_relaxed);
 	xs__tl_next = xs__tl_end = 0; /* the forking thread's block: numbers of the parent's */
+	xs__tl_recent = NULL;         /* the parent's object: stays allocated, unreachable */
 }
 
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)
@@ -228,6 +275,7 @@ xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)
 	if (obj) {
 		*pp = obj->next;
 		sh->count--;
+		atomic_store_explicit(&obj->live, false, memory_order_relaxed);
 	}
 	xs_mutex_unlock(&sh->lock);
 	return obj;

@@ -32,6 +32,9 @@ typedef struct xs_obj {
 	atomic_uint refs;                 /* the table's reference counts as one while registered */
 	void (*free)(struct xs_obj *obj); /* called once, when refs reaches 0 */
 	struct xs_obj *next; /* next in its handle-table chain; guarded by that shard's lock */
+	/* Registered: written under its shard's lock, read without it by the fast path of
+	 * xs_handle_get (xs_handle_keep_recent). */
+	atomic_bool live;
 } xs_obj;
 
 /* Set up @obj with one reference (the caller's) and its library-issued handle (the value
@@ -44,6 +47,14 @@ void xs_obj_unref(xs_obj *obj); /* NULL ok */
  * before any other thread can reach @obj) and take the table's reference. Returns
  * kXSchedErrorNotAllowed if @key is already registered, kXSchedErrorUnknown if out of memory. */
 XResult xs_handle_register(xs_obj *obj, uint64_t key);
+
+/* Remember registered @obj as the calling thread's most recent object, with a reference of
+ * its own (which the first xs_handle_get of its handle on this thread takes over, without a
+ * lock; else dropped at the thread's next call, or when it exits): a command is mostly made,
+ * submitted and destroyed by one thread, and its submit's lookup then skips the shard lock
+ * and two of the three atomic operations of a locked lookup. For objects whose free calls
+ * no backend (it may run late, on this thread): plain commands. */
+void xs_handle_keep_recent(xs_obj *obj);
 
 /* Find the live object of @kind behind @handle and take a reference; NULL if none. */
 xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind);

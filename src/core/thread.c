@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-static void xs__die(const char *what, int err)
+void xs_thread_die(const char *what, int err)
 {
 	/* The one place the library prints without XSCHED_LOG: it is about to abort. */
 	fprintf(stderr, "xsched: fatal: %s: %s\n", what, strerror(err));
@@ -17,28 +17,14 @@ void xs_mutex_init(xs_mutex *m)
 {
 	int err = pthread_mutex_init(m, NULL);
 	if (err)
-		xs__die("pthread_mutex_init", err);
+		xs_thread_die("pthread_mutex_init", err);
 }
 
 void xs_mutex_destroy(xs_mutex *m)
 {
 	int err = pthread_mutex_destroy(m);
 	if (err)
-		xs__die("pthread_mutex_destroy", err);
-}
-
-void xs_mutex_lock(xs_mutex *m)
-{
-	int err = pthread_mutex_lock(m);
-	if (err)
-		xs__die("pthread_mutex_lock", err);
-}
-
-void xs_mutex_unlock(xs_mutex *m)
-{
-	int err = pthread_mutex_unlock(m);
-	if (err)
-		xs__die("pthread_mutex_unlock", err);
+		xs_thread_die("pthread_mutex_destroy", err);
 }
 
 void xs_cond_init(xs_cond *c)
@@ -50,7 +36,7 @@ void xs_cond_init(xs_cond *c)
 	if (!err)
 		err = pthread_cond_init(c, &attr);
 	if (err)
-		xs__die("pthread_cond_init", err);
+		xs_thread_die("pthread_cond_init", err);
 	pthread_condattr_destroy(&attr);
 }
 
@@ -58,14 +44,14 @@ void xs_cond_destroy(xs_cond *c)
 {
 	int err = pthread_cond_destroy(c);
 	if (err)
-		xs__die("pthread_cond_destroy", err);
+		xs_thread_die("pthread_cond_destroy", err);
 }
 
 void xs_cond_wait(xs_cond *c, xs_mutex *m)
 {
 	int err = pthread_cond_wait(c, m);
 	if (err)
-		xs__die("pthread_cond_wait", err);
+		xs_thread_die("pthread_cond_wait", err);
 }
 
 bool xs_cond_timedwait(xs_cond *c, xs_mutex *m, int64_t deadline_ns)
@@ -78,7 +64,7 @@ bool xs_cond_timedwait(xs_cond *c, xs_mutex *m, int64_t deadline_ns)
 	if (err == ETIMEDOUT)
 		return false;
 	if (err)
-		xs__die("pthread_cond_timedwait", err);
+		xs_thread_die("pthread_cond_timedwait", err);
 	return true;
 }
 
@@ -86,14 +72,14 @@ void xs_cond_signal(xs_cond *c)
 {
 	int err = pthread_cond_signal(c);
 	if (err)
-		xs__die("pthread_cond_signal", err);
+		xs_thread_die("pthread_cond_signal", err);
 }
 
 void xs_cond_broadcast(xs_cond *c)
 {
 	int err = pthread_cond_broadcast(c);
 	if (err)
-		xs__die("pthread_cond_broadcast", err);
+		xs_thread_die("pthread_cond_broadcast", err);
 }
 
 int xs_thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
@@ -108,12 +94,5 @@ void xs_thread_join(pthread_t t)
 {
 	int err = pthread_join(t, NULL);
 	if (err)
-		xs__die("pthread_join", err);
-}
-
-int64_t xs_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		xs_thread_die("pthread_join", err);
 }

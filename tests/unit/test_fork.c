@@ -1,6 +1,7 @@
 /* fork() while the library is busy (HPF scheduler thread, device threads, host executors,
  * submitting threads): every child starts from a clean library state.
- * - A handle of the parent is unusable in the child (kXSchedErrorNotFound, no hang);
+ * - A handle of the parent is unusable in the child (kXSchedErrorNotFound, no hang), also
+ *   a command the forking thread made just before fork();
  * - the child creates host queues under HPF, submits from several threads and waits:
  *   everything runs exactly once, and the high-priority queue is not held behind the low;
  * - a child that only starts a thread and calls exit() exits (the exit-time shutdown joins
@@ -87,8 +88,13 @@ static void xs__exit(void)
 }
 
 /* The child's work; exits with 0 on success (CHECK exits 1 otherwise). */
-static void child(int variant, XQueueHandle parent_xq)
+static void child(int variant, XQueueHandle parent_xq, HwCommandHandle parent_cmd)
 {
+	/* Nor is a command this thread made just before fork() (first: the lookup of a
+	 * command made last on this thread has a path of its own). */
+	HwCommandHandle w;
+	CHECK_RES(HwCommandCreateEventWait(&w, parent_cmd), kXSchedErrorNotFound);
+	CHECK_RES(HwCommandDestroy(parent_cmd), kXSchedErrorNotFound);
 	if (variant == 1) {
 		/* A thread, then exit(): the exit-time shutdown must not join the parent's
 		 * scheduler thread handle (this thread may reuse it). */
@@ -107,6 +113,7 @@ static void child(int variant, XQueueHandle parent_xq)
 	atomic_store(&g_ran, 0);
 	struct t_pair p;
 	t_pair_open(&p, kPreemptLevelDeactivate);
+	CHECK_RES(XQueueSubmit(p.high, parent_cmd), kXSchedErrorNotFound);
 	pthread_t t[2];
 	CHECK(pthread_create(&t[0], NULL, child_submitter, &p.low) == 0);
 	CHECK(pthread_create(&t[1], NULL, child_submitter, &p.high) == 0);
@@ -161,10 +168,14 @@ int main(void)
 			t_sleep_us(100);
 		t_sleep_us(5000); /* the library's threads go idle after the last waits */
 #endif
+		/* Made by the forking thread just before: its handle is the parent's too. */
+		HwCommandHandle pc;
+		CHECK_OK(HwCommandCreateHostFunc(&pc, count_fn, NULL));
 		pid_t pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0)
-			child(k % 3 == 2, xq[0]);
+			child(k % 3 == 2, xq[0], pc);
+		CHECK_OK(HwCommandDestroy(pc));
 		atomic_store(&g_park, false);
 		int st = reap(pid);
 		if (st != 0)

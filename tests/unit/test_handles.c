@@ -9,7 +9,10 @@
  * - threads registering, looking up and unregistering their own handles at once (more
  *   threads than shards, some with keys) never see another's object or lose one, and the
  *   count goes back to where it started;
- * - handles made on one thread are found and unregistered from another. */
+ * - handles made on one thread are found and unregistered from another;
+ * - a thread's recent object (xs_handle_keep_recent) is found by its first lookup there,
+ *   not by a lookup of another kind, not once another thread unregistered it, and is freed
+ *   once: when its last reference drops, also the one kept for a thread that exits. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,11 +217,81 @@ static void handoff(void)
 	CHECK(xs_handle_count() == base);
 }
 
+/* Register @o and keep it as this thread's recent object; drop the caller's reference. */
+static void keep(xs_obj *o)
+{
+	CHECK_OK(xs_handle_register(o, 0));
+	xs_handle_keep_recent(o);
+	xs_obj_unref(o);
+}
+
+static void *unregister_it(void *arg)
+{
+	xs_obj_unref(xs_handle_unregister(*(uint64_t *)arg, XS_KIND_COMMAND));
+	return NULL;
+}
+
+static void *keep_and_exit(void *arg)
+{
+	xs_obj *o = make(XS_KIND_COMMAND);
+	keep(o);
+	*(uint64_t *)arg = o->handle;
+	xs_obj_unref(xs_handle_unregister(o->handle, XS_KIND_COMMAND)); /* the kept one stays */
+	return NULL;
+}
+
+static void recent(void)
+{
+	size_t base = xs_handle_count();
+	long freed0 = atomic_load(&g_freed);
+	/* Found by its first lookup, which takes the kept reference; a later one too. */
+	xs_obj *a = make(XS_KIND_COMMAND);
+	keep(a);
+	uint64_t ha = a->handle;
+	CHECK(!xs_handle_get(ha, XS_KIND_XQUEUE)); /* another kind: not it, and not taken */
+	CHECK(xs_handle_get(ha, XS_KIND_COMMAND) == a);
+	xs_obj_unref(a);
+	CHECK(xs_handle_get(ha, XS_KIND_COMMAND) == a);
+	xs_obj_unref(a);
+	xs_obj_unref(xs_handle_unregister(ha, XS_KIND_COMMAND));
+	CHECK(atomic_load(&g_freed) == freed0 + 1);
+	/* Unregistered by another thread before its lookup here: not found, freed once this
+	 * thread keeps another. */
+	xs_obj *b = make(XS_KIND_COMMAND);
+	keep(b);
+	uint64_t hb = b->handle;
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, unregister_it, &hb) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(atomic_load(&g_freed) == freed0 + 1); /* the kept reference holds it */
+	CHECK(!xs_handle_get(hb, XS_KIND_COMMAND));
+	xs_obj *c = make(XS_KIND_COMMAND);
+	keep(c);
+	CHECK(atomic_load(&g_freed) == freed0 + 2);
+	xs_obj_unref(xs_handle_unregister(c->handle, XS_KIND_COMMAND));
+	/* A thread that exits drops what it kept. */
+	uint64_t hd = 0;
+	CHECK(pthread_create(&t, NULL, keep_and_exit, &hd) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(hd && !xs_handle_get(hd, XS_KIND_COMMAND));
+	CHECK(atomic_load(&g_freed) == freed0 + 3);
+	CHECK(xs_handle_count() == base);
+	/* c is this thread's, unregistered: dropped at its next keep (or exit). */
+	xs_obj *e = make(XS_KIND_COMMAND);
+	keep(e);
+	CHECK(atomic_load(&g_freed) == freed0 + 4);
+	CHECK(xs_handle_get(e->handle, XS_KIND_COMMAND) == e);
+	xs_obj_unref(e);
+	xs_obj_unref(xs_handle_unregister(e->handle, XS_KIND_COMMAND));
+	CHECK(atomic_load(&g_freed) == freed0 + 5);
+}
+
 int main(void)
 {
 	many();
 	keys();
 	threads();
 	handoff();
+	recent();
 	return 0;
 }
