@@ -5,7 +5,8 @@
  * configurations, each on a stream of its own: raw launches ("raw"); an XQueue at the top
  * priority (3, "top"); XQueues at Lv1 and at Lv2 of priority 1 ("lv1", "lv2") below an idle
  * XQueue of priority 2. Each is run twice unprofiled (per-kernel wall and process CPU time
- * printed), then once with a sampler on: a POSIX timer on the process's CPU time
+ * printed, with the application thread's CPU time and how often it blocked), then once
+ * with a sampler on: a POSIX timer on the process's CPU time
  * (CLOCK_PROCESS_CPUTIME_ID, 25 us asked; the kernel delivers at its tick, about every
  * 4 ms of CPU) sends SIGPROF, whose handler records the thread and a stack of up to 12
  * frames (backtrace(3), primed before the timer starts so that it does not allocate in
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,9 +105,32 @@ static struct config g_cfgs[CONFIGS] = {
     {.name = "lv2", .level = 2, .prio = 1},
 };
 
-/* @n tiny kernels on @c; prints us per kernel (wall) and the process's CPU us per kernel. */
+/* The calling thread's CPU time, us. */
+static double thread_cpu_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* The calling thread's voluntary (it blocked) and involuntary context switches. */
+static void thread_switches(long *blocked, long *preempted)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	*blocked = ru.ru_nvcsw;
+	*preempted = ru.ru_nivcsw;
+}
+
+/* @n tiny kernels on @c; prints us per kernel (wall), the process's and the application
+ * thread's CPU us per kernel (wall - thread CPU: the time it did not run), and how often
+ * per 1000 kernels the application thread blocked (a lock or a condition it slept on)
+ * or was preempted. */
 static void run(struct config *c, long n, const char *what)
 {
+	long b0, p0;
+	thread_switches(&b0, &p0);
+	double tc0 = thread_cpu_us();
 	double c0 = cpu_us(), t0 = (double)t_now_us();
 	for (long i = 0; i < n; i++) {
 		if (c->xq)
@@ -118,8 +143,13 @@ static void run(struct config *c, long n, const char *what)
 	else
 		GPU_CHECK(gpuStreamSynchronize(c->s));
 	double t = (double)t_now_us() - t0;
-	printf("%-4s %-10s %.3f us/kernel, cpu %.3f us/kernel\n", c->name, what, t / n,
-	       (cpu_us() - c0) / n);
+	double cpu = cpu_us() - c0, tcpu = thread_cpu_us() - tc0;
+	long b1, p1;
+	thread_switches(&b1, &p1);
+	printf("%-4s %-10s %.3f us/kernel, cpu %.3f us/kernel (application thread %.3f; "
+	       "blocked %.2f, preempted %.2f times per 1000 kernels)\n",
+	       c->name, what, t / n, cpu / n, tcpu / n, 1000.0 * (b1 - b0) / n,
+	       1000.0 * (p1 - p0) / n);
 }
 
 static int print_object(struct dl_phdr_info *info, size_t size, void *f)
