@@ -249,7 +249,15 @@ static void no_bubble(void)
 	printf("  next committed before the previous completed: %llu of %llu\n",
 	       (unsigned long long)g_bubble_early, (unsigned long long)g_bubble_n);
 	CHECK(g_bubble_n >= 25);
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer slows the host executor and the progress thread: in some runs
+	 * fewer commits came ahead of the end (17-21 of 29, in 4 of about 30 runs, 0.5.0's
+	 * code too). Half still fails an engine that commits only at completions (none
+	 * would be early). */
+	CHECK(g_bubble_early >= g_bubble_n / 2);
+#else
 	CHECK(g_bubble_early >= g_bubble_n * 3 / 4); /* the first ones have no estimate */
+#endif
 	t_pair_close(&p);
 }
 
