@@ -191,6 +191,9 @@ static _Thread_local bool xs__tl_recent_armed; /* xs__recent_key is set on this 
 static pthread_key_t xs__recent_key;
 static bool xs__recent_ok; /* xs__recent_key was made */
 static pthread_once_t xs__recent_once = PTHREAD_ONCE_INIT;
+/* A child's: the forking thread's recent object of the parent, kept reachable for leak
+ * checkers (volatile: only ever written, the store must stay). */
+static xs_obj *volatile xs__parent_recent;
 
 static void xs__recent_drop(void *unused)
 {
@@ -259,8 +262,9 @@ void xs_handles_forked(void)
 		sh->count = 0;
 	}
 	xs__fork_next = atomic_load_explicit(&xs__next, memory_order_relaxed);
-	xs__tl_next = xs__tl_end = 0; /* the forking thread's block: numbers of the parent's */
-	xs__tl_recent = NULL;         /* the parent's object: stays allocated, unreachable */
+	xs__tl_next = xs__tl_end = 0;      /* the forking thread's block: numbers of the parent's */
+	xs__parent_recent = xs__tl_recent; /* the parent's: stays allocated, not found */
+	xs__tl_recent = NULL;
 }
 
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)

@@ -4,7 +4,8 @@
  * exits cleanly; ThreadSanitizer cannot run a child of a multi-threaded process.
  *
  * The parent traces (the trace's path and the rings of its threads are the child's to
- * release), holds a host queue and commands, and has a thread that recorded and exited.
+ * release), holds a host queue and commands (one destroyed unsubmitted just before the
+ * fork, still held by the forking thread), and has a thread that recorded and exited.
  * With the argument "engine", the parent also runs XQueues (device threads: what they
  * hold on their stacks at the fork is unreachable in the child). */
 #include <pthread.h>
@@ -74,6 +75,11 @@ int main(int argc, char **argv)
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, scoped, NULL) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
+	/* A command made and destroyed unsubmitted just before: only this thread's recent
+	 * object (core/object.c) holds it. */
+	HwCommandHandle gone;
+	CHECK_OK(HwCommandCreateHostFunc(&gone, nop_fn, NULL));
+	CHECK_OK(HwCommandDestroy(gone));
 	fflush(stdout);
 	pid_t pid = fork();
 	CHECK(pid >= 0);
