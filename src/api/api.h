@@ -17,6 +17,24 @@ static inline xs_xqueue *xs_api_xqueue(XQueueHandle h, const char *fn)
 	return xs_xqueue_of(obj);
 }
 
+/* xs_api_xqueue for a call that ends on this thread and passes the XQueue to
+ * xs_api_xqueue_return (xs_handle_borrow: no lock and no reference where the thread used
+ * this XQueue last). */
+static inline xs_xqueue *xs_api_xqueue_borrow(XQueueHandle h, const char *fn)
+{
+	xs_obj *obj = xs_handle_borrow(h, XS_KIND_XQUEUE);
+	if (!obj) {
+		XS_WARN("api", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
+		return NULL;
+	}
+	return xs_xqueue_of(obj);
+}
+
+static inline void xs_api_xqueue_return(xs_xqueue *x)
+{
+	xs_handle_return(&x->obj);
+}
+
 /* lib.c: the library's process-wide set-up (the fork handler), once, from every call that
  * creates an object. */
 void xs_api_init(void);

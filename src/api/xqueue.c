@@ -153,7 +153,7 @@ XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batc
 
 XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 {
-	xs_xqueue *x = xs_api_xqueue(xq, "XQueueSubmit");
+	xs_xqueue *x = xs_api_xqueue_borrow(xq, "XQueueSubmit");
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
@@ -163,7 +163,7 @@ XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 			(unsigned long long)hw_cmd);
 	else if ((res = xs_engine_submit(x, xs_cmd_of(cobj))) != kXSchedSuccess)
 		xs_obj_unref(cobj); /* on success the XQueue took the lookup's reference */
-	xs_obj_unref(&x->obj);
+	xs_api_xqueue_return(x);
 	return res;
 }
 

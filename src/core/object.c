@@ -183,24 +183,27 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key)
 	return res;
 }
 
-/* The calling thread's most recent object (xs_handle_keep_recent), with a reference of its
- * own, which its first lookup on this thread takes over; xs__recent_key's destructor drops
- * it when the thread exits. */
-static _Thread_local xs_obj *xs__tl_recent;
+/* The calling thread's kept objects, each with a reference of the thread's own, which
+ * xs__recent_key's destructor drops when the thread exits: its most recent object
+ * (xs_handle_keep_recent), which its first lookup on this thread takes over, and its last
+ * borrowed one (xs_handle_borrow), lent out without a reference, `lent_depth` borrows deep. */
+static _Thread_local xs_obj *xs__tl_recent, *xs__tl_lent;
+static _Thread_local unsigned xs__tl_lent_depth;
 static _Thread_local bool xs__tl_recent_armed; /* xs__recent_key is set on this thread */
 static pthread_key_t xs__recent_key;
 static bool xs__recent_ok; /* xs__recent_key was made */
 static pthread_once_t xs__recent_once = PTHREAD_ONCE_INIT;
-/* A child's: the forking thread's recent object of the parent, kept reachable for leak
- * checkers (volatile: only ever written, the store must stay). */
-static xs_obj *volatile xs__parent_recent;
+/* A child's: the forking thread's kept objects of the parent, kept reachable for leak
+ * checkers (volatile: only ever written, the stores must stay). */
+static xs_obj *volatile xs__parent_recent, *volatile xs__parent_lent;
 
 static void xs__recent_drop(void *unused)
 {
 	(void)unused;
-	xs_obj *old = xs__tl_recent;
-	xs__tl_recent = NULL;
+	xs_obj *old = xs__tl_recent, *lent = xs__tl_lent;
+	xs__tl_recent = xs__tl_lent = NULL;
 	xs_obj_unref(old);
+	xs_obj_unref(lent);
 }
 
 static void xs__recent_init(void)
@@ -208,14 +211,48 @@ static void xs__recent_init(void)
 	xs__recent_ok = pthread_key_create(&xs__recent_key, xs__recent_drop) == 0;
 }
 
-void xs_handle_keep_recent(xs_obj *obj)
+/* Whether this thread may keep objects: its destructor is set. */
+static bool xs__arm(void)
 {
 	if (!xs__tl_recent_armed) {
 		pthread_once(&xs__recent_once, xs__recent_init);
 		if (!xs__recent_ok || pthread_setspecific(xs__recent_key, &xs__tl_recent) != 0)
-			return; /* no destructor for it: nothing is kept */
+			return false; /* no destructor for it: nothing is kept */
 		xs__tl_recent_armed = true;
 	}
+	return true;
+}
+
+xs_obj *xs_handle_borrow(uint64_t handle, enum xs_kind kind)
+{
+	xs_obj *lent = xs__tl_lent;
+	if (lent && lent->handle == handle && lent->kind == kind &&
+	    atomic_load_explicit(&lent->live, memory_order_relaxed)) {
+		xs__tl_lent_depth++;
+		return lent;
+	}
+	xs_obj *obj = xs_handle_get(handle, kind);
+	if (xs__tl_lent_depth || !xs__arm())
+		return obj; /* an outer borrow uses the kept one: the caller's reference */
+	xs__tl_lent = obj;  /* the lookup's reference becomes the thread's */
+	xs_obj_unref(lent); /* no borrow uses it: may free it, here, with no lock held */
+	if (obj)
+		xs__tl_lent_depth++;
+	return obj;
+}
+
+void xs_handle_return(xs_obj *obj)
+{
+	if (obj && obj == xs__tl_lent)
+		xs__tl_lent_depth--;
+	else
+		xs_obj_unref(obj);
+}
+
+void xs_handle_keep_recent(xs_obj *obj)
+{
+	if (!xs__arm())
+		return;
 	xs_obj_ref(obj);
 	xs_obj *old = xs__tl_recent;
 	xs__tl_recent = obj;
@@ -263,8 +300,10 @@ void xs_handles_forked(void)
 	}
 	xs__fork_next = atomic_load_explicit(&xs__next, memory_order_relaxed);
 	xs__tl_next = xs__tl_end = 0;      /* the forking thread's block: numbers of the parent's */
-	xs__parent_recent = xs__tl_recent; /* the parent's: stays allocated, not found */
-	xs__tl_recent = NULL;
+	xs__parent_recent = xs__tl_recent; /* the parent's: stay allocated, not found */
+	xs__parent_lent = xs__tl_lent;
+	xs__tl_recent = xs__tl_lent = NULL;
+	xs__tl_lent_depth = 0;
 }
 
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)

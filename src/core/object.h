@@ -56,6 +56,18 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key);
  * no backend (it may run late, on this thread): plain commands. */
 void xs_handle_keep_recent(xs_obj *obj);
 
+/* The live object of @kind behind @handle for the calling thread's use until it passes it
+ * to xs_handle_return, on this thread; NULL if none. The thread keeps the last object it
+ * borrowed (a reference of its own, dropped when it borrows another at no depth or exits), and
+ * a borrow of it again takes no lock and no reference: an application thread mostly submits
+ * to one XQueue, and its lookup was a shard lock and four atomic operations per command.
+ * Borrows nest (a launch callback may submit to another XQueue); a nested borrow of another
+ * object takes a reference, as xs_handle_get does. The kept object may stay allocated after
+ * it is unregistered, until the thread's next borrow or its exit: for objects whose free
+ * calls no backend (XQueues). */
+xs_obj *xs_handle_borrow(uint64_t handle, enum xs_kind kind);
+void xs_handle_return(xs_obj *obj); /* NULL ok */
+
 /* Find the live object of @kind behind @handle and take a reference; NULL if none. */
 xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind);
 

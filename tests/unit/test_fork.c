@@ -168,7 +168,10 @@ int main(void)
 			t_sleep_us(100);
 		t_sleep_us(5000); /* the library's threads go idle after the last waits */
 #endif
-		/* Made by the forking thread just before: its handle is the parent's too. */
+		/* The forking thread submits to the XQueue the child then tries (it keeps the
+		 * XQueue it used last: core/object.c, xs_handle_borrow), and makes a command
+		 * just before: their handles are the parent's only. */
+		t_submit_fn(xq[0], count_fn, NULL);
 		HwCommandHandle pc;
 		CHECK_OK(HwCommandCreateHostFunc(&pc, count_fn, NULL));
 		pid_t pid = fork();

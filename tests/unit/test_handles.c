@@ -12,7 +12,10 @@
  * - handles made on one thread are found and unregistered from another;
  * - a thread's recent object (xs_handle_keep_recent) is found by its first lookup there,
  *   not by a lookup of another kind, not once another thread unregistered it, and is freed
- *   once: when its last reference drops, also the one kept for a thread that exits. */
+ *   once: when its last reference drops, also the one kept for a thread that exits;
+ * - a borrowed object (xs_handle_borrow) is lent again without a reference, nested borrows
+ *   of another take and return one, one unregistered is not lent, and what the thread kept
+ *   is freed once it borrows another or exits. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +289,62 @@ static void recent(void)
 	CHECK(atomic_load(&g_freed) == freed0 + 5);
 }
 
+static unsigned refs(const xs_obj *o)
+{
+	return atomic_load(&o->refs);
+}
+
+static void *borrow_and_exit(void *arg)
+{
+	xs_obj *o = arg;
+	CHECK(xs_handle_borrow(o->handle, XS_KIND_XQUEUE) == o);
+	xs_handle_return(o);
+	return NULL;
+}
+
+static void borrow(void)
+{
+	size_t base = xs_handle_count();
+	long freed0 = atomic_load(&g_freed);
+	xs_obj *a = make(XS_KIND_XQUEUE), *b = make(XS_KIND_XQUEUE);
+	CHECK_OK(xs_handle_register(a, 0));
+	CHECK_OK(xs_handle_register(b, 0));
+	xs_obj_unref(a);
+	xs_obj_unref(b);
+	CHECK(!xs_handle_borrow(a->handle, XS_KIND_COMMAND)); /* another kind */
+	/* The first borrow keeps it (the table's and the thread's); again: no reference. */
+	CHECK(xs_handle_borrow(a->handle, XS_KIND_XQUEUE) == a);
+	CHECK(refs(a) == 2);
+	CHECK(xs_handle_borrow(a->handle, XS_KIND_XQUEUE) == a);
+	CHECK(refs(a) == 2);
+	/* Nested in it, another: a reference of the caller's, returned. */
+	CHECK(xs_handle_borrow(b->handle, XS_KIND_XQUEUE) == b);
+	CHECK(refs(b) == 2);
+	xs_handle_return(b);
+	CHECK(refs(b) == 1);
+	xs_handle_return(a);
+	xs_handle_return(a);
+	CHECK(refs(a) == 2);
+	/* At no depth, b is kept instead: a goes back to the table's reference alone. */
+	CHECK(xs_handle_borrow(b->handle, XS_KIND_XQUEUE) == b);
+	xs_handle_return(b);
+	CHECK(refs(a) == 1 && refs(b) == 2);
+	/* Unregistered: not lent; freed once this thread borrows again. */
+	uint64_t hb = b->handle;
+	xs_obj_unref(xs_handle_unregister(hb, XS_KIND_XQUEUE));
+	CHECK(atomic_load(&g_freed) == freed0); /* the kept reference holds it */
+	CHECK(!xs_handle_borrow(hb, XS_KIND_XQUEUE));
+	CHECK(atomic_load(&g_freed) == freed0 + 1);
+	/* A thread that exits drops what it kept. */
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, borrow_and_exit, a) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(refs(a) == 1);
+	xs_obj_unref(xs_handle_unregister(a->handle, XS_KIND_XQUEUE));
+	CHECK(atomic_load(&g_freed) == freed0 + 2);
+	CHECK(xs_handle_count() == base);
+}
+
 int main(void)
 {
 	many();
@@ -293,5 +352,6 @@ int main(void)
 	threads();
 	handoff();
 	recent();
+	borrow();
 	return 0;
 }
