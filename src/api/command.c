@@ -12,10 +12,12 @@ static XResult xs__register(HwCommandHandle *hw_cmd, xs_cmd *cmd)
 	XResult res = xs_handle_register(&cmd->obj, 0);
 	if (res == kXSchedSuccess) {
 		*hw_cmd = cmd->obj.handle;
-		/* Its submit on this thread finds it without a lock. Not an event's record or
-		 * wait: their free destroys a native event or drops a record, not to be late. */
-		if (cmd->kind != XS_CMD_EVENT_RECORD && cmd->kind != XS_CMD_EVENT_WAIT)
-			xs_handle_keep_recent(&cmd->obj);
+		/* Its submit on this thread finds it without a lock (our reference becomes the
+		 * thread's). Not an event's record or wait: their free destroys a native event or
+		 * drops a record, not to be late. */
+		if (cmd->kind != XS_CMD_EVENT_RECORD && cmd->kind != XS_CMD_EVENT_WAIT &&
+		    xs_handle_keep_recent(&cmd->obj))
+			return res;
 	}
 	xs_obj_unref(&cmd->obj); /* the table holds it now, or nobody does */
 	return res;

@@ -249,14 +249,14 @@ void xs_handle_return(xs_obj *obj)
 		xs_obj_unref(obj);
 }
 
-void xs_handle_keep_recent(xs_obj *obj)
+bool xs_handle_keep_recent(xs_obj *obj)
 {
 	if (!xs__arm())
-		return;
-	xs_obj_ref(obj);
+		return false;
 	xs_obj *old = xs__tl_recent;
 	xs__tl_recent = obj;
 	xs_obj_unref(old); /* one never looked up: may free it, here, with no lock held */
+	return true;
 }
 
 xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)

@@ -16,6 +16,7 @@
 #define XS_CORE_OBJECT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "xsched.h"
@@ -48,13 +49,15 @@ void xs_obj_unref(xs_obj *obj); /* NULL ok */
  * kXSchedErrorNotAllowed if @key is already registered, kXSchedErrorUnknown if out of memory. */
 XResult xs_handle_register(xs_obj *obj, uint64_t key);
 
-/* Remember registered @obj as the calling thread's most recent object, with a reference of
- * its own (which the first xs_handle_get of its handle on this thread takes over, without a
- * lock; else dropped at the thread's next call, or when it exits): a command is mostly made,
- * submitted and destroyed by one thread, and its submit's lookup then skips the shard lock
- * and two of the three atomic operations of a locked lookup. For objects whose free calls
- * no backend (it may run late, on this thread): plain commands. */
-void xs_handle_keep_recent(xs_obj *obj);
+/* Remember registered @obj as the calling thread's most recent object, with the caller's
+ * reference, which becomes the thread's (the first xs_handle_get of its handle on this
+ * thread takes it over, without a lock; else it is dropped at the thread's next call, or
+ * when it exits): a command is mostly made, submitted and destroyed by one thread, and its
+ * submit's lookup then skips the shard lock and the atomic operations of a locked lookup.
+ * Returns false, and keeps nothing (the caller keeps its reference), if the thread cannot
+ * keep objects (no thread-exit destructor could be set). For objects whose free calls no
+ * backend (it may run late, on this thread): plain commands. */
+bool xs_handle_keep_recent(xs_obj *obj);
 
 /* The live object of @kind behind @handle for the calling thread's use until it passes it
  * to xs_handle_return, on this thread; NULL if none. The thread keeps the last object it

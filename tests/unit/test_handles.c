@@ -220,12 +220,12 @@ static void handoff(void)
 	CHECK(xs_handle_count() == base);
 }
 
-/* Register @o and keep it as this thread's recent object; drop the caller's reference. */
+/* Register @o and keep it as this thread's recent object, which takes our reference. */
 static void keep(xs_obj *o)
 {
 	CHECK_OK(xs_handle_register(o, 0));
-	xs_handle_keep_recent(o);
-	xs_obj_unref(o);
+	if (!xs_handle_keep_recent(o)) /* it takes our reference */
+		xs_obj_unref(o);
 }
 
 static void *unregister_it(void *arg)
