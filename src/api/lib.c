@@ -100,8 +100,9 @@ XResult XSchedTraceStop(void)
 	return res;
 }
 
-/* At exit (or dlclose of the shared library) the library's threads are stopped and
- * joined, so that none runs while the process tears down. */
+/* At exit the library's threads are stopped and joined, so that none runs while the
+ * process tears down. (The shared library is linked with -z nodelete: a dlclose leaves it
+ * loaded, since threads' exit destructors point into it.) */
 __attribute__((destructor)) static void xs__fini(void)
 {
 	XSchedShutdown();

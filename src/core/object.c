@@ -189,7 +189,11 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key)
  * borrowed one (xs_handle_borrow), lent out without a reference, `lent_depth` borrows deep. */
 static _Thread_local xs_obj *xs__tl_recent, *xs__tl_lent;
 static _Thread_local unsigned xs__tl_lent_depth;
+/* In a fork child: xs__tl_lent is the parent's (xs__parent_lent), neither lent nor dropped
+ * there, but still matched by the xs_handle_return of a borrow the fork happened in. */
+static _Thread_local bool xs__tl_lent_parent;
 static _Thread_local bool xs__tl_recent_armed; /* xs__recent_key is set on this thread */
+static _Thread_local bool xs__tl_arm_failed;   /* it could not be: this thread keeps nothing */
 static pthread_key_t xs__recent_key;
 static bool xs__recent_ok; /* xs__recent_key was made */
 static pthread_once_t xs__recent_once = PTHREAD_ONCE_INIT;
@@ -200,8 +204,12 @@ static xs_obj *volatile xs__parent_recent, *volatile xs__parent_lent;
 static void xs__recent_drop(void *unused)
 {
 	(void)unused;
-	xs_obj *old = xs__tl_recent, *lent = xs__tl_lent;
+	xs_obj *old = xs__tl_recent, *lent = xs__tl_lent_parent ? NULL : xs__tl_lent;
 	xs__tl_recent = xs__tl_lent = NULL;
+	xs__tl_lent_parent = false;
+	/* The key's value is NULL now: an object kept by a later destructor of this thread
+	 * sets it again, and this runs once more (POSIX: up to PTHREAD_DESTRUCTOR_ITERATIONS). */
+	xs__tl_recent_armed = false;
 	xs_obj_unref(old);
 	xs_obj_unref(lent);
 }
@@ -214,19 +222,22 @@ static void xs__recent_init(void)
 /* Whether this thread may keep objects: its destructor is set. */
 static bool xs__arm(void)
 {
-	if (!xs__tl_recent_armed) {
+	if (!xs__tl_recent_armed && !xs__tl_arm_failed) {
 		pthread_once(&xs__recent_once, xs__recent_init);
 		if (!xs__recent_ok || pthread_setspecific(xs__recent_key, &xs__tl_recent) != 0)
-			return false; /* no destructor for it: nothing is kept */
-		xs__tl_recent_armed = true;
+			xs__tl_arm_failed =
+			    true; /* no destructor for it: nothing is kept, for good
+				   * (a borrow would not know whose reference it holds) */
+		else
+			xs__tl_recent_armed = true;
 	}
-	return true;
+	return xs__tl_recent_armed;
 }
 
 xs_obj *xs_handle_borrow(uint64_t handle, enum xs_kind kind)
 {
 	xs_obj *lent = xs__tl_lent;
-	if (lent && lent->handle == handle && lent->kind == kind &&
+	if (lent && !xs__tl_lent_parent && lent->handle == handle && lent->kind == kind &&
 	    atomic_load_explicit(&lent->live, memory_order_relaxed)) {
 		xs__tl_lent_depth++;
 		return lent;
@@ -235,7 +246,9 @@ xs_obj *xs_handle_borrow(uint64_t handle, enum xs_kind kind)
 	if (xs__tl_lent_depth || !xs__arm())
 		return obj; /* an outer borrow uses the kept one: the caller's reference */
 	xs__tl_lent = obj;  /* the lookup's reference becomes the thread's */
-	xs_obj_unref(lent); /* no borrow uses it: may free it, here, with no lock held */
+	if (!xs__tl_lent_parent)
+		xs_obj_unref(lent); /* no borrow uses it: may free it, here, with no lock held */
+	xs__tl_lent_parent = false;
 	if (obj)
 		xs__tl_lent_depth++;
 	return obj;
@@ -301,9 +314,9 @@ void xs_handles_forked(void)
 	xs__fork_next = atomic_load_explicit(&xs__next, memory_order_relaxed);
 	xs__tl_next = xs__tl_end = 0;      /* the forking thread's block: numbers of the parent's */
 	xs__parent_recent = xs__tl_recent; /* the parent's: stay allocated, not found */
+	xs__tl_recent = NULL;
 	xs__parent_lent = xs__tl_lent;
-	xs__tl_recent = xs__tl_lent = NULL;
-	xs__tl_lent_depth = 0;
+	xs__tl_lent_parent = xs__tl_lent != NULL; /* a borrow it is in still returns it */
 }
 
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)

@@ -161,6 +161,11 @@ int main(void)
 		CHECK(pthread_create(&t[i], NULL, busy, &xq[i]) == 0);
 	t_sleep_us(20000);
 	for (int k = 0; k < CHILDREN; k++) {
+		/* The forking thread submits to the XQueue the child then tries (it keeps the
+		 * XQueue it submitted to last: core/object.c, xs_handle_borrow), and waits, so
+		 * that no library thread frees that command during the fork (below). */
+		t_submit_fn(xq[0], count_fn, NULL);
+		CHECK_OK(XQueueWaitAll(xq[0]));
 		fflush(stdout);
 #if defined(__SANITIZE_ADDRESS__)
 		atomic_store(&g_park, true);
@@ -168,10 +173,8 @@ int main(void)
 			t_sleep_us(100);
 		t_sleep_us(5000); /* the library's threads go idle after the last waits */
 #endif
-		/* The forking thread submits to the XQueue the child then tries (it keeps the
-		 * XQueue it used last: core/object.c, xs_handle_borrow), and makes a command
-		 * just before: their handles are the parent's only. */
-		t_submit_fn(xq[0], count_fn, NULL);
+		/* The forking thread makes a command just before: its handle is the parent's
+		 * only. */
 		HwCommandHandle pc;
 		CHECK_OK(HwCommandCreateHostFunc(&pc, count_fn, NULL));
 		pid_t pid = fork();

@@ -15,10 +15,13 @@
  *   once: when its last reference drops, also the one kept for a thread that exits;
  * - a borrowed object (xs_handle_borrow) is lent again without a reference, nested borrows
  *   of another take and return one, one unregistered is not lent, and what the thread kept
- *   is freed once it borrows another or exits. */
+ *   is freed once it borrows another or exits; in a child forked during a borrow, the
+ *   parent's kept object is not lent and not dropped, and the borrow's return matches it. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "core/object.h"
@@ -345,6 +348,38 @@ static void borrow(void)
 	CHECK(xs_handle_count() == base);
 }
 
+/* A fork in the middle of a borrow: in the child (xs_handles_forked, which the library's
+ * fork handler calls) the parent's kept object is neither lent nor dropped, and the
+ * borrow's return still matches it. */
+static void fork_in_borrow(void)
+{
+	xs_obj *a = make(XS_KIND_XQUEUE), *b = make(XS_KIND_XQUEUE);
+	CHECK_OK(xs_handle_register(a, 0));
+	CHECK_OK(xs_handle_register(b, 0));
+	xs_obj_unref(a);
+	xs_obj_unref(b);
+	CHECK(xs_handle_borrow(a->handle, XS_KIND_XQUEUE) == a);
+	unsigned ra = refs(a);
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		xs_handles_forked();
+		CHECK(!xs_handle_borrow(a->handle, XS_KIND_XQUEUE)); /* the parent's */
+		xs_handle_return(a);                                 /* the outer borrow's */
+		CHECK(refs(a) == ra);
+		CHECK(!xs_handle_borrow(b->handle, XS_KIND_XQUEUE));
+		CHECK(refs(a) == ra); /* not dropped at the next borrow either */
+		_exit(0);
+	}
+	int st = -1;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	xs_handle_return(a);
+	xs_obj_unref(xs_handle_unregister(a->handle, XS_KIND_XQUEUE));
+	xs_obj_unref(xs_handle_unregister(b->handle, XS_KIND_XQUEUE));
+}
+
 int main(void)
 {
 	many();
@@ -353,5 +388,6 @@ int main(void)
 	handoff();
 	recent();
 	borrow();
+	fork_in_borrow();
 	return 0;
 }

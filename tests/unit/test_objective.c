@@ -17,9 +17,11 @@
  *   unlimited, and afterwards the mean factor stays within 1.2 (+10% for noise), with
  *   few budget changes (no oscillation);
  * - reacts to a step: contention tripled (beta 0.24): within 64 commands the budget is
- *   below the one in force before, and the mean factor afterwards is within 1.2 again;
+ *   below the one in force before (unless that one was 400 us or less already), and the
+ *   mean factor afterwards is within 1.2 again;
  * - widens with slack: objective 2.0 on the same load: the budget becomes not limited
- *   (UINT64_MAX) within 480 commands, and low work then co-runs;
+ *   (UINT64_MAX) within 480 commands and stays so for most of the last 160, and low work
+ *   then co-runs;
  *   each move of the budget is a "corun budget" event in the trace;
  * - tightest wins: two high queues with 1.2 and 2.0: the device's budget is never
  *   unlimited once settled and both queues report the same budget;
@@ -275,7 +277,12 @@ static void converge_and_step(void)
 	printf("step (beta 0.24): budget %llu -> %llu ns, below the old after %d commands; mean "
 	       "factor %.3f after 160\n",
 	       (unsigned long long)before, (unsigned long long)budget[N2 - 1], react, after);
-	CHECK(react >= 0 && react <= 64);
+	/* A budget already at two low commands or less (400 us) before the step may meet the
+	 * objective without a move: then only the mean factor below tells. (Settled budgets of
+	 * 400 us came in about 1 of 10 runs on a 2-core host, with 0.5.0 too, and the budget then
+	 * went below it after 95 and 191 commands, or not at all, with mean factors of 1.09-1.18.)
+	 */
+	CHECK((react >= 0 && react <= 64) || before <= 400000);
 	CHECK(after <= 1.2 * 1.1);
 	lows_stop();
 	atomic_store(&g_beta, 0.08);
@@ -311,7 +318,13 @@ static void widens(void)
 	printf("objective 2.0: not limited after %d commands; mean factor %.3f after %d\n", first,
 	       f, BY);
 	CHECK(first >= 0 && first <= BY);
-	CHECK(budget[N - 1] == UINT64_MAX);
+	/* It stays there: not limited for at least 3/4 of the last 160 commands (a noisy
+	 * measurement may step it down once before it climbs back: the last command's budget
+	 * alone was below in 1 of 20 runs on a 2-core host, 0.5.0's code too). */
+	int kept = 0;
+	for (int i = N - 160; i < N; i++)
+		kept += budget[i] == UINT64_MAX;
+	CHECK(kept >= 120);
 	CHECK(f > 1.15); /* low work co-runs freely: several low commands at a time */
 	CHECK(f <= 2.0 * 1.1);
 	close_lane(&g_high[0]);
