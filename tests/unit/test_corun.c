@@ -318,7 +318,13 @@ static void oversubscribed(void)
 	long long before[N];
 	for (int i = 0; i < N; i++)
 		before[i] = atomic_load(&g_l[i].done);
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer's slowdown with 12 lanes' threads on a 2-core host: one lane did
+	 * not complete a command within 200 ms once in CI (not reproduced in 20 runs). */
+	t_sleep_us(1000000);
+#else
 	t_sleep_us(200000);
+#endif
 	for (int i = 0; i < N; i++) /* every queue still moves */
 		CHECK(atomic_load(&g_l[i].done) > before[i]);
 	close_lanes(0, N);
