@@ -14,7 +14,8 @@ with --raw-cpu-us, else in samples), then the top functions by inclusive samples
 thread kind (app: the thread that submits; lib: the library's threads).
 
 A sample's category is the first in this order that names one of the three innermost of
-the library's own functions on its stack: done marks and counter waits (the driver under
+the library's own functions on its stack (a function inlined into another counts as one
+of them, innermost first: addr2line -i): done marks and counter waits (the driver under
 xs_gpu_write_*), the handle table, command allocation, reaping, the budget, clock reads,
 locks, the kernel lookup (HwCommandCreateCudaKernel's); else the driver's launch where the
 innermost own function is the launch call (or none is: the driver's or libc's frames
@@ -29,7 +30,8 @@ import sys
 CATEGORIES = [
     ("done mark (driver)", ("xs_gpu_write_done",)),
     ("counter wait + mark (driver)", ("xs_gpu_write_then_wait",)),
-    ("handle table", ("xs_handle_register", "xs_handle_get", "xs_handle_unregister")),
+    ("handle table", ("xs_handle_register", "xs_handle_get", "xs_handle_unregister",
+                      "xs_handle_borrow", "xs_handle_return", "xs_handle_keep_recent")),
     ("command allocation", ("xs_cmd_new", "xs__cmd_free")),
     ("reaping", ("xs__complete_upto",)),
     ("budget", ("xs_budget_charge", "xs_budget_uncharge")),
@@ -89,16 +91,19 @@ class Symbolizer:
             return self.cache[key]
         if path == "/proc/self/exe" or path in self.copies or short.startswith("libc."):
             exe = self.copies.get(path, local)
-            out = subprocess.run(["addr2line", "-f", "-e", exe, hex(off)], capture_output=True,
-                                 text=True).stdout.split("\n")
-            fn = out[0] if out and out[0] else "??"
-            if fn == "??":
-                fn = self._nearest_export(exe, off)
-            res = fn if path == "/proc/self/exe" else short + ":" + fn
+            # -i: the chain of functions inlined at the address, innermost first (an
+            # inlined lock wrapper would otherwise hide the function that took the lock).
+            out = subprocess.run(["addr2line", "-f", "-i", "-e", exe, hex(off)],
+                                 capture_output=True, text=True).stdout.split("\n")
+            fns = [f for f in out[0::2] if f and f != "??"]
+            if not fns:
+                fns = [self._nearest_export(exe, off)]
+            res = fns if path == "/proc/self/exe" else [short + ":" + f for f in fns]
         else:
-            res = short
+            res = [short]
         self.cache[key] = res
         return res
+
 
 
 def own(name):
@@ -160,7 +165,7 @@ def main():
             frames = stack[2:]  # the handler and the signal trampoline
             if not frames:
                 continue
-            syms = [sym.name(frames[0], False)] + [sym.name(pc, True) for pc in frames[1:]]
+            syms = sym.name(frames[0], False) + [n for pc in frames[1:] for n in sym.name(pc, True)]
             kind = "app" if tid == main_tid else "lib"
             threads[kind] += 1
             if kind == "app":
