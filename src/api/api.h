@@ -5,11 +5,10 @@
 #include "core/log.h"
 #include "preempt/engine.h"
 
-/* The live XQueue behind @h, with a reference, for API call @fn; logs and returns NULL if
- * there is none. */
-static inline xs_xqueue *xs_api_xqueue(XQueueHandle h, const char *fn)
+/* @obj as the XQueue of handle @h for API call @fn; logs and returns NULL if it is NULL
+ * (no live XQueue). */
+static inline xs_xqueue *xs__api_found(xs_obj *obj, XQueueHandle h, const char *fn)
 {
-	xs_obj *obj = xs_handle_get(h, XS_KIND_XQUEUE);
 	if (!obj) {
 		XS_WARN("api", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
 		return NULL;
@@ -17,17 +16,19 @@ static inline xs_xqueue *xs_api_xqueue(XQueueHandle h, const char *fn)
 	return xs_xqueue_of(obj);
 }
 
+/* The live XQueue behind @h, with a reference, for API call @fn; logs and returns NULL if
+ * there is none. */
+static inline xs_xqueue *xs_api_xqueue(XQueueHandle h, const char *fn)
+{
+	return xs__api_found(xs_handle_get(h, XS_KIND_XQUEUE), h, fn);
+}
+
 /* xs_api_xqueue for a call that ends on this thread and passes the XQueue to
  * xs_api_xqueue_return (xs_handle_borrow: no lock and no reference where the thread used
  * this XQueue last). */
 static inline xs_xqueue *xs_api_xqueue_borrow(XQueueHandle h, const char *fn)
 {
-	xs_obj *obj = xs_handle_borrow(h, XS_KIND_XQUEUE);
-	if (!obj) {
-		XS_WARN("api", "%s: 0x%llx is not a live XQueue", fn, (unsigned long long)h);
-		return NULL;
-	}
-	return xs_xqueue_of(obj);
+	return xs__api_found(xs_handle_borrow(h, XS_KIND_XQUEUE), h, fn);
 }
 
 static inline void xs_api_xqueue_return(xs_xqueue *x)

@@ -189,27 +189,40 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key)
  * borrowed one (xs_handle_borrow), lent out without a reference, `lent_depth` borrows deep. */
 static _Thread_local xs_obj *xs__tl_recent, *xs__tl_lent;
 static _Thread_local unsigned xs__tl_lent_depth;
-/* In a fork child: xs__tl_lent is the parent's (xs__parent_lent), neither lent nor dropped
- * there, but still matched by the xs_handle_return of a borrow the fork happened in. */
-static _Thread_local bool xs__tl_lent_parent;
-static _Thread_local bool xs__tl_recent_armed; /* xs__recent_key is set on this thread */
-static _Thread_local bool xs__tl_arm_failed;   /* it could not be: this thread keeps nothing */
+/* Whether xs__recent_key is set on this thread; FAILED: it could not be, and the thread
+ * keeps nothing, for good (a borrow would not know whose reference it holds). */
+static _Thread_local enum { XS__UNARMED, XS__ARMED, XS__ARM_FAILED } xs__tl_arm;
 static pthread_key_t xs__recent_key;
 static bool xs__recent_ok; /* xs__recent_key was made */
 static pthread_once_t xs__recent_once = PTHREAD_ONCE_INIT;
 /* A child's: the forking thread's kept objects of the parent, kept reachable for leak
- * checkers (volatile: only ever written, the stores must stay). */
+ * checkers (volatile: the store of one only ever written must stay). The parent's lent one
+ * is neither lent nor dropped in the child, but a borrow the fork happened in still
+ * returns it (xs__own_lent). */
 static xs_obj *volatile xs__parent_recent, *volatile xs__parent_lent;
+
+/* Whether kept object @obj is the live one of @kind behind @handle. */
+static bool xs__kept_is(const xs_obj *obj, uint64_t handle, enum xs_kind kind)
+{
+	return obj && obj->handle == handle && obj->kind == kind &&
+	       atomic_load_explicit(&obj->live, memory_order_relaxed);
+}
+
+/* Whether this thread's lent object holds a reference of its own to drop (not the
+ * parent's, in a fork child). */
+static bool xs__own_lent(const xs_obj *lent)
+{
+	return lent && lent != xs__parent_lent;
+}
 
 static void xs__recent_drop(void *unused)
 {
 	(void)unused;
-	xs_obj *old = xs__tl_recent, *lent = xs__tl_lent_parent ? NULL : xs__tl_lent;
+	xs_obj *old = xs__tl_recent, *lent = xs__own_lent(xs__tl_lent) ? xs__tl_lent : NULL;
 	xs__tl_recent = xs__tl_lent = NULL;
-	xs__tl_lent_parent = false;
 	/* The key's value is NULL now: an object kept by a later destructor of this thread
 	 * sets it again, and this runs once more (POSIX: up to PTHREAD_DESTRUCTOR_ITERATIONS). */
-	xs__tl_recent_armed = false;
+	xs__tl_arm = XS__UNARMED;
 	xs_obj_unref(old);
 	xs_obj_unref(lent);
 }
@@ -222,23 +235,19 @@ static void xs__recent_init(void)
 /* Whether this thread may keep objects: its destructor is set. */
 static bool xs__arm(void)
 {
-	if (!xs__tl_recent_armed && !xs__tl_arm_failed) {
+	if (xs__tl_arm == XS__UNARMED) {
 		pthread_once(&xs__recent_once, xs__recent_init);
-		if (!xs__recent_ok || pthread_setspecific(xs__recent_key, &xs__tl_recent) != 0)
-			xs__tl_arm_failed =
-			    true; /* no destructor for it: nothing is kept, for good
-				   * (a borrow would not know whose reference it holds) */
-		else
-			xs__tl_recent_armed = true;
+		bool set =
+		    xs__recent_ok && pthread_setspecific(xs__recent_key, &xs__tl_recent) == 0;
+		xs__tl_arm = set ? XS__ARMED : XS__ARM_FAILED;
 	}
-	return xs__tl_recent_armed;
+	return xs__tl_arm == XS__ARMED;
 }
 
 xs_obj *xs_handle_borrow(uint64_t handle, enum xs_kind kind)
 {
 	xs_obj *lent = xs__tl_lent;
-	if (lent && !xs__tl_lent_parent && lent->handle == handle && lent->kind == kind &&
-	    atomic_load_explicit(&lent->live, memory_order_relaxed)) {
+	if (xs__own_lent(lent) && xs__kept_is(lent, handle, kind)) {
 		xs__tl_lent_depth++;
 		return lent;
 	}
@@ -246,9 +255,8 @@ xs_obj *xs_handle_borrow(uint64_t handle, enum xs_kind kind)
 	if (xs__tl_lent_depth || !xs__arm())
 		return obj; /* an outer borrow uses the kept one: the caller's reference */
 	xs__tl_lent = obj;  /* the lookup's reference becomes the thread's */
-	if (!xs__tl_lent_parent)
+	if (xs__own_lent(lent))
 		xs_obj_unref(lent); /* no borrow uses it: may free it, here, with no lock held */
-	xs__tl_lent_parent = false;
 	if (obj)
 		xs__tl_lent_depth++;
 	return obj;
@@ -279,8 +287,7 @@ xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)
 	/* The thread's recent object is kept allocated by its reference, which the caller
 	 * gets: if it is still registered, this lookup comes before a racing unregister. */
 	xs_obj *recent = xs__tl_recent;
-	if (recent && recent->handle == handle && recent->kind == kind &&
-	    atomic_load_explicit(&recent->live, memory_order_relaxed)) {
+	if (xs__kept_is(recent, handle, kind)) {
 		xs__tl_recent = NULL;
 		return recent;
 	}
@@ -315,8 +322,7 @@ void xs_handles_forked(void)
 	xs__tl_next = xs__tl_end = 0;      /* the forking thread's block: numbers of the parent's */
 	xs__parent_recent = xs__tl_recent; /* the parent's: stay allocated, not found */
 	xs__tl_recent = NULL;
-	xs__parent_lent = xs__tl_lent;
-	xs__tl_lent_parent = xs__tl_lent != NULL; /* a borrow it is in still returns it */
+	xs__parent_lent = xs__tl_lent; /* kept as it is: a borrow it is in still returns it */
 }
 
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind)

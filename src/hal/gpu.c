@@ -766,7 +766,7 @@ static XResult xs__create_bound(xs__gpu_q *g)
  * (stub, resolver) pairs, so that a command of a kernel made before asks neither the driver
  * nor the resolver (each launch finds the CUfunction in its stream's context). Only
  * successes are kept. */
-enum { XS__KNOWN_SLOTS = 64 }; /* 2^6: xs_cuda_check_kernel's hash keeps 6 bits */
+enum { XS__KNOWN_SLOTS = 64 };
 static _Thread_local struct {
 	const void *stub;
 	int (*resolve)(void **, const void *);
@@ -774,8 +774,7 @@ static _Thread_local struct {
 
 XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const void *))
 {
-	/* A Fibonacci hash (Knuth, TAOCP vol. 3, 6.4): stubs 16 bytes apart get other slots. */
-	size_t slot = (size_t)(((uint64_t)(uintptr_t)func * UINT64_C(0x9E3779B97F4A7C15)) >> 58);
+	size_t slot = xs__fn_bucket(func, 0) % XS__KNOWN_SLOTS; /* the kernel cache's hash */
 	if (xs__known[slot].stub == func && xs__known[slot].resolve == resolve)
 		return kXSchedSuccess;
 	const char *why;

@@ -86,6 +86,15 @@ static XResult resolved_kernel(HwCommandHandle *c, uintptr_t stub, XCudaFuncReso
 					     (XDim3){64, 1, 1}, 0, args, sizes, 1);
 }
 
+/* An Lv1 XQueue on a new CUDA HwQueue (*@hwq) of fake stream @stream. */
+static XQueueHandle open_lv1(HwQueueHandle *hwq, uintptr_t stream)
+{
+	XQueueHandle xq;
+	CHECK_OK(CudaQueueCreate(hwq, (void *)stream));
+	CHECK_OK(XQueueCreate(&xq, *hwq, kPreemptLevelBlock, 0));
+	return xq;
+}
+
 /* Make, submit and drop a command of @stub on @xq; its XQueueWait result. */
 static XResult run_resolved(XQueueHandle xq, uintptr_t stub)
 {
@@ -125,9 +134,7 @@ static void resolved(XQueueHandle xq, void *lib)
 	/* A new context: its stream's launches ask once per kernel; the old stream's none. */
 	new_context();
 	HwQueueHandle hwq2;
-	XQueueHandle xq2;
-	CHECK_OK(CudaQueueCreate(&hwq2, (void *)(uintptr_t)0x1002));
-	CHECK_OK(XQueueCreate(&xq2, hwq2, kPreemptLevelBlock, 0));
+	XQueueHandle xq2 = open_lv1(&hwq2, 0x1002);
 	for (int i = 0; i < 4; i++)
 		CHECK_OK(run_resolved(xq2, 0x3000));
 	CHECK(last_function() == (void *)(uintptr_t)(0x3000 + 0x100000));
@@ -136,9 +143,7 @@ static void resolved(XQueueHandle xq, void *lib)
 	 * the launch fails with the command's own result, and the queue goes on. */
 	new_context();
 	HwQueueHandle hwq3;
-	XQueueHandle xq3;
-	CHECK_OK(CudaQueueCreate(&hwq3, (void *)(uintptr_t)0x1003));
-	CHECK_OK(XQueueCreate(&xq3, hwq3, kPreemptLevelBlock, 0));
+	XQueueHandle xq3 = open_lv1(&hwq3, 0x1003);
 	atomic_store(&g_unknown, true);
 	CHECK(run_resolved(xq3, 0x3008) == kXSchedErrorInvalidValue);
 	atomic_store(&g_unknown, false);
