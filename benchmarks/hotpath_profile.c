@@ -59,10 +59,12 @@ static void on_sample(int sig)
 	g_cfg_of[i] = atomic_load_explicit(&g_cfg, memory_order_relaxed);
 }
 
-static double cpu_us(void)
+/* CPU time of the process (CLOCK_PROCESS_CPUTIME_ID) or the calling thread
+ * (CLOCK_THREAD_CPUTIME_ID), us. */
+static double cpu_us(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(clock, &ts);
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
@@ -105,14 +107,6 @@ static struct config g_cfgs[CONFIGS] = {
     {.name = "lv2", .level = 2, .prio = 1},
 };
 
-/* The calling thread's CPU time, us. */
-static double thread_cpu_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 /* The calling thread's voluntary (it blocked) and involuntary context switches. */
 static void thread_switches(long *blocked, long *preempted)
 {
@@ -130,8 +124,8 @@ static void run(struct config *c, long n, const char *what)
 {
 	long b0, p0;
 	thread_switches(&b0, &p0);
-	double tc0 = thread_cpu_us();
-	double c0 = cpu_us(), t0 = (double)t_now_us();
+	double tc0 = cpu_us(CLOCK_THREAD_CPUTIME_ID);
+	double c0 = cpu_us(CLOCK_PROCESS_CPUTIME_ID), t0 = (double)t_now_us();
 	for (long i = 0; i < n; i++) {
 		if (c->xq)
 			tiny_xq(c->xq);
@@ -143,7 +137,8 @@ static void run(struct config *c, long n, const char *what)
 	else
 		GPU_CHECK(gpuStreamSynchronize(c->s));
 	double t = (double)t_now_us() - t0;
-	double cpu = cpu_us() - c0, tcpu = thread_cpu_us() - tc0;
+	double cpu = cpu_us(CLOCK_PROCESS_CPUTIME_ID) - c0,
+	       tcpu = cpu_us(CLOCK_THREAD_CPUTIME_ID) - tc0;
 	long b1, p1;
 	thread_switches(&b1, &p1);
 	printf("%-4s %-10s %.3f us/kernel, cpu %.3f us/kernel (application thread %.3f; "

@@ -53,18 +53,14 @@ static XResult run(XQueueHandle xq, bool helper, unsigned *seq)
 	return res;
 }
 
-/* A resolver that counts its calls (the program's cudaGetFuncBySymbol). */
+/* A resolver that counts its calls: xsched.h's wrapper of the program's
+ * cudaGetFuncBySymbol. */
 static int g_resolves;
 
 static int counting_resolver(void **fn, const void *func)
 {
 	g_resolves++;
-	cudaFunction_t f = 0;
-	cudaError_t e = cudaGetFuncBySymbol(&f, func);
-	if (e != cudaSuccess)
-		(void)cudaGetLastError();
-	*fn = (void *)f;
-	return (int)e;
+	return xsched__cuda_resolve(fn, func);
 }
 
 static unsigned read_seq(const unsigned *seq_dev)
