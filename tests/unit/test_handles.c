@@ -292,6 +292,15 @@ static void recent(void)
 	CHECK(atomic_load(&g_freed) == freed0 + 5);
 }
 
+/* A new object of @kind, registered: the table holds its one reference. */
+static xs_obj *registered(enum xs_kind kind)
+{
+	xs_obj *o = make(kind);
+	CHECK_OK(xs_handle_register(o, 0));
+	xs_obj_unref(o);
+	return o;
+}
+
 static unsigned refs(const xs_obj *o)
 {
 	return atomic_load(&o->refs);
@@ -309,11 +318,7 @@ static void borrow(void)
 {
 	size_t base = xs_handle_count();
 	long freed0 = atomic_load(&g_freed);
-	xs_obj *a = make(XS_KIND_XQUEUE), *b = make(XS_KIND_XQUEUE);
-	CHECK_OK(xs_handle_register(a, 0));
-	CHECK_OK(xs_handle_register(b, 0));
-	xs_obj_unref(a);
-	xs_obj_unref(b);
+	xs_obj *a = registered(XS_KIND_XQUEUE), *b = registered(XS_KIND_XQUEUE);
 	CHECK(!xs_handle_borrow(a->handle, XS_KIND_COMMAND)); /* another kind */
 	/* The first borrow keeps it (the table's and the thread's); again: no reference. */
 	CHECK(xs_handle_borrow(a->handle, XS_KIND_XQUEUE) == a);
@@ -353,11 +358,7 @@ static void borrow(void)
  * borrow's return still matches it. */
 static void fork_in_borrow(void)
 {
-	xs_obj *a = make(XS_KIND_XQUEUE), *b = make(XS_KIND_XQUEUE);
-	CHECK_OK(xs_handle_register(a, 0));
-	CHECK_OK(xs_handle_register(b, 0));
-	xs_obj_unref(a);
-	xs_obj_unref(b);
+	xs_obj *a = registered(XS_KIND_XQUEUE), *b = registered(XS_KIND_XQUEUE);
 	CHECK(xs_handle_borrow(a->handle, XS_KIND_XQUEUE) == a);
 	unsigned ra = refs(a);
 	fflush(stdout);
