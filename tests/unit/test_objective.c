@@ -21,8 +21,8 @@
  *   mean factor afterwards is within 1.2 again;
  * - widens with slack: objective 3.0 on the same load (at most 1.56x, as the controller
  *   measures it up to ~1.9x on a loaded host): the budget becomes not limited
- *   (UINT64_MAX) within 480 commands and stays so for most of the last 160, and low work
- *   then co-runs;
+ *   (UINT64_MAX) within 480 commands and stays so while the slowdown measured stays
+ *   within the objective, and low work then co-runs;
  *   each move of the budget is a "corun budget" event in the trace;
  * - tightest wins: two high queues with 1.2 and 2.0: the device's budget is never
  *   unlimited once settled and both queues report the same budget;
@@ -136,8 +136,14 @@ static void lows_stop(void)
 	}
 }
 
+/* The slowdown the controller reported (XQueueStats.slowdown_permille) after each
+ * completion of the last high_chain given a budget log: it changes at each window's end, and
+ * every window lasts 16 completions, so each window's figure is seen. */
+static uint64_t g_slow_pm[MAXREC];
+
 /* A high chain: @n commands on @xq with RING in flight; budget[k] is the co-run budget in
- * force seen after the k-th completed (may be NULL). */
+ * force seen after the k-th completed, g_slow_pm[k] the slowdown reported then (@budget may be
+ * NULL: neither is kept). */
 static void high_chain(XQueueHandle xq, int n, uint64_t *budget)
 {
 	HwCommandHandle c[RING] = {0};
@@ -147,8 +153,11 @@ static void high_chain(XQueueHandle xq, int n, uint64_t *budget)
 			CHECK_OK(XQueueWait(xq, *s));
 			CHECK_OK(HwCommandDestroy(*s));
 			*s = 0;
-			if (budget)
-				budget[k - RING] = t_stats(xq).corun_budget_ns;
+			if (budget) {
+				XQueueStats st = t_stats(xq);
+				budget[k - RING] = st.corun_budget_ns;
+				g_slow_pm[k - RING] = st.slowdown_permille;
+			}
 		}
 		if (k < n) {
 			CHECK_OK(HwCommandCreateHostFunc(s, high_fn, NULL));
@@ -295,10 +304,14 @@ static void converge_and_step(void)
 	close_lane(&g_high[0]);
 }
 
-/* Objective 3.0: the load cannot reach it, so it goes unlimited. Seven low commands slow
- * a high one by 1.56x at most, but the controller measures host times: under ThreadSanitizer
- * on a loaded 2-core host, windows measured up to 1.91x, and an objective of 2.0 saw a
- * violation now and then (1 run in 8 with three tests at once) and stepped down. */
+/* Objective 3.0: the load cannot reach it, so it goes unlimited and stays there. Seven low
+ * commands slow a high one by 1.56x at most, but the controller measures host times, which
+ * an overloaded host stretches: under ThreadSanitizer on a 2-core host, windows measured up
+ * to 1.91x with three tests at once (an objective of 2.0 then saw a violation in 1 run of 8
+ * and stepped down, as it should), and above 3.0 with other processes busy besides. So
+ * staying is checked against what the controller measured: with no window above the
+ * objective once not limited, the budget must never leave not limited; after a measured
+ * violation, a step down is the right answer and only the climb is checked. */
 static void widens(void)
 {
 	enum { N = 640, BY = 480 };
@@ -319,17 +332,22 @@ static void widens(void)
 		if (budget[i] == UINT64_MAX)
 			first = i;
 	double f = mean_factor(BY, n);
-	int kept = 0;
-	for (int i = N - 160; i < N; i++)
+	int kept = 0, over = 0;
+	uint64_t worst = 0;
+	for (int i = first < 0 ? N : first; i < N; i++) {
 		kept += budget[i] == UINT64_MAX;
-	printf("objective 3.0: not limited after %d commands, for %d of the last 160; mean factor "
-	       "%.3f after %d\n",
-	       first, kept, f, BY);
+		over += g_slow_pm[i] > 3000;
+		worst = g_slow_pm[i] > worst ? g_slow_pm[i] : worst;
+	}
+	printf("objective 3.0: not limited after %d commands, for %d of the %d after; mean factor "
+	       "%.3f after %d; measured slowdown at most %.3f since\n",
+	       first, kept, first < 0 ? 0 : N - first, f, BY, worst / 1000.0);
 	CHECK(first >= 0 && first <= BY);
-	/* It stays there: not limited for at least 3/4 of the last 160 commands (a noisy
-	 * measurement may step it down once before it climbs back: the last command's budget
-	 * alone was below in 1 of 20 runs on a 2-core host, 0.5.0's code too). */
-	CHECK(kept >= 120);
+	if (over)
+		printf("  (an overloaded host: %d samples above 3.0, so steps down were due)\n",
+		       over);
+	else
+		CHECK(kept == N - first); /* no violation measured: it never left not limited */
 	CHECK(f > 1.15); /* low work co-runs freely: several low commands at a time */
 	close_lane(&g_high[0]);
 	/* Each move of the budget is a trace event; the last one says "not limited". */
