@@ -186,8 +186,10 @@ static void *xs__launch_main(void *arg)
 		xs_obj_ref(&xq->obj);
 		xs_mutex_unlock(&d->lock);
 		xs_mutex_lock(&xq->lock);
-		xs_engine_progress(xq, true);
+		bool more = xs_engine_launch_turn(xq);
 		xs_mutex_unlock(&xq->lock);
+		if (more)
+			xs_dev_kick(xq); /* behind the queues kicked meanwhile */
 		xs_obj_unref(&xq->obj);
 		xs_mutex_lock(&d->lock);
 	}

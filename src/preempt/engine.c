@@ -627,14 +627,17 @@ static void xs__token_give(xs_xqueue *xq)
 	xs_engine_progress(xq, false);
 }
 
-/* Enqueue pending commands in order while they may go, on the calling thread. Caller
- * holds xq->lock, which is dropped around each backend call. */
-static void xs__drain(xs_xqueue *xq)
+/* Enqueue pending commands in order while they may go, on the calling thread, and at
+ * @until (ns, 0 = no end) stop after the command being enqueued; returns whether it
+ * stopped there with commands pending. Caller holds xq->lock, which is dropped around
+ * each backend call. */
+static bool xs__drain(xs_xqueue *xq, int64_t until)
 {
 	if (xq->launching)
-		return; /* the holder of the token sees our commands */
+		return false; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
+	bool turn_over = false;
 	for (;;) {
 		xs__commit(xq);
 		/* xs_now_lazy: read at most once before the enqueue (a reap, a budget charge),
@@ -714,9 +717,14 @@ static void xs__drain(xs_xqueue *xq)
 		xs_obj_unref(&cmd->obj);
 		xs_cond_broadcast(&xq->cv);
 		xs__wake_sleepers(xq, seq);
+		if (until && now >= until && !xs_list_empty(&xq->pending)) {
+			turn_over = true;
+			break;
+		}
 	}
 	xq->launching = false;
 	xs_cond_broadcast(&xq->cv);
+	return turn_over;
 }
 
 void xs_engine_grant(xs_xqueue *xq)
@@ -762,13 +770,31 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 		return;
 	}
 	if (may_launch) {
-		xs__drain(xq);
+		xs__drain(xq, 0);
 		return;
 	}
 	/* Worth a kick only if the head could go now; the launch thread checks it fully. */
 	bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
 	if (space && xs__may_launch(xq))
 		xs_dev_kick(xq);
+}
+
+enum {
+	/* The launch thread's turn on one kicked XQueue, in ns of its own time (backend calls,
+	 * launch callbacks): then it serves the other kicked queues first. Without an end, an
+	 * application thread that appends faster than the launch thread enqueues (launch
+	 * callbacks slower than the appends) kept it on one queue for as long as the appends
+	 * went on, and every other kicked queue of the device waited (test_cuda_fake). The
+	 * budget's quantum (XS__QUANTUM_NS) bounds a limited queue's turn the same way. */
+	XS__TURN_NS = 200000,
+};
+
+bool xs_engine_launch_turn(xs_xqueue *xq)
+{
+	xs__commit(xq);
+	if (xs_list_empty(&xq->pending) || xq->launching)
+		return false;
+	return xs__drain(xq, xs_now_ns() + XS__TURN_NS);
 }
 
 /* ---- complete ---- */
@@ -1279,7 +1305,7 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	 * wakes us; xs_engine_progress wakes us wherever it would kick the launch thread). */
 	while (cmd->state == XS_CMD_PENDING) {
 		if (!xq->launching && xs_list_first(&xq->pending) == &cmd->link) {
-			xs__drain(xq);
+			xs__drain(xq, 0);
 			if (cmd->state != XS_CMD_PENDING)
 				break;
 		}

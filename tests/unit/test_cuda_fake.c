@@ -25,7 +25,12 @@
  *    kernel and context, the command launches what it gave, a stream of a context made
  *    again at the same address is asked anew at its launch (a failure there is the
  *    command's result), a failing or null resolver is refused at create, a host queue
- *    refuses the command.
+ *    refuses the command;
+ * 8. the launch thread's turns: an XQueue whose launch callbacks (200 us each, run by the
+ *    launch thread after a resume) the application appends faster than they run does not
+ *    keep another resumed XQueue's command from being launched (it ran while the appends
+ *    went on; it waited for them to stop, for as long as they went on, before each turn had
+ *    an end).
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
@@ -320,6 +325,75 @@ static void order(XQueueHandle xq)
 		CHECK(g_ran[i] == i);
 }
 
+/* 8: the launch thread's turns. */
+enum { SLOW_US = 200 };
+static atomic_long g_slow_ran;
+static atomic_bool g_other_ran;
+
+static XResult slow_launch(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	(void)data;
+	t_sleep_us(SLOW_US); /* a launch that costs the launching thread 200 us */
+	atomic_fetch_add(&g_slow_ran, 1);
+	return kXSchedSuccess;
+}
+
+static XResult other_launch(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	(void)data;
+	atomic_store(&g_other_ran, true);
+	return kXSchedSuccess;
+}
+
+static void submit_callback(XQueueHandle xq, LaunchCallback fn)
+{
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateCallback(&c, fn, NULL));
+	CHECK_OK(XQueueSubmit(xq, c));
+	CHECK_OK(HwCommandDestroy(c));
+}
+
+static void launch_turns(void)
+{
+	HwQueueHandle ha, hb;
+	XQueueHandle a = open_lv1(&ha, 0x1010), b = open_lv1(&hb, 0x1011);
+	/* Both suspended with work, so that the resumes leave it to the launch thread. */
+	CHECK_OK(XQueueSuspend(a, 0));
+	CHECK_OK(XQueueSuspend(b, 0));
+	for (int i = 0; i < 20; i++)
+		submit_callback(a, slow_launch);
+	submit_callback(b, other_launch);
+	CHECK_OK(XQueueResume(a, 0));
+	CHECK_OK(XQueueResume(b, 0));
+	/* The launch thread holds a's launch token from its first callback on: what this
+	 * thread submits to a from then on is only appended, two commands per 20 us (and
+	 * more than that under a sanitizer), faster than one per 200 us runs. */
+	while (atomic_load(&g_slow_ran) == 0)
+		t_sleep_us(100);
+	int appended = 0;
+	int64_t until = t_now_us() + 2000000;
+	while (!atomic_load(&g_other_ran) && t_now_us() < until) {
+		submit_callback(a, slow_launch);
+		submit_callback(a, slow_launch);
+		appended += 2;
+		t_sleep_us(20);
+	}
+	long ran = atomic_load(&g_slow_ran);
+	printf("launch turns: the other XQueue's command %s while %d commands were appended "
+	       "to the busy one (%ld of its commands had run)\n",
+	       atomic_load(&g_other_ran) ? "ran" : "did not run", appended, ran);
+	CHECK(atomic_load(&g_other_ran));
+	CHECK_OK(XQueueWaitAll(a));
+	CHECK_OK(XQueueWaitAll(b));
+	CHECK(atomic_load(&g_slow_ran) == 20 + appended);
+	CHECK_OK(XQueueDestroy(a));
+	CHECK_OK(XQueueDestroy(b));
+	CHECK_OK(HwQueueDestroy(ha));
+	CHECK_OK(HwQueueDestroy(hb));
+}
+
 int main(void)
 {
 	const char *lazy_env = getenv("XSCHED_GPU_LAZY_MARKS");
@@ -454,6 +528,7 @@ int main(void)
 	printf("Lv2: nothing ran while suspended; all 50 after the resume\n");
 
 	resolved(xq, lib);
+	launch_turns();
 
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hwq));
