@@ -16,9 +16,12 @@
  * complete what is marked done when their window is full (engine.c), so this thread's pace bounds
  * only how soon other queues' windows refill and an idle queue is seen idle.
  *
- * The launch thread ("xs-launch") drains the XQueues kicked to it: it enqueues their
- * pending commands (running their launch callbacks) when they may enqueue. A command
- * reaches it only when it could not be enqueued at submit time.
+ * The launch thread ("xs-launch") serves the XQueues kicked to it in turns
+ * (engine.c, xs_engine_launch_turn): it enqueues their pending commands (running their
+ * launch callbacks) when they may enqueue, each turn ending at the first command boundary
+ * after 200 us; a queue left with pending commands keeps its launch token and gets its next
+ * turn after the kicked queues of its priority or above. A command reaches this thread
+ * only when it could not be enqueued at submit time.
  *
  * Oversubscription: a device whose streams share fewer hardware queues than it has
  * XQueues (xs_hwq.hw_queues) is marked oversubscribed, logged once per spell; the engine
@@ -166,6 +169,18 @@ void xs_dev_look(xs_xqueue *xq)
 
 /* ---- the launch thread ---- */
 
+/* Whether a kicked XQueue of @xq's priority or above waits for the launch thread. Caller
+ * holds d->lock. */
+static bool xs__peer_kicked(xs_device *d, const xs_xqueue *xq)
+{
+	xs_list_for_each(l, &d->kicks)
+	{
+		if (xs_container_of(l, xs_xqueue, kick_link)->prio >= xq->prio)
+			return true;
+	}
+	return false;
+}
+
 static void *xs__launch_main(void *arg)
 {
 	xs_device *d = arg;
@@ -184,12 +199,17 @@ static void *xs__launch_main(void *arg)
 		}
 		xs_xqueue *xq = xs_container_of(xs_list_pop_front(&d->kicks), xs_xqueue, kick_link);
 		xs_obj_ref(&xq->obj);
+		bool more;
+		do { /* turns on xq while no other kicked queue of its priority or above waits */
+			xs_mutex_unlock(&d->lock);
+			xs_mutex_lock(&xq->lock);
+			more = xs_engine_launch_turn(xq);
+			xs_mutex_unlock(&xq->lock);
+			xs_mutex_lock(&d->lock);
+		} while (more && (!xs__peer_kicked(d, xq) || !xs_linked(&xq->dev_link)));
+		if (more && !xs_linked(&xq->kick_link)) /* it keeps its token: a turn is due */
+			xs_list_push_back(&d->kicks, &xq->kick_link);
 		xs_mutex_unlock(&d->lock);
-		xs_mutex_lock(&xq->lock);
-		bool more = xs_engine_launch_turn(xq);
-		xs_mutex_unlock(&xq->lock);
-		if (more)
-			xs_dev_kick(xq); /* behind the queues kicked meanwhile */
 		xs_obj_unref(&xq->obj);
 		xs_mutex_lock(&d->lock);
 	}

@@ -627,17 +627,25 @@ static void xs__token_give(xs_xqueue *xq)
 	xs_engine_progress(xq, false);
 }
 
-/* Enqueue pending commands in order while they may go, on the calling thread, and at
- * @until (ns, 0 = no end) stop after the command being enqueued; returns whether it
- * stopped there with commands pending. Caller holds xq->lock, which is dropped around
- * each backend call. */
+/* Whether the head pending command is an inline one (only its owner enqueues it). */
+static bool xs__inline_head(const xs_xqueue *xq)
+{
+	xs_link *l = xs_list_first(&xq->pending);
+	return l && xs_container_of(l, xs_cmd, link)->kind == XS_CMD_INLINE;
+}
+
+/* Enqueue pending commands in order while they may go, on the calling thread. With
+ * @until (ns; 0 = none), at the first command boundary at or after it where commands are
+ * still pending (and the next is not an inline command, which its owner enqueues), stop
+ * and keep the launch token (xq->turn_parked; the launch thread's turns only): returns
+ * whether it stopped there. Caller holds xq->lock, which is dropped around each backend
+ * call. */
 static bool xs__drain(xs_xqueue *xq, int64_t until)
 {
 	if (xq->launching)
 		return false; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
-	bool turn_over = false;
 	for (;;) {
 		xs__commit(xq);
 		/* xs_now_lazy: read at most once before the enqueue (a reap, a budget charge),
@@ -717,14 +725,14 @@ static bool xs__drain(xs_xqueue *xq, int64_t until)
 		xs_obj_unref(&cmd->obj);
 		xs_cond_broadcast(&xq->cv);
 		xs__wake_sleepers(xq, seq);
-		if (until && now >= until && !xs_list_empty(&xq->pending)) {
-			turn_over = true;
-			break;
+		if (until && now >= until && !xs_list_empty(&xq->pending) && !xs__inline_head(xq)) {
+			xq->turn_parked = true; /* the token stays with the launch thread */
+			return true;
 		}
 	}
 	xq->launching = false;
 	xs_cond_broadcast(&xq->cv);
-	return turn_over;
+	return false;
 }
 
 void xs_engine_grant(xs_xqueue *xq)
@@ -753,13 +761,6 @@ void xs_engine_grant(xs_xqueue *xq)
 	xs_engine_progress(xq, false);
 }
 
-/* Whether the head pending command is an inline one (only its owner enqueues it). */
-static bool xs__inline_head(const xs_xqueue *xq)
-{
-	xs_link *l = xs_list_first(&xq->pending);
-	return l && xs_container_of(l, xs_cmd, link)->kind == XS_CMD_INLINE;
-}
-
 void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 {
 	xs__commit(xq);
@@ -780,20 +781,26 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 }
 
 enum {
-	/* The launch thread's turn on one kicked XQueue, in ns of its own time (backend calls,
-	 * launch callbacks): then it serves the other kicked queues first. Without an end, an
-	 * application thread that appends faster than the launch thread enqueues (launch
-	 * callbacks slower than the appends) kept it on one queue for as long as the appends
-	 * went on, and every other kicked queue of the device waited (test_cuda_fake). The
-	 * budget's quantum (XS__QUANTUM_NS) bounds a limited queue's turn the same way. */
+	/* The launch thread's turn on one kicked XQueue: it ends at the first command boundary
+	 * at or after this long (wall time: backend calls, launch callbacks, lock waits), and
+	 * the launch thread serves the other kicked queues of at least this one's priority
+	 * before the next. Without an end, an application thread that appends faster than the
+	 * launch thread enqueues (launch callbacks slower than the appends) kept it on one
+	 * queue for as long as the appends went on, and every other kicked queue of the device
+	 * waited (test_cuda_fake, section 8). */
 	XS__TURN_NS = 200000,
 };
 
 bool xs_engine_launch_turn(xs_xqueue *xq)
 {
-	xs__commit(xq);
-	if (xs_list_empty(&xq->pending) || xq->launching)
-		return false;
+	if (xq->turn_parked) { /* the token is ours since the last turn: the drain takes it */
+		xq->turn_parked = false;
+		xq->launching = false;
+	} else {
+		xs__commit(xq);
+		if (xs_list_empty(&xq->pending) || xq->launching)
+			return false;
+	}
 	return xs__drain(xq, xs_now_ns() + XS__TURN_NS);
 }
 

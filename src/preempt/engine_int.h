@@ -123,8 +123,11 @@ void xs_budget_widened(xs_device *d);
  * @may_launch (user code may run here; the lock is dropped around it), else by a kick. */
 void xs_engine_progress(xs_xqueue *xq, bool may_launch);
 /* The launch thread's turn on a kicked @xq: commit, and enqueue pending commands on this
- * thread for at most a turn (XS__TURN_NS); returns whether commands that may go are left
- * for a later turn (the caller kicks @xq again, behind the other kicked queues). */
+ * thread until the first command boundary after XS__TURN_NS. Returns true when the turn
+ * ended with commands pending: the launch thread then keeps @xq's launch token
+ * (turn_parked) and must give @xq another turn (after the kicked queues of at least its
+ * priority); the next turn may find the head unable to go, and end with the token given
+ * back. */
 bool xs_engine_launch_turn(xs_xqueue *xq);
 /* The budget's turn for @xq (budget.c, under its grant): commit what fits, and at Lv1
  * charge the head pending command and kick the launch thread to enqueue it. */

@@ -27,13 +27,14 @@
  *    command's result), a failing or null resolver is refused at create, a host queue
  *    refuses the command;
  * 8. the launch thread's turns: an XQueue whose launch callbacks (200 us each, run by the
- *    launch thread after a resume) the application appends faster than they run does not
- *    keep another resumed XQueue's command from being launched (it ran while the appends
- *    went on; it waited for them to stop, for as long as they went on, before each turn had
- *    an end).
+ *    launch thread after a resume) are appended faster than they run does not keep
+ *    another resumed XQueue of its priority from being launched (before turns had an end,
+ *    it waited for as long as the appends went on), and what the application submits to
+ *    the busy queue meanwhile is only appended: none of it runs inside its XQueueSubmit.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,16 +327,36 @@ static void order(XQueueHandle xq)
 }
 
 /* 8: the launch thread's turns. */
-enum { SLOW_US = 200 };
-static atomic_long g_slow_ran;
+enum { SLOW_US = 200, BACKLOG = 100, LATE = 10 };
+static XQueueHandle g_busy;
+static atomic_long g_slow_ran, g_slow_before_other, g_slow_on_main, g_self_appended;
 static atomic_bool g_other_ran;
+static int64_t g_append_until;
+static pthread_t g_main;
 
+static void submit_callback(XQueueHandle xq, LaunchCallback fn, void *data)
+{
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateCallback(&c, fn, data));
+	CHECK_OK(XQueueSubmit(xq, c));
+	CHECK_OK(HwCommandDestroy(c));
+}
+
+/* A launch that costs the launching thread 200 us. With @data set it appends its own
+ * successor to the busy XQueue (from the launch thread, which holds its launch token: only
+ * appended) until the other XQueue's command ran, or for 2 s: appends faster than they
+ * run, for as long as the launch thread stays on the busy queue. */
 static XResult slow_launch(HwQueueHandle hwq, void *data)
 {
 	(void)hwq;
-	(void)data;
-	t_sleep_us(SLOW_US); /* a launch that costs the launching thread 200 us */
+	t_sleep_us(SLOW_US);
 	atomic_fetch_add(&g_slow_ran, 1);
+	if (pthread_equal(pthread_self(), g_main))
+		atomic_fetch_add(&g_slow_on_main, 1);
+	if (data && !atomic_load(&g_other_ran) && t_now_us() < g_append_until) {
+		atomic_fetch_add(&g_self_appended, 1);
+		submit_callback(g_busy, slow_launch, data);
+	}
 	return kXSchedSuccess;
 }
 
@@ -343,51 +364,55 @@ static XResult other_launch(HwQueueHandle hwq, void *data)
 {
 	(void)hwq;
 	(void)data;
+	atomic_store(&g_slow_before_other, atomic_load(&g_slow_ran));
 	atomic_store(&g_other_ran, true);
 	return kXSchedSuccess;
-}
-
-static void submit_callback(XQueueHandle xq, LaunchCallback fn)
-{
-	HwCommandHandle c;
-	CHECK_OK(HwCommandCreateCallback(&c, fn, NULL));
-	CHECK_OK(XQueueSubmit(xq, c));
-	CHECK_OK(HwCommandDestroy(c));
 }
 
 static void launch_turns(void)
 {
 	HwQueueHandle ha, hb;
 	XQueueHandle a = open_lv1(&ha, 0x1010), b = open_lv1(&hb, 0x1011);
+	g_busy = a;
+	g_main = pthread_self();
+	/* A window that never fills: what stops the launch thread's work on a is its turn. */
+	CHECK_OK(XQueueSetLaunchConfig(a, 1 << 20, 8));
 	/* Both suspended with work, so that the resumes leave it to the launch thread. */
 	CHECK_OK(XQueueSuspend(a, 0));
 	CHECK_OK(XQueueSuspend(b, 0));
-	for (int i = 0; i < 20; i++)
-		submit_callback(a, slow_launch);
-	submit_callback(b, other_launch);
+	static int self_append = 1;
+	submit_callback(a, slow_launch, &self_append);
+	for (int i = 1; i < BACKLOG; i++)
+		submit_callback(a, slow_launch, NULL);
+	submit_callback(b, other_launch, NULL);
+	for (int i = 0; i < BACKLOG; i++) /* b stays busy too: the turns alternate */
+		submit_callback(b, slow_launch, NULL);
+	g_append_until = t_now_us() + 2000000;
 	CHECK_OK(XQueueResume(a, 0));
 	CHECK_OK(XQueueResume(b, 0));
-	/* The launch thread holds a's launch token from its first callback on: what this
-	 * thread submits to a from then on is only appended, two commands per 20 us (and
-	 * more than that under a sanitizer), faster than one per 200 us runs. */
-	while (atomic_load(&g_slow_ran) == 0)
+	while (!atomic_load(&g_other_ran) && t_now_us() < g_append_until + 100000)
 		t_sleep_us(100);
-	int appended = 0;
-	int64_t until = t_now_us() + 2000000;
-	while (!atomic_load(&g_other_ran) && t_now_us() < until) {
-		submit_callback(a, slow_launch);
-		submit_callback(a, slow_launch);
-		appended += 2;
-		t_sleep_us(20);
-	}
-	long ran = atomic_load(&g_slow_ran);
-	printf("launch turns: the other XQueue's command %s while %d commands were appended "
-	       "to the busy one (%ld of its commands had run)\n",
-	       atomic_load(&g_other_ran) ? "ran" : "did not run", appended, ran);
 	CHECK(atomic_load(&g_other_ran));
+	/* Submitted while the launch thread works through the backlogs, a's turns between
+	 * b's (about 98 commands of 200 us left on each, 40 ms): only appended, launched by
+	 * the launch thread, not run inside these XQueueSubmit calls (while b has its turn, the
+	 * launch thread keeps a's token; without that, these submits enqueued a's backlog on
+	 * this thread). */
+	for (int i = 0; i < LATE; i++) {
+		submit_callback(a, slow_launch, NULL);
+		t_sleep_us(100);
+	}
 	CHECK_OK(XQueueWaitAll(a));
 	CHECK_OK(XQueueWaitAll(b));
-	CHECK(atomic_load(&g_slow_ran) == 20 + appended);
+	long before = atomic_load(&g_slow_before_other), on_main = atomic_load(&g_slow_on_main);
+	long total = atomic_load(&g_slow_ran), self = atomic_load(&g_self_appended);
+	printf("launch turns: the other XQueue's command ran after %ld of the busy one's (%ld "
+	       "of them appended by its own launches); %d submitted to it meanwhile; commands "
+	       "that ran in the submitting thread: %ld\n",
+	       before, self, LATE, on_main);
+	CHECK(before < BACKLOG / 2); /* a turn is one or two of them; many, on a loaded host */
+	CHECK(on_main == 0);
+	CHECK(total == 2 * BACKLOG + LATE + self);
 	CHECK_OK(XQueueDestroy(a));
 	CHECK_OK(XQueueDestroy(b));
 	CHECK_OK(HwQueueDestroy(ha));
