@@ -211,17 +211,24 @@ static inline void xs_hwq_push_done(xs_hwq *q)
  * within 2^31 of *widest, either side: a word below it was read before another thread
  * widened a later one (readers race), and gives *widest. (Taken as 2^32 above it instead,
  * a stale word made every command enqueued on a CUDA stream complete at once, for good.)
- * CUDA's done word is 32 bits (cuStreamWriteValue32). Any thread, lock-free. */
+ * CUDA's done word is 32 bits (cuStreamWriteValue32). Any thread, lock-free.
+ *
+ * Ordering: a thread that gets *widest back (its own word was older) frees commands up to
+ * a number whose word another thread read, so *widest passes that reader's view on: the
+ * raise releases and the loads acquire. With relaxed ones a host function's command was
+ * freed by a thread ordered only after an older done word than the one that covered it,
+ * unordered with the host function's own accesses to it (ThreadSanitizer, test_cuda_fake;
+ * on x86 the orders cost nothing more). */
 static inline uint64_t xs_hal_widen32(_Atomic uint64_t *widest, uint32_t word)
 {
-	uint64_t last = atomic_load_explicit(widest, memory_order_relaxed);
+	uint64_t last = atomic_load_explicit(widest, memory_order_acquire);
 	for (;;) {
 		int32_t ahead = (int32_t)(word - (uint32_t)last);
 		if (ahead <= 0)
 			return last;
 		if (atomic_compare_exchange_weak_explicit(widest, &last, last + (uint64_t)ahead,
-							  memory_order_relaxed,
-							  memory_order_relaxed))
+							  memory_order_acq_rel,
+							  memory_order_acquire))
 			return last + (uint64_t)ahead;
 	}
 }
