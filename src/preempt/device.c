@@ -169,16 +169,18 @@ void xs_dev_look(xs_xqueue *xq)
 
 /* ---- the launch thread ---- */
 
-/* Whether a kicked XQueue of @xq's priority or above waits for the launch thread. Caller
- * holds d->lock. */
-static bool xs__peer_kicked(xs_device *d, const xs_xqueue *xq)
+/* Whether a kicked XQueue of @xq's priority or above waits for the launch thread; *higher:
+ * one above it. Caller holds d->lock; @xq is not on the kick list. */
+static bool xs__peer_kicked(xs_device *d, const xs_xqueue *xq, bool *higher)
 {
+	bool peer = false;
 	xs_list_for_each(l, &d->kicks)
 	{
-		if (xs_container_of(l, xs_xqueue, kick_link)->prio >= xq->prio)
-			return true;
+		int64_t p = xs_container_of(l, xs_xqueue, kick_link)->prio;
+		peer |= p >= xq->prio;
+		*higher |= p > xq->prio;
 	}
-	return false;
+	return peer;
 }
 
 static void *xs__launch_main(void *arg)
@@ -199,17 +201,30 @@ static void *xs__launch_main(void *arg)
 		}
 		xs_xqueue *xq = xs_container_of(xs_list_pop_front(&d->kicks), xs_xqueue, kick_link);
 		xs_obj_ref(&xq->obj);
-		bool more;
+		bool more, higher = false;
 		do { /* turns on xq while no other kicked queue of its priority or above waits */
 			xs_mutex_unlock(&d->lock);
 			xs_mutex_lock(&xq->lock);
 			more = xs_engine_launch_turn(xq);
 			xs_mutex_unlock(&xq->lock);
 			xs_mutex_lock(&d->lock);
-		} while (more && (!xs__peer_kicked(d, xq) || !xs_linked(&xq->dev_link)));
-		if (more && !xs_linked(&xq->kick_link)) /* it keeps its token: a turn is due */
+			/* Kicked during a turn that left work: served here, or pushed back below
+			 * (a kick during a turn that ended with nothing able to go stays: what
+			 * it kicked for came after the turn looked). */
+			if (more && xs_linked(&xq->kick_link))
+				xs_list_remove(&xq->kick_link);
+		} while (more && !xs__peer_kicked(d, xq, &higher));
+		/* Behind its peers; not once detached (XQueueDestroy takes a kept token over and
+		 * may detach it between the turn and here: a detached queue on the kick list
+		 * would be drained after it was freed). */
+		if (more && xs_linked(&xq->dev_link))
 			xs_list_push_back(&d->kicks, &xq->kick_link);
 		xs_mutex_unlock(&d->lock);
+		if (more && higher) { /* a queue above it may keep the launch thread long */
+			xs_mutex_lock(&xq->lock);
+			xs_engine_launch_unpark(xq);
+			xs_mutex_unlock(&xq->lock);
+		}
 		xs_obj_unref(&xq->obj);
 		xs_mutex_lock(&d->lock);
 	}

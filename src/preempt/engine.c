@@ -613,8 +613,11 @@ static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64
 /* The launch token outside xs__drain: one thread enqueues at a time, in order, and done
  * numbers only grow. Take waits for it; give hands on what was submitted meanwhile to
  * the launch thread (the giver may be capturing its stream). Caller holds xq->lock. */
+static void xs__unpark(xs_xqueue *xq);
+
 static void xs__token_take(xs_xqueue *xq)
 {
+	xs__unpark(xq); /* the launch thread may be the taker: it would wait for itself */
 	while (xq->launching)
 		xs_cond_wait(&xq->cv, &xq->lock);
 	xq->launching = true;
@@ -791,6 +794,23 @@ enum {
 	XS__TURN_NS = 200000,
 };
 
+/* Give back a token the launch thread keeps between two turns (turn_parked): no enqueue
+ * is in progress under it, so it may be handed over; the queue stays kicked, and its next
+ * turn takes the token as any drain does. Caller holds xq->lock. */
+static void xs__unpark(xs_xqueue *xq)
+{
+	if (!xq->turn_parked)
+		return;
+	xq->turn_parked = false;
+	xq->launching = false;
+	xs_cond_broadcast(&xq->cv);
+}
+
+void xs_engine_launch_unpark(xs_xqueue *xq)
+{
+	xs__unpark(xq);
+}
+
 bool xs_engine_launch_turn(xs_xqueue *xq)
 {
 	if (xq->turn_parked) { /* the token is ours since the last turn: the drain takes it */
@@ -872,7 +892,7 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 {
 	xs_hwq *q = xq->hwq;
 	if (xq->completed == xq->enqueued) {
-		if (!xq->launching)
+		if (!xq->launching || xq->turn_parked) /* parked: no enqueue in progress */
 			xs_dev_deactivate(xq);
 		return false;
 	}
@@ -983,7 +1003,9 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 	if (q->ops->wait_done || own || seq > xq->enqueued)
 		return; /* not enqueued yet: a later step of the wait marks it if need be */
 	/* While another thread holds the token, its next enqueue carries the mark (a mark
-	 * covers every number before it): wait for that, the completion, or the token. */
+	 * covers every number before it): wait for that, the completion, or the token. A
+	 * token the launch thread keeps between turns is taken over instead. */
+	xs__unpark(xq);
 	while (xq->launching) {
 		if (xq->marked >= seq || xq->completed >= seq)
 			return;
@@ -1610,6 +1632,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	/* Drain: from here on nothing new is accepted and suspensions are ignored; what is
 	 * left is enqueued on this thread unless another holds the token. */
 	xq->closing = true;
+	xs__unpark(xq); /* the drain below is this thread's (the caller may be the launch thread) */
 	xs__top_update(xq);
 	xs__apply(xq);
 	xs_engine_notify(xq); /* a pass: queues it lends to run now too (sched.c) */

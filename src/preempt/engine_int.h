@@ -129,6 +129,9 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch);
  * priority); the next turn may find the head unable to go, and end with the token given
  * back. */
 bool xs_engine_launch_turn(xs_xqueue *xq);
+/* Give back the token @xq's launch turns keep (the launch thread yields to a queue of
+ * higher priority, which may keep it busy for long): @xq stays kicked. */
+void xs_engine_launch_unpark(xs_xqueue *xq);
 /* The budget's turn for @xq (budget.c, under its grant): commit what fits, and at Lv1
  * charge the head pending command and kick the launch thread to enqueue it. */
 void xs_engine_grant(xs_xqueue *xq);

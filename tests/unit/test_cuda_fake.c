@@ -30,13 +30,16 @@
  *    launch thread after a resume) are appended faster than they run does not keep
  *    another resumed XQueue of its priority from being launched (before turns had an end,
  *    it waited for as long as the appends went on), and what the application submits to
- *    the busy queue meanwhile is only appended: none of it runs inside its XQueueSubmit.
+ *    the busy queue meanwhile is only appended: none of it runs inside its XQueueSubmit;
+ *    a launch callback may destroy another XQueue whose token the launch thread keeps
+ *    between its turns (it takes the token over).
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -419,6 +422,63 @@ static void launch_turns(void)
 	CHECK_OK(HwQueueDestroy(hb));
 }
 
+/* 8b: a launch callback of one XQueue destroys another whose launch token the launch
+ * thread keeps between its turns (both have backlogs of equal priority, so their turns
+ * alternate): the destroy takes the token over and drains it on the launch thread, where
+ * it waited for the token for ever while the launch thread kept it. */
+static XQueueHandle g_doomed;
+static atomic_int g_doomed_ran;
+static XResult g_destroy_res = kXSchedErrorUnknown;
+
+static XResult doomed_launch(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	(void)data;
+	t_sleep_us(SLOW_US);
+	atomic_fetch_add(&g_doomed_ran, 1);
+	return kXSchedSuccess;
+}
+
+static XResult destroyer_launch(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	if (data)
+		g_destroy_res = XQueueDestroy(g_doomed);
+	else
+		t_sleep_us(SLOW_US);
+	return kXSchedSuccess;
+}
+
+static void launch_turn_destroy(void)
+{
+	enum { N = 20 };
+	HwQueueHandle hc, hd;
+	XQueueHandle c = open_lv1(&hc, 0x1012);
+	g_doomed = open_lv1(&hd, 0x1013);
+	CHECK_OK(XQueueSetLaunchConfig(c, 1 << 20, 8));
+	CHECK_OK(XQueueSetLaunchConfig(g_doomed, 1 << 20, 8));
+	CHECK_OK(XQueueSuspend(c, 0));
+	CHECK_OK(XQueueSuspend(g_doomed, 0));
+	static int destroy = 1;
+	for (int i = 0; i < N; i++)
+		submit_callback(c, destroyer_launch, i == 4 ? &destroy : NULL);
+	for (int i = 0; i < N; i++)
+		submit_callback(g_doomed, doomed_launch, NULL);
+	alarm(60); /* a hang fails the test */
+	CHECK_OK(XQueueResume(c, 0));
+	CHECK_OK(XQueueResume(g_doomed, 0));
+	CHECK_OK(XQueueWaitAll(c));
+	alarm(0);
+	printf("a launch callback destroyed an XQueue whose token the launch thread kept: %d; "
+	       "all %d of its commands ran first: %s\n",
+	       g_destroy_res, N, atomic_load(&g_doomed_ran) == N ? "yes" : "no");
+	CHECK_OK(g_destroy_res);
+	CHECK(atomic_load(&g_doomed_ran) == N);
+	CHECK_OK(XQueueDestroy(c));
+	CHECK_OK(HwQueueDestroy(hc));
+	CHECK_OK(HwQueueDestroy(hd));
+}
+
 int main(void)
 {
 	const char *lazy_env = getenv("XSCHED_GPU_LAZY_MARKS");
@@ -554,6 +614,7 @@ int main(void)
 
 	resolved(xq, lib);
 	launch_turns();
+	launch_turn_destroy();
 
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hwq));
