@@ -16,12 +16,12 @@
  * complete what is marked done when their window is full (engine.c), so this thread's pace bounds
  * only how soon other queues' windows refill and an idle queue is seen idle.
  *
- * The launch thread ("xs-launch") serves the XQueues kicked to it in turns
- * (engine.c, xs_engine_launch_turn): it enqueues their pending commands (running their
- * launch callbacks) when they may enqueue, each turn ending at the first command boundary
- * after 200 us; a queue left with pending commands keeps its launch token and gets its next
- * turn after the kicked queues of its priority or above. A command reaches this thread
- * only when it could not be enqueued at submit time.
+ * The launch thread ("xs-launch") serves the XQueues kicked to it in turns: it enqueues
+ * their pending commands (running their launch callbacks) when they may enqueue, for at
+ * most a turn each (engine.c, XS__TURN_NS: a drain that stops there kicks its queue
+ * again); it goes on with the same queue while no other kicked queue of its priority or
+ * above waits. A command reaches it only when it could not be enqueued at submit time or
+ * a drain's turn ended before it.
  *
  * Oversubscription: a device whose streams share fewer hardware queues than it has
  * XQueues (xs_hwq.hw_queues) is marked oversubscribed, logged once per spell; the engine
@@ -169,18 +169,17 @@ void xs_dev_look(xs_xqueue *xq)
 
 /* ---- the launch thread ---- */
 
-/* Whether a kicked XQueue of @xq's priority or above waits for the launch thread; *higher:
- * one above it. Caller holds d->lock; @xq is not on the kick list. */
-static bool xs__peer_kicked(xs_device *d, const xs_xqueue *xq, bool *higher)
+/* Whether a kicked XQueue other than @xq, of its priority or above, waits for the launch
+ * thread. Caller holds d->lock. */
+static bool xs__peer_kicked(xs_device *d, const xs_xqueue *xq)
 {
-	bool peer = false;
 	xs_list_for_each(l, &d->kicks)
 	{
-		int64_t p = xs_container_of(l, xs_xqueue, kick_link)->prio;
-		peer |= p >= xq->prio;
-		*higher |= p > xq->prio;
+		const xs_xqueue *k = xs_container_of(l, xs_xqueue, kick_link);
+		if (k != xq && k->prio >= xq->prio)
+			return true;
 	}
-	return peer;
+	return false;
 }
 
 static void *xs__launch_main(void *arg)
@@ -201,30 +200,22 @@ static void *xs__launch_main(void *arg)
 		}
 		xs_xqueue *xq = xs_container_of(xs_list_pop_front(&d->kicks), xs_xqueue, kick_link);
 		xs_obj_ref(&xq->obj);
-		bool more, higher = false;
-		do { /* turns on xq while no other kicked queue of its priority or above waits */
+		bool again;
+		do { /* its turns, while it is kicked again and no peer waits */
 			xs_mutex_unlock(&d->lock);
 			xs_mutex_lock(&xq->lock);
-			more = xs_engine_launch_turn(xq);
+			xs_engine_progress(xq, true);
 			xs_mutex_unlock(&xq->lock);
 			xs_mutex_lock(&d->lock);
-			/* Kicked during a turn that left work: served here, or pushed back below
-			 * (a kick during a turn that ended with nothing able to go stays: what
-			 * it kicked for came after the turn looked). */
-			if (more && xs_linked(&xq->kick_link))
+			bool kicked = xs_linked(&xq->kick_link);
+			again = kicked && !xs__peer_kicked(d, xq);
+			if (kicked) { /* on at once, or behind the peers kicked meanwhile */
 				xs_list_remove(&xq->kick_link);
-		} while (more && !xs__peer_kicked(d, xq, &higher));
-		/* Behind its peers; not once detached (XQueueDestroy takes a kept token over and
-		 * may detach it between the turn and here: a detached queue on the kick list
-		 * would be drained after it was freed). */
-		if (more && xs_linked(&xq->dev_link))
-			xs_list_push_back(&d->kicks, &xq->kick_link);
+				if (!again)
+					xs_list_push_back(&d->kicks, &xq->kick_link);
+			}
+		} while (again);
 		xs_mutex_unlock(&d->lock);
-		if (more && higher) { /* a queue above it may keep the launch thread long */
-			xs_mutex_lock(&xq->lock);
-			xs_engine_launch_unpark(xq);
-			xs_mutex_unlock(&xq->lock);
-		}
 		xs_obj_unref(&xq->obj);
 		xs_mutex_lock(&d->lock);
 	}

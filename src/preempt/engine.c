@@ -613,11 +613,8 @@ static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64
 /* The launch token outside xs__drain: one thread enqueues at a time, in order, and done
  * numbers only grow. Take waits for it; give hands on what was submitted meanwhile to
  * the launch thread (the giver may be capturing its stream). Caller holds xq->lock. */
-static void xs__unpark(xs_xqueue *xq);
-
 static void xs__token_take(xs_xqueue *xq)
 {
-	xs__unpark(xq); /* the launch thread may be the taker: it would wait for itself */
 	while (xq->launching)
 		xs_cond_wait(&xq->cv, &xq->lock);
 	xq->launching = true;
@@ -637,18 +634,29 @@ static bool xs__inline_head(const xs_xqueue *xq)
 	return l && xs_container_of(l, xs_cmd, link)->kind == XS_CMD_INLINE;
 }
 
-/* Enqueue pending commands in order while they may go, on the calling thread. With
- * @until (ns; 0 = none), at the first command boundary at or after it where commands are
- * still pending (and the next is not an inline command, which its owner enqueues), stop
- * and keep the launch token (xq->turn_parked; the launch thread's turns only): returns
- * whether it stopped there. Caller holds xq->lock, which is dropped around each backend
- * call. */
-static bool xs__drain(xs_xqueue *xq, int64_t until)
+enum {
+	/* A drain's turn: it stops at the first command boundary at least this long after its
+	 * first enqueue ended (wall time: backend calls, launch callbacks, lock waits) and
+	 * leaves the rest to the launch thread, which serves the kicked queues in turns of the
+	 * same length. Without an end, the launch thread stayed on a queue that an
+	 * application kept appending to faster than it enqueued (launch callbacks slower than
+	 * the appends) while every other kicked queue of the device waited, and an
+	 * application's XQueueSubmit that found the token free enqueued a whole backlog of
+	 * other threads' commands (135-150 ms in one call): test_cuda_fake, section 8. */
+	XS__TURN_NS = 200000,
+};
+
+/* Enqueue pending commands in order while they may go, on the calling thread, for at most
+ * a turn (XS__TURN_NS); where commands that may go are left, kick the launch thread for
+ * them. Caller holds xq->lock, which is dropped around each backend call. */
+static void xs__drain(xs_xqueue *xq)
 {
 	if (xq->launching)
-		return false; /* the holder of the token sees our commands */
+		return; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
+	int64_t turn_from = 0; /* the end of the first enqueue */
+	bool turn_over = false;
 	for (;;) {
 		xs__commit(xq);
 		/* xs_now_lazy: read at most once before the enqueue (a reap, a budget charge),
@@ -728,14 +736,18 @@ static bool xs__drain(xs_xqueue *xq, int64_t until)
 		xs_obj_unref(&cmd->obj);
 		xs_cond_broadcast(&xq->cv);
 		xs__wake_sleepers(xq, seq);
-		if (until && now >= until && !xs_list_empty(&xq->pending) && !xs__inline_head(xq)) {
-			xq->turn_parked = true; /* the token stays with the launch thread */
-			return true;
+		if (!turn_from) {
+			turn_from = now;
+		} else if (now - turn_from >= XS__TURN_NS && !xs_list_empty(&xq->pending) &&
+			   !xs__inline_head(xq)) {
+			turn_over = true;
+			break;
 		}
 	}
 	xq->launching = false;
 	xs_cond_broadcast(&xq->cv);
-	return false;
+	if (turn_over)
+		xs_dev_kick(xq); /* the launch thread goes on, in turn with the other queues */
 }
 
 void xs_engine_grant(xs_xqueue *xq)
@@ -774,54 +786,13 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 		return;
 	}
 	if (may_launch) {
-		xs__drain(xq, 0);
+		xs__drain(xq);
 		return;
 	}
 	/* Worth a kick only if the head could go now; the launch thread checks it fully. */
 	bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
 	if (space && xs__may_launch(xq))
 		xs_dev_kick(xq);
-}
-
-enum {
-	/* The launch thread's turn on one kicked XQueue: it ends at the first command boundary
-	 * at or after this long (wall time: backend calls, launch callbacks, lock waits), and
-	 * the launch thread serves the other kicked queues of at least this one's priority
-	 * before the next. Without an end, an application thread that appends faster than the
-	 * launch thread enqueues (launch callbacks slower than the appends) kept it on one
-	 * queue for as long as the appends went on, and every other kicked queue of the device
-	 * waited (test_cuda_fake, section 8). */
-	XS__TURN_NS = 200000,
-};
-
-/* Give back a token the launch thread keeps between two turns (turn_parked): no enqueue
- * is in progress under it, so it may be handed over; the queue stays kicked, and its next
- * turn takes the token as any drain does. Caller holds xq->lock. */
-static void xs__unpark(xs_xqueue *xq)
-{
-	if (!xq->turn_parked)
-		return;
-	xq->turn_parked = false;
-	xq->launching = false;
-	xs_cond_broadcast(&xq->cv);
-}
-
-void xs_engine_launch_unpark(xs_xqueue *xq)
-{
-	xs__unpark(xq);
-}
-
-bool xs_engine_launch_turn(xs_xqueue *xq)
-{
-	if (xq->turn_parked) { /* the token is ours since the last turn: the drain takes it */
-		xq->turn_parked = false;
-		xq->launching = false;
-	} else {
-		xs__commit(xq);
-		if (xs_list_empty(&xq->pending) || xq->launching)
-			return false;
-	}
-	return xs__drain(xq, xs_now_ns() + XS__TURN_NS);
 }
 
 /* ---- complete ---- */
@@ -892,7 +863,7 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 {
 	xs_hwq *q = xq->hwq;
 	if (xq->completed == xq->enqueued) {
-		if (!xq->launching || xq->turn_parked) /* parked: no enqueue in progress */
+		if (!xq->launching)
 			xs_dev_deactivate(xq);
 		return false;
 	}
@@ -1003,9 +974,7 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 	if (q->ops->wait_done || own || seq > xq->enqueued)
 		return; /* not enqueued yet: a later step of the wait marks it if need be */
 	/* While another thread holds the token, its next enqueue carries the mark (a mark
-	 * covers every number before it): wait for that, the completion, or the token. A
-	 * token the launch thread keeps between turns is taken over instead. */
-	xs__unpark(xq);
+	 * covers every number before it): wait for that, the completion, or the token. */
 	while (xq->launching) {
 		if (xq->marked >= seq || xq->completed >= seq)
 			return;
@@ -1334,7 +1303,7 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	 * wakes us; xs_engine_progress wakes us wherever it would kick the launch thread). */
 	while (cmd->state == XS_CMD_PENDING) {
 		if (!xq->launching && xs_list_first(&xq->pending) == &cmd->link) {
-			xs__drain(xq, 0);
+			xs__drain(xq);
 			if (cmd->state != XS_CMD_PENDING)
 				break;
 		}
@@ -1632,7 +1601,6 @@ void xs_engine_destroy(xs_xqueue *xq)
 	/* Drain: from here on nothing new is accepted and suspensions are ignored; what is
 	 * left is enqueued on this thread unless another holds the token. */
 	xq->closing = true;
-	xs__unpark(xq); /* the drain below is this thread's (the caller may be the launch thread) */
 	xs__top_update(xq);
 	xs__apply(xq);
 	xs_engine_notify(xq); /* a pass: queues it lends to run now too (sched.c) */

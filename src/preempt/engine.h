@@ -96,9 +96,6 @@ typedef struct xs_xqueue {
 	uint64_t marked;       /* the highest number whose done mark was enqueued (or seen done) */
 	int level;             /* XPreemptLevel in force */
 	bool launching;        /* the launch token: one thread enqueues at a time, in order */
-	bool turn_parked;      /* the launch thread keeps the token between two of its turns
-				* (xs_engine_launch_turn): what others submit meanwhile is only
-				* appended, as while a turn runs */
 	bool app_suspended;    /* XQueueSuspend/Resume */
 	bool sched_suspended;  /* the scheduler's decision */
 	bool running;          /* = closing || !(app_suspended || sched_suspended), applied */

@@ -122,16 +122,6 @@ void xs_budget_widened(xs_device *d);
 /* Commit what may be committed, and enqueue pending commands: on this thread when
  * @may_launch (user code may run here; the lock is dropped around it), else by a kick. */
 void xs_engine_progress(xs_xqueue *xq, bool may_launch);
-/* The launch thread's turn on a kicked @xq: commit, and enqueue pending commands on this
- * thread until the first command boundary after XS__TURN_NS. Returns true when the turn
- * ended with commands pending: the launch thread then keeps @xq's launch token
- * (turn_parked) and must give @xq another turn (after the kicked queues of at least its
- * priority); the next turn may find the head unable to go, and end with the token given
- * back. */
-bool xs_engine_launch_turn(xs_xqueue *xq);
-/* Give back the token @xq's launch turns keep (the launch thread yields to a queue of
- * higher priority, which may keep it busy for long): @xq stays kicked. */
-void xs_engine_launch_unpark(xs_xqueue *xq);
 /* The budget's turn for @xq (budget.c, under its grant): commit what fits, and at Lv1
  * charge the head pending command and kick the launch thread to enqueue it. */
 void xs_engine_grant(xs_xqueue *xq);

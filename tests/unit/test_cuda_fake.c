@@ -30,9 +30,9 @@
  *    launch thread after a resume) are appended faster than they run does not keep
  *    another resumed XQueue of its priority from being launched (before turns had an end,
  *    it waited for as long as the appends went on), and what the application submits to
- *    the busy queue meanwhile is only appended: none of it runs inside its XQueueSubmit;
- *    a launch callback may destroy another XQueue whose token the launch thread keeps
- *    between its turns (it takes the token over).
+ *    the busy queue meanwhile runs for one turn at most inside each XQueueSubmit (the
+ *    rest on the launch thread); a launch callback may destroy another XQueue that has a
+ *    backlog in turns.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
@@ -290,12 +290,15 @@ static void limited_lv1(XQueueHandle xq, bool lazy)
 	 * 50 us (2 x 50 = 100 us), commands are marked as the rule says; not checked then. */
 	uint64_t est = t_stats(xq).est_command_ns;
 	m = burst(xq, 400, marks);
+	uint64_t after = t_stats(xq).est_command_ns;
 	printf("400 kernels of 0 us, the same XQueue, batch size 2: %ld done marks (est %llu ns "
 	       "before, %llu after)\n",
-	       m, (unsigned long long)est, (unsigned long long)t_stats(xq).est_command_ns);
+	       m, (unsigned long long)est, (unsigned long long)after);
+	/* Before and after: the estimate rose from 15 to 46 us during the burst in 1 of 18 runs
+	 * with six tests at once on 2 cores (0.5.1's code too). */
 	if (!lazy)
 		CHECK(m >= 400);
-	else if (est <= 40000)
+	else if (est <= 40000 && after <= 40000)
 		CHECK(m <= 300);
 	else
 		printf("  (the host's pace is too slow to check marks left out)\n");
@@ -397,10 +400,10 @@ static void launch_turns(void)
 		t_sleep_us(100);
 	CHECK(atomic_load(&g_other_ran));
 	/* Submitted while the launch thread works through the backlogs, a's turns between
-	 * b's (about 98 commands of 200 us left on each, 40 ms): only appended, launched by
-	 * the launch thread, not run inside these XQueueSubmit calls (while b has its turn, the
-	 * launch thread keeps a's token; without that, these submits enqueued a's backlog on
-	 * this thread). */
+	 * b's (about 98 commands of 200 us left on each, 40 ms): a submit that finds a's token
+	 * free (during b's turn) enqueues for one turn at most, two commands of 200 us, and
+	 * leaves the rest to the launch thread; a drain without an end enqueued a's whole
+	 * backlog inside one of these calls. */
 	for (int i = 0; i < LATE; i++) {
 		submit_callback(a, slow_launch, NULL);
 		t_sleep_us(100);
@@ -414,7 +417,7 @@ static void launch_turns(void)
 	       "that ran in the submitting thread: %ld\n",
 	       before, self, LATE, on_main);
 	CHECK(before < BACKLOG / 2); /* a turn is one or two of them; many, on a loaded host */
-	CHECK(on_main == 0);
+	CHECK(on_main <= 2 * LATE);
 	CHECK(total == 2 * BACKLOG + LATE + self);
 	CHECK_OK(XQueueDestroy(a));
 	CHECK_OK(XQueueDestroy(b));
@@ -422,10 +425,10 @@ static void launch_turns(void)
 	CHECK_OK(HwQueueDestroy(hb));
 }
 
-/* 8b: a launch callback of one XQueue destroys another whose launch token the launch
- * thread keeps between its turns (both have backlogs of equal priority, so their turns
- * alternate): the destroy takes the token over and drains it on the launch thread, where
- * it waited for the token for ever while the launch thread kept it. */
+/* 8b: a launch callback of one XQueue destroys another, both with backlogs of equal
+ * priority whose turns alternate on the launch thread: the destroy drains the other on the
+ * launch thread, inside the callback, and returns (a launch thread that kept a queue's
+ * token between its turns waited for itself here). */
 static XQueueHandle g_doomed;
 static atomic_int g_doomed_ran;
 static XResult g_destroy_res = kXSchedErrorUnknown;
@@ -469,7 +472,7 @@ static void launch_turn_destroy(void)
 	CHECK_OK(XQueueResume(g_doomed, 0));
 	CHECK_OK(XQueueWaitAll(c));
 	alarm(0);
-	printf("a launch callback destroyed an XQueue whose token the launch thread kept: %d; "
+	printf("a launch callback destroyed an XQueue with a backlog in turns: %d; "
 	       "all %d of its commands ran first: %s\n",
 	       g_destroy_res, N, atomic_load(&g_doomed_ran) == N ? "yes" : "no");
 	CHECK_OK(g_destroy_res);
