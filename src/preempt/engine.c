@@ -648,13 +648,16 @@ enum {
 
 /* Enqueue pending commands in order while they may go, on the calling thread, for at most
  * a turn (XS__TURN_NS); where commands that may go are left, kick the launch thread for
- * them. Caller holds xq->lock, which is dropped around each backend call. */
+ * them. A drain inside another command's enqueue (a launch callback that submits) has no
+ * turn: on the launch thread, which it would kick, the callback may go on to wait for what
+ * it submitted. Caller holds xq->lock, which is dropped around each backend call. */
 static void xs__drain(xs_xqueue *xq)
 {
 	if (xq->launching)
 		return; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
+	bool turns = xs__in_enqueue == NULL;
 	int64_t turn_from = 0; /* the end of the first enqueue */
 	bool turn_over = false;
 	for (;;) {
@@ -738,8 +741,8 @@ static void xs__drain(xs_xqueue *xq)
 		xs__wake_sleepers(xq, seq);
 		if (!turn_from) {
 			turn_from = now;
-		} else if (now - turn_from >= XS__TURN_NS && !xs_list_empty(&xq->pending) &&
-			   !xs__inline_head(xq)) {
+		} else if (turns && now - turn_from >= XS__TURN_NS &&
+			   !xs_list_empty(&xq->pending) && !xs__inline_head(xq)) {
 			turn_over = true;
 			break;
 		}
@@ -1154,6 +1157,27 @@ static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
 	xs_obj_unref(&b->obj);
 }
 
+enum {
+	/* How often a wait on the device's own launch thread (a launch callback's) wakes to
+	 * enqueue the commands it waits for itself (xs__wait_pending). */
+	XS__OWN_WAIT_NS = 1000000,
+};
+
+/* Sleep until number @seq is enqueued. On the device's own launch thread (a launch
+ * callback that waits for another XQueue), which is where another thread's drain leaves
+ * what its turn did not enqueue, enqueue it here first, and wake now and then to do it
+ * again: nobody else would. Caller holds xq->lock. */
+static void xs__wait_pending(xs_xqueue *xq, uint64_t seq)
+{
+	if (!xs_dev_is_own_thread(xq->dev)) {
+		xs__sleep(xq, seq, 0);
+		return;
+	}
+	xs_engine_progress(xq, true);
+	if (xq->enqueued < seq)
+		xs__sleep(xq, seq, xs_now_ns() + XS__OWN_WAIT_NS);
+}
+
 XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 {
 	xs_lend lend;
@@ -1167,7 +1191,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
 			xs__wait_device(xq, cmd->seq, &w);
 		else
-			xs__sleep(xq, cmd->seq, 0); /* until it is enqueued */
+			xs__wait_pending(xq, cmd->seq);
 	}
 	if (res == kXSchedSuccess)
 		res = cmd->result;
@@ -1214,11 +1238,11 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->launching && xs__in_enqueue != xq &&
 		    xq->enqueued + (uint64_t)xq->threshold < target)
-			xs__sleep(xq, target - (uint64_t)xq->threshold, 0); /* a backlog (above) */
+			xs__wait_pending(xq, target - (uint64_t)xq->threshold); /* a backlog */
 		else if (xq->enqueued > xq->completed)
 			xs__wait_device(xq, xs__next_step(xq, target), &w);
 		else
-			xs__sleep(xq, xq->completed + 1, 0); /* until the next is enqueued */
+			xs__wait_pending(xq, xq->completed + 1); /* until the next is enqueued */
 	}
 	if (res == kXSchedSuccess) {
 		res = xq->err_pending;
@@ -1301,13 +1325,19 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	xs_obj_ref(&cmd->obj); /* ours, to read its result */
 	/* Only this thread enqueues it (xs__drain stops in front of it on other threads and
 	 * wakes us; xs_engine_progress wakes us wherever it would kick the launch thread). */
+	/* On the device's own launch thread (from a launch callback) nobody else would enqueue
+	 * what is in front of it: that thread drains whenever the token is free. */
+	bool own = xs_dev_is_own_thread(xq->dev);
 	while (cmd->state == XS_CMD_PENDING) {
-		if (!xq->launching && xs_list_first(&xq->pending) == &cmd->link) {
+		if (!xq->launching && (own || xs_list_first(&xq->pending) == &cmd->link)) {
 			xs__drain(xq);
 			if (cmd->state != XS_CMD_PENDING)
 				break;
 		}
-		xs_cond_wait(&xq->cv, &xq->lock);
+		if (own)
+			xs_cond_timedwait(&xq->cv, &xq->lock, xs_now_ns() + XS__OWN_WAIT_NS);
+		else
+			xs_cond_wait(&xq->cv, &xq->lock);
 	}
 	res = cmd->result;
 	xs_mutex_unlock(&xq->lock);

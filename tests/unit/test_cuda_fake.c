@@ -32,7 +32,7 @@
  *    it waited for as long as the appends went on), and what the application submits to
  *    the busy queue meanwhile runs for one turn at most inside each XQueueSubmit (the
  *    rest on the launch thread); a launch callback may destroy another XQueue that has a
- *    backlog in turns.
+ *    backlog in turns, or submit to one with a backlog longer than a turn and wait.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
@@ -482,6 +482,53 @@ static void launch_turn_destroy(void)
 	CHECK_OK(HwQueueDestroy(hd));
 }
 
+/* 8c: a launch callback on the launch thread resumes another XQueue whose backlog is
+ * longer than a turn, submits a command to it and waits for that command: it is enqueued
+ * (nobody but the launch thread, the waiter itself, would do it once a turn ended). */
+static XQueueHandle g_backlogged;
+static XResult g_nested_wait = kXSchedErrorUnknown;
+
+static XResult nested_waiter_launch(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	(void)data;
+	CHECK_OK(XQueueResume(g_backlogged, 0));
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateCallback(&c, doomed_launch, NULL));
+	CHECK_OK(XQueueSubmit(g_backlogged, c));
+	g_nested_wait = XQueueWait(g_backlogged, c);
+	CHECK_OK(HwCommandDestroy(c));
+	return kXSchedSuccess;
+}
+
+static void launch_turn_nested_wait(void)
+{
+	enum { N = 10 };
+	HwQueueHandle he, hf;
+	XQueueHandle e = open_lv1(&he, 0x1014);
+	g_backlogged = open_lv1(&hf, 0x1015);
+	CHECK_OK(XQueueSetLaunchConfig(g_backlogged, 1 << 20, 8));
+	CHECK_OK(XQueueSuspend(e, 0));
+	CHECK_OK(XQueueSuspend(g_backlogged, 0));
+	atomic_store(&g_doomed_ran, 0);
+	for (int i = 0; i < N; i++)
+		submit_callback(g_backlogged, doomed_launch, NULL);
+	submit_callback(e, nested_waiter_launch, NULL);
+	alarm(60); /* a hang fails the test */
+	CHECK_OK(XQueueResume(e, 0));
+	CHECK_OK(XQueueWaitAll(e));
+	alarm(0);
+	printf("a launch callback waited for its command behind another XQueue's backlog of %d "
+	       "(%d ran): %d\n",
+	       N, atomic_load(&g_doomed_ran), g_nested_wait);
+	CHECK_OK(g_nested_wait);
+	CHECK(atomic_load(&g_doomed_ran) == N + 1);
+	CHECK_OK(XQueueDestroy(e));
+	CHECK_OK(XQueueDestroy(g_backlogged));
+	CHECK_OK(HwQueueDestroy(he));
+	CHECK_OK(HwQueueDestroy(hf));
+}
+
 int main(void)
 {
 	const char *lazy_env = getenv("XSCHED_GPU_LAZY_MARKS");
@@ -618,6 +665,7 @@ int main(void)
 	resolved(xq, lib);
 	launch_turns();
 	launch_turn_destroy();
+	launch_turn_nested_wait();
 
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hwq));
