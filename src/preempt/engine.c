@@ -750,7 +750,7 @@ static void xs__drain(xs_xqueue *xq)
 	xq->launching = false;
 	xs_cond_broadcast(&xq->cv);
 	if (turn_over)
-		xs_dev_kick(xq); /* the launch thread goes on, in turn with the other queues */
+		xs_engine_progress(xq, false); /* the launch thread goes on, in turn with others */
 }
 
 void xs_engine_grant(xs_xqueue *xq)
