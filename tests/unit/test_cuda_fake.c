@@ -375,17 +375,23 @@ static XResult other_launch(HwQueueHandle hwq, void *data)
 	return kXSchedSuccess;
 }
 
+/* An Lv1 XQueue for the turn tests: a window that never fills (what stops the launch
+ * thread's work on it is its turn), suspended, so that its backlog is launched after the
+ * resume, by the launch thread. */
+static XQueueHandle open_backlog(HwQueueHandle *hwq, uintptr_t stream)
+{
+	XQueueHandle xq = open_lv1(hwq, stream);
+	CHECK_OK(XQueueSetLaunchConfig(xq, 1 << 20, 8));
+	CHECK_OK(XQueueSuspend(xq, 0));
+	return xq;
+}
+
 static void launch_turns(void)
 {
 	HwQueueHandle ha, hb;
-	XQueueHandle a = open_lv1(&ha, 0x1010), b = open_lv1(&hb, 0x1011);
+	XQueueHandle a = open_backlog(&ha, 0x1010), b = open_backlog(&hb, 0x1011);
 	g_busy = a;
 	g_main = pthread_self();
-	/* A window that never fills: what stops the launch thread's work on a is its turn. */
-	CHECK_OK(XQueueSetLaunchConfig(a, 1 << 20, 8));
-	/* Both suspended with work, so that the resumes leave it to the launch thread. */
-	CHECK_OK(XQueueSuspend(a, 0));
-	CHECK_OK(XQueueSuspend(b, 0));
 	static int self_append = 1;
 	submit_callback(a, slow_launch, &self_append);
 	for (int i = 1; i < BACKLOG; i++)
@@ -427,8 +433,7 @@ static void launch_turns(void)
 
 /* 8b: a launch callback of one XQueue destroys another, both with backlogs of equal
  * priority whose turns alternate on the launch thread: the destroy drains the other on the
- * launch thread, inside the callback, and returns (a launch thread that kept a queue's
- * token between its turns waited for itself here). */
+ * launch thread, inside the callback, and returns. */
 static XQueueHandle g_doomed;
 static atomic_int g_doomed_ran;
 static XResult g_destroy_res = kXSchedErrorUnknown;
@@ -456,12 +461,8 @@ static void launch_turn_destroy(void)
 {
 	enum { N = 20 };
 	HwQueueHandle hc, hd;
-	XQueueHandle c = open_lv1(&hc, 0x1012);
-	g_doomed = open_lv1(&hd, 0x1013);
-	CHECK_OK(XQueueSetLaunchConfig(c, 1 << 20, 8));
-	CHECK_OK(XQueueSetLaunchConfig(g_doomed, 1 << 20, 8));
-	CHECK_OK(XQueueSuspend(c, 0));
-	CHECK_OK(XQueueSuspend(g_doomed, 0));
+	XQueueHandle c = open_backlog(&hc, 0x1012);
+	g_doomed = open_backlog(&hd, 0x1013);
 	static int destroy = 1;
 	for (int i = 0; i < N; i++)
 		submit_callback(c, destroyer_launch, i == 4 ? &destroy : NULL);
@@ -505,11 +506,8 @@ static void launch_turn_nested_wait(void)
 {
 	enum { N = 10 };
 	HwQueueHandle he, hf;
-	XQueueHandle e = open_lv1(&he, 0x1014);
-	g_backlogged = open_lv1(&hf, 0x1015);
-	CHECK_OK(XQueueSetLaunchConfig(g_backlogged, 1 << 20, 8));
-	CHECK_OK(XQueueSuspend(e, 0));
-	CHECK_OK(XQueueSuspend(g_backlogged, 0));
+	XQueueHandle e = open_backlog(&he, 0x1014);
+	g_backlogged = open_backlog(&hf, 0x1015);
 	atomic_store(&g_doomed_ran, 0);
 	for (int i = 0; i < N; i++)
 		submit_callback(g_backlogged, doomed_launch, NULL);
