@@ -646,17 +646,35 @@ enum {
 	XS__TURN_NS = 200000,
 };
 
+enum {
+	/* A launch thread inside one enqueue call for longer than this (a launch callback) may
+	 * be waiting for what a drain elsewhere would leave to it (xs__launcher_free). */
+	XS__LAUNCHER_STUCK_NS = 1000000,
+};
+
+/* Whether a drain on another thread than the launch thread may leave the rest of its turn
+ * to it (at @now): not while the launch thread has been inside one enqueue call for longer
+ * than XS__LAUNCHER_STUCK_NS, a launch callback that may be waiting for that very rest
+ * (XQueueWait on another XQueue). The drain then goes on, as every drain did before 0.5.2. */
+static bool xs__launcher_free(const xs_device *d, int64_t now)
+{
+	int64_t from = atomic_load_explicit(&d->launcher_enqueue_from_ns, memory_order_relaxed);
+	return !from || now - from < XS__LAUNCHER_STUCK_NS;
+}
+
 /* Enqueue pending commands in order while they may go, on the calling thread, for at most
  * a turn (XS__TURN_NS); where commands that may go are left, kick the launch thread for
- * them. A drain inside another command's enqueue (a launch callback that submits) has no
- * turn: on the launch thread, which it would kick, the callback may go on to wait for what
- * it submitted. Caller holds xq->lock, which is dropped around each backend call. */
+ * them. No turn ends where the launch thread may be blocked waiting for the rest: inside
+ * another command's enqueue (a launch callback that submits, on any thread), and on
+ * another thread while the launch thread seems stuck in a callback (xs__launcher_free).
+ * Caller holds xq->lock, which is dropped around each backend call. */
 static void xs__drain(xs_xqueue *xq)
 {
 	if (xq->launching)
 		return; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
+	bool launcher = xs_dev_is_own_thread(xq->dev);
 	bool turns = xs__in_enqueue == NULL;
 	int64_t turn_from = 0; /* the end of the first enqueue */
 	bool turn_over = false;
@@ -706,7 +724,14 @@ static void xs__drain(xs_xqueue *xq)
 		if (!broken) {
 			const xs_xqueue *outer = xs__in_enqueue; /* an inline callback's, or NULL */
 			xs__in_enqueue = xq;
+			bool mark = launcher && !outer; /* the launch thread's outermost */
+			if (mark)
+				atomic_store_explicit(&xq->dev->launcher_enqueue_from_ns,
+						      xs_now_ns(), memory_order_relaxed);
 			res = q->ops->enqueue(q, skip == kXSchedSuccess ? cmd : NULL, seq, flags);
+			if (mark)
+				atomic_store_explicit(&xq->dev->launcher_enqueue_from_ns, 0,
+						      memory_order_relaxed);
 			xs__in_enqueue = outer;
 		}
 		if (skip != kXSchedSuccess)
@@ -742,7 +767,8 @@ static void xs__drain(xs_xqueue *xq)
 		if (!turn_from) {
 			turn_from = now;
 		} else if (turns && now - turn_from >= XS__TURN_NS &&
-			   !xs_list_empty(&xq->pending) && !xs__inline_head(xq)) {
+			   !xs_list_empty(&xq->pending) && !xs__inline_head(xq) &&
+			   (launcher || xs__launcher_free(xq->dev, now))) {
 			turn_over = true;
 			break;
 		}
@@ -1157,27 +1183,6 @@ static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
 	xs_obj_unref(&b->obj);
 }
 
-enum {
-	/* How often a wait on the device's own launch thread (a launch callback's) wakes to
-	 * enqueue the commands it waits for itself (xs__wait_pending). */
-	XS__OWN_WAIT_NS = 1000000,
-};
-
-/* Sleep until number @seq is enqueued. On the device's own launch thread (a launch
- * callback that waits for another XQueue), which is where another thread's drain leaves
- * what its turn did not enqueue, enqueue it here first, and wake now and then to do it
- * again: nobody else would. Caller holds xq->lock. */
-static void xs__wait_pending(xs_xqueue *xq, uint64_t seq)
-{
-	if (!xs_dev_is_own_thread(xq->dev)) {
-		xs__sleep(xq, seq, 0);
-		return;
-	}
-	xs_engine_progress(xq, true);
-	if (xq->enqueued < seq)
-		xs__sleep(xq, seq, xs_now_ns() + XS__OWN_WAIT_NS);
-}
-
 XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 {
 	xs_lend lend;
@@ -1191,7 +1196,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
 			xs__wait_device(xq, cmd->seq, &w);
 		else
-			xs__wait_pending(xq, cmd->seq);
+			xs__sleep(xq, cmd->seq, 0); /* until it is enqueued */
 	}
 	if (res == kXSchedSuccess)
 		res = cmd->result;
@@ -1238,11 +1243,11 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->launching && xs__in_enqueue != xq &&
 		    xq->enqueued + (uint64_t)xq->threshold < target)
-			xs__wait_pending(xq, target - (uint64_t)xq->threshold); /* a backlog */
+			xs__sleep(xq, target - (uint64_t)xq->threshold, 0); /* a backlog (above) */
 		else if (xq->enqueued > xq->completed)
 			xs__wait_device(xq, xs__next_step(xq, target), &w);
 		else
-			xs__wait_pending(xq, xq->completed + 1); /* until the next is enqueued */
+			xs__sleep(xq, xq->completed + 1, 0); /* until the next is enqueued */
 	}
 	if (res == kXSchedSuccess) {
 		res = xq->err_pending;
@@ -1325,19 +1330,13 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	xs_obj_ref(&cmd->obj); /* ours, to read its result */
 	/* Only this thread enqueues it (xs__drain stops in front of it on other threads and
 	 * wakes us; xs_engine_progress wakes us wherever it would kick the launch thread). */
-	/* On the device's own launch thread (from a launch callback) nobody else would enqueue
-	 * what is in front of it: that thread drains whenever the token is free. */
-	bool own = xs_dev_is_own_thread(xq->dev);
 	while (cmd->state == XS_CMD_PENDING) {
-		if (!xq->launching && (own || xs_list_first(&xq->pending) == &cmd->link)) {
+		if (!xq->launching && xs_list_first(&xq->pending) == &cmd->link) {
 			xs__drain(xq);
 			if (cmd->state != XS_CMD_PENDING)
 				break;
 		}
-		if (own)
-			xs_cond_timedwait(&xq->cv, &xq->lock, xs_now_ns() + XS__OWN_WAIT_NS);
-		else
-			xs_cond_wait(&xq->cv, &xq->lock);
+		xs_cond_wait(&xq->cv, &xq->lock);
 	}
 	res = cmd->result;
 	xs_mutex_unlock(&xq->lock);

@@ -32,7 +32,8 @@
  *    it waited for as long as the appends went on), and what the application submits to
  *    the busy queue meanwhile runs for one turn at most inside each XQueueSubmit (the
  *    rest on the launch thread); a launch callback may destroy another XQueue that has a
- *    backlog in turns, or submit to one with a backlog longer than a turn and wait.
+ *    backlog in turns, or submit to one with a backlog longer than a turn and wait, or wait
+ *    for a command the application submits behind such a backlog.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
@@ -527,6 +528,58 @@ static void launch_turn_nested_wait(void)
 	CHECK_OK(HwQueueDestroy(hf));
 }
 
+/* 8d: a launch callback on the launch thread waits for a command that the application
+ * submits to another XQueue behind a backlog longer than a turn: the application's drain
+ * does not leave the rest of its turn to the launch thread, which is stuck in that
+ * callback, and the command runs. */
+static HwCommandHandle g_awaited;
+static atomic_bool g_waiter_in, g_awaited_submitted;
+static XResult g_stuck_wait = kXSchedErrorUnknown;
+
+static XResult stuck_waiter_launch(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	(void)data;
+	atomic_store(&g_waiter_in, true);
+	while (!atomic_load(&g_awaited_submitted))
+		t_sleep_us(100);
+	g_stuck_wait = XQueueWait(g_backlogged, g_awaited);
+	return kXSchedSuccess;
+}
+
+static void launch_turn_stuck_waiter(void)
+{
+	enum { N = 10 };
+	HwQueueHandle hg, hh;
+	XQueueHandle g = open_backlog(&hg, 0x1016);
+	g_backlogged = open_backlog(&hh, 0x1017);
+	atomic_store(&g_doomed_ran, 0);
+	for (int i = 0; i < N; i++)
+		submit_callback(g_backlogged, doomed_launch, NULL);
+	submit_callback(g, stuck_waiter_launch, NULL);
+	alarm(60); /* a hang fails the test */
+	CHECK_OK(XQueueResume(g, 0));
+	while (!atomic_load(&g_waiter_in))
+		t_sleep_us(100);
+	t_sleep_us(3000); /* the launch thread is in the callback for longer than 1 ms */
+	CHECK_OK(XQueueResume(g_backlogged, 0)); /* its kick waits for the launch thread */
+	CHECK_OK(HwCommandCreateCallback(&g_awaited, doomed_launch, NULL));
+	CHECK_OK(XQueueSubmit(g_backlogged, g_awaited)); /* drains the backlog in front */
+	atomic_store(&g_awaited_submitted, true);
+	CHECK_OK(XQueueWaitAll(g));
+	alarm(0);
+	printf("a launch callback waited for a command submitted behind a backlog of %d on "
+	       "another XQueue (%d ran): %d\n",
+	       N, atomic_load(&g_doomed_ran), g_stuck_wait);
+	CHECK_OK(g_stuck_wait);
+	CHECK(atomic_load(&g_doomed_ran) == N + 1);
+	CHECK_OK(HwCommandDestroy(g_awaited));
+	CHECK_OK(XQueueDestroy(g));
+	CHECK_OK(XQueueDestroy(g_backlogged));
+	CHECK_OK(HwQueueDestroy(hg));
+	CHECK_OK(HwQueueDestroy(hh));
+}
+
 int main(void)
 {
 	const char *lazy_env = getenv("XSCHED_GPU_LAZY_MARKS");
@@ -664,6 +717,7 @@ int main(void)
 	launch_turns();
 	launch_turn_destroy();
 	launch_turn_nested_wait();
+	launch_turn_stuck_waiter();
 
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hwq));
