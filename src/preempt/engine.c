@@ -646,35 +646,18 @@ enum {
 	XS__TURN_NS = 200000,
 };
 
-enum {
-	/* A launch thread inside one enqueue call for longer than this (a launch callback) may
-	 * be waiting for what a drain elsewhere would leave to it (xs__launcher_free). */
-	XS__LAUNCHER_STUCK_NS = 1000000,
-};
-
-/* Whether a drain on another thread than the launch thread may leave the rest of its turn
- * to it (at @now): not while the launch thread has been inside one enqueue call for longer
- * than XS__LAUNCHER_STUCK_NS, a launch callback that may be waiting for that very rest
- * (XQueueWait on another XQueue). The drain then goes on, as every drain did before 0.5.2. */
-static bool xs__launcher_free(const xs_device *d, int64_t now)
-{
-	int64_t from = atomic_load_explicit(&d->launcher_enqueue_from_ns, memory_order_relaxed);
-	return !from || now - from < XS__LAUNCHER_STUCK_NS;
-}
-
 /* Enqueue pending commands in order while they may go, on the calling thread, for at most
  * a turn (XS__TURN_NS); where commands that may go are left, kick the launch thread for
- * them. No turn ends where the launch thread may be blocked waiting for the rest: inside
- * another command's enqueue (a launch callback that submits, on any thread), and on
- * another thread while the launch thread seems stuck in a callback (xs__launcher_free).
- * Caller holds xq->lock, which is dropped around each backend call. */
+ * them. No turn ends where a launch callback, which may run on the launch thread, may wait
+ * for the rest: inside another command's enqueue (a callback that submits), and while a
+ * callback waits for a command of this XQueue not yet enqueued (xq->cb_waiters,
+ * xs__sleep_pending). Caller holds xq->lock, which is dropped around each backend call. */
 static void xs__drain(xs_xqueue *xq)
 {
 	if (xq->launching)
 		return; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
-	bool launcher = xs_dev_is_own_thread(xq->dev);
 	bool turns = xs__in_enqueue == NULL;
 	int64_t turn_from = 0; /* the end of the first enqueue */
 	bool turn_over = false;
@@ -724,14 +707,7 @@ static void xs__drain(xs_xqueue *xq)
 		if (!broken) {
 			const xs_xqueue *outer = xs__in_enqueue; /* an inline callback's, or NULL */
 			xs__in_enqueue = xq;
-			bool mark = launcher && !outer; /* the launch thread's outermost */
-			if (mark)
-				atomic_store_explicit(&xq->dev->launcher_enqueue_from_ns,
-						      xs_now_ns(), memory_order_relaxed);
 			res = q->ops->enqueue(q, skip == kXSchedSuccess ? cmd : NULL, seq, flags);
-			if (mark)
-				atomic_store_explicit(&xq->dev->launcher_enqueue_from_ns, 0,
-						      memory_order_relaxed);
 			xs__in_enqueue = outer;
 		}
 		if (skip != kXSchedSuccess)
@@ -768,7 +744,7 @@ static void xs__drain(xs_xqueue *xq)
 			turn_from = now;
 		} else if (turns && now - turn_from >= XS__TURN_NS &&
 			   !xs_list_empty(&xq->pending) && !xs__inline_head(xq) &&
-			   (launcher || xs__launcher_free(xq->dev, now))) {
+			   !xq->cb_waiters) {
 			turn_over = true;
 			break;
 		}
@@ -1183,6 +1159,24 @@ static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
 	xs_obj_unref(&b->obj);
 }
 
+/* Sleep until number @seq is enqueued. Inside a launch callback, which may run on the
+ * launch thread, where what a drain's turn leaves would wait for this very callback: first
+ * enqueue what may go here (a nested drain has no turn), and keep every drain from ending
+ * its turn while this waits. Caller holds xq->lock. */
+static void xs__sleep_pending(xs_xqueue *xq, uint64_t seq)
+{
+	if (!xs__in_enqueue) {
+		xs__sleep(xq, seq, 0);
+		return;
+	}
+	xs_engine_progress(xq, true);
+	if (xq->enqueued >= seq)
+		return;
+	xq->cb_waiters++;
+	xs__sleep(xq, seq, 0);
+	xq->cb_waiters--;
+}
+
 XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 {
 	xs_lend lend;
@@ -1196,7 +1190,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
 			xs__wait_device(xq, cmd->seq, &w);
 		else
-			xs__sleep(xq, cmd->seq, 0); /* until it is enqueued */
+			xs__sleep_pending(xq, cmd->seq);
 	}
 	if (res == kXSchedSuccess)
 		res = cmd->result;
@@ -1243,11 +1237,11 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->launching && xs__in_enqueue != xq &&
 		    xq->enqueued + (uint64_t)xq->threshold < target)
-			xs__sleep(xq, target - (uint64_t)xq->threshold, 0); /* a backlog (above) */
+			xs__sleep_pending(xq, target - (uint64_t)xq->threshold); /* a backlog */
 		else if (xq->enqueued > xq->completed)
 			xs__wait_device(xq, xs__next_step(xq, target), &w);
 		else
-			xs__sleep(xq, xq->completed + 1, 0); /* until the next is enqueued */
+			xs__sleep_pending(xq, xq->completed + 1); /* until the next is enqueued */
 	}
 	if (res == kXSchedSuccess) {
 		res = xq->err_pending;

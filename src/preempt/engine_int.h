@@ -33,11 +33,6 @@ struct xs_device {
 	/* Lock-free: when an XQueue of the device last went busy from idle (xs_now_ns()), where
 	 * the progress thread's pace restarts (device.c). */
 	_Atomic int64_t busy_from_ns;
-	/* Lock-free: when the launch thread's outermost backend enqueue call in progress began
-	 * (xs_now_ns(); 0 = none), written by it only. A drain on another thread hands the rest
-	 * of its turn over only while this is 0 or recent: a launch callback running longer
-	 * may be waiting for that very rest (engine.c, xs__drain). */
-	_Atomic int64_t launcher_enqueue_from_ns;
 
 	xs_mutex lock;       /* guards everything below */
 	xs_cond progress_cv; /* the progress thread: work became active, a done push, grants */

@@ -33,7 +33,7 @@
  *    the busy queue meanwhile runs for one turn at most inside each XQueueSubmit (the
  *    rest on the launch thread); a launch callback may destroy another XQueue that has a
  *    backlog in turns, or submit to one with a backlog longer than a turn and wait, or wait
- *    for a command the application submits behind such a backlog.
+ *    for a command the application submitted behind such a backlog.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
@@ -529,9 +529,9 @@ static void launch_turn_nested_wait(void)
 }
 
 /* 8d: a launch callback on the launch thread waits for a command that the application
- * submits to another XQueue behind a backlog longer than a turn: the application's drain
- * does not leave the rest of its turn to the launch thread, which is stuck in that
- * callback, and the command runs. */
+ * submitted to another XQueue behind a backlog longer than a turn: the application's drain
+ * left the rest of its turn to the launch thread, the very thread in that callback, so the
+ * wait enqueues it itself, and the command runs. */
 static HwCommandHandle g_awaited;
 static atomic_bool g_waiter_in, g_awaited_submitted;
 static XResult g_stuck_wait = kXSchedErrorUnknown;
@@ -561,7 +561,6 @@ static void launch_turn_stuck_waiter(void)
 	CHECK_OK(XQueueResume(g, 0));
 	while (!atomic_load(&g_waiter_in))
 		t_sleep_us(100);
-	t_sleep_us(3000); /* the launch thread is in the callback for longer than 1 ms */
 	CHECK_OK(XQueueResume(g_backlogged, 0)); /* its kick waits for the launch thread */
 	CHECK_OK(HwCommandCreateCallback(&g_awaited, doomed_launch, NULL));
 	CHECK_OK(XQueueSubmit(g_backlogged, g_awaited)); /* drains the backlog in front */
