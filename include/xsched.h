@@ -405,12 +405,9 @@ XSCHED_API XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, in
  * is limited, the commitment budget allows; at Lv2 it is not suspended by the
  * application), the command is enqueued on the HwQueue on the calling thread before this
  * returns: a launch callback then runs inline, on this thread (with the XQueue's launch
- * order kept: a caller may also enqueue commands other threads submitted before it, for
- * one turn at most: it stops at the first command boundary at least 200 us after its
- * first enqueue and leaves the rest, which may include this command, to the launch
- * thread; code that must launch on its own thread uses XQueueLaunchInline()). Otherwise
- * the command is buffered and the device's launch thread enqueues it when it may; a launch
- * callback then runs there. The XQueue holds its own reference to the
+ * order kept: a caller may also enqueue commands other threads submitted before it).
+ * Otherwise the command is buffered and the device's launch thread enqueues it when it
+ * may; a launch callback then runs there. The XQueue holds its own reference to the
  * command, so the caller may HwCommandDestroy() it right after submitting (but then
  * cannot XQueueWait() on it). A command is submitted at most once.
  *

@@ -16,12 +16,9 @@
  * complete what is marked done when their window is full (engine.c), so this thread's pace bounds
  * only how soon other queues' windows refill and an idle queue is seen idle.
  *
- * The launch thread ("xs-launch") serves the XQueues kicked to it in turns: it enqueues
- * their pending commands (running their launch callbacks) when they may enqueue, for at
- * most a turn each (engine.c, XS__TURN_NS: a drain that stops there kicks its queue
- * again); it goes on with the same queue while no other kicked queue of its priority or
- * above waits. A command reaches it only when it could not be enqueued at submit time or
- * a drain's turn ended before it.
+ * The launch thread ("xs-launch") drains the XQueues kicked to it: it enqueues their
+ * pending commands (running their launch callbacks) when they may enqueue. A command
+ * reaches it only when it could not be enqueued at submit time.
  *
  * Oversubscription: a device whose streams share fewer hardware queues than it has
  * XQueues (xs_hwq.hw_queues) is marked oversubscribed, logged once per spell; the engine
@@ -169,19 +166,6 @@ void xs_dev_look(xs_xqueue *xq)
 
 /* ---- the launch thread ---- */
 
-/* Whether a kicked XQueue other than @xq, of its priority or above, waits for the launch
- * thread. Caller holds d->lock. */
-static bool xs__peer_kicked(xs_device *d, const xs_xqueue *xq)
-{
-	xs_list_for_each(l, &d->kicks)
-	{
-		const xs_xqueue *k = xs_container_of(l, xs_xqueue, kick_link);
-		if (k != xq && k->prio >= xq->prio)
-			return true;
-	}
-	return false;
-}
-
 static void *xs__launch_main(void *arg)
 {
 	xs_device *d = arg;
@@ -200,22 +184,10 @@ static void *xs__launch_main(void *arg)
 		}
 		xs_xqueue *xq = xs_container_of(xs_list_pop_front(&d->kicks), xs_xqueue, kick_link);
 		xs_obj_ref(&xq->obj);
-		bool again;
-		do { /* its turns, while it is kicked again and no peer waits */
-			xs_mutex_unlock(&d->lock);
-			xs_mutex_lock(&xq->lock);
-			xs_engine_progress(xq, true);
-			xs_mutex_unlock(&xq->lock);
-			xs_mutex_lock(&d->lock);
-			bool kicked = xs_linked(&xq->kick_link);
-			again = kicked && !xs__peer_kicked(d, xq);
-			if (kicked) { /* on at once, or behind the peers kicked meanwhile */
-				xs_list_remove(&xq->kick_link);
-				if (!again)
-					xs_list_push_back(&d->kicks, &xq->kick_link);
-			}
-		} while (again);
 		xs_mutex_unlock(&d->lock);
+		xs_mutex_lock(&xq->lock);
+		xs_engine_progress(xq, true);
+		xs_mutex_unlock(&xq->lock);
 		xs_obj_unref(&xq->obj);
 		xs_mutex_lock(&d->lock);
 	}

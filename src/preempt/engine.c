@@ -627,40 +627,14 @@ static void xs__token_give(xs_xqueue *xq)
 	xs_engine_progress(xq, false);
 }
 
-/* Whether the head pending command is an inline one (only its owner enqueues it). */
-static bool xs__inline_head(const xs_xqueue *xq)
-{
-	xs_link *l = xs_list_first(&xq->pending);
-	return l && xs_container_of(l, xs_cmd, link)->kind == XS_CMD_INLINE;
-}
-
-enum {
-	/* A drain's turn: it stops at the first command boundary at least this long after its
-	 * first enqueue ended (wall time: backend calls, launch callbacks, lock waits) and
-	 * leaves the rest to the launch thread, which serves the kicked queues in turns of the
-	 * same length. Without an end, the launch thread stayed on a queue that an
-	 * application kept appending to faster than it enqueued (launch callbacks slower than
-	 * the appends) while every other kicked queue of the device waited, and an
-	 * application's XQueueSubmit that found the token free enqueued a whole backlog of
-	 * other threads' commands (135-150 ms in one call): test_cuda_fake, section 8. */
-	XS__TURN_NS = 200000,
-};
-
-/* Enqueue pending commands in order while they may go, on the calling thread, for at most
- * a turn (XS__TURN_NS); where commands that may go are left, kick the launch thread for
- * them. No turn ends where a launch callback, which may run on the launch thread, may wait
- * for the rest: inside another command's enqueue (a callback that submits), and while a
- * callback waits for a command of this XQueue not yet enqueued (xq->cb_waiters,
- * xs__sleep_pending). Caller holds xq->lock, which is dropped around each backend call. */
+/* Enqueue pending commands in order while they may go, on the calling thread. Caller
+ * holds xq->lock, which is dropped around each backend call. */
 static void xs__drain(xs_xqueue *xq)
 {
 	if (xq->launching)
 		return; /* the holder of the token sees our commands */
 	xq->launching = true;
 	xs_hwq *q = xq->hwq;
-	bool turns = xs__in_enqueue == NULL;
-	int64_t turn_from = 0; /* the end of the first enqueue */
-	bool turn_over = false;
 	for (;;) {
 		xs__commit(xq);
 		/* xs_now_lazy: read at most once before the enqueue (a reap, a budget charge),
@@ -740,19 +714,9 @@ static void xs__drain(xs_xqueue *xq)
 		xs_obj_unref(&cmd->obj);
 		xs_cond_broadcast(&xq->cv);
 		xs__wake_sleepers(xq, seq);
-		if (!turn_from) {
-			turn_from = now;
-		} else if (turns && now - turn_from >= XS__TURN_NS &&
-			   !xs_list_empty(&xq->pending) && !xs__inline_head(xq) &&
-			   !xq->cb_waiters) {
-			turn_over = true;
-			break;
-		}
 	}
 	xq->launching = false;
 	xs_cond_broadcast(&xq->cv);
-	if (turn_over)
-		xs_engine_progress(xq, false); /* the launch thread goes on, in turn with others */
 }
 
 void xs_engine_grant(xs_xqueue *xq)
@@ -779,6 +743,13 @@ void xs_engine_grant(xs_xqueue *xq)
 		}
 	}
 	xs_engine_progress(xq, false);
+}
+
+/* Whether the head pending command is an inline one (only its owner enqueues it). */
+static bool xs__inline_head(const xs_xqueue *xq)
+{
+	xs_link *l = xs_list_first(&xq->pending);
+	return l && xs_container_of(l, xs_cmd, link)->kind == XS_CMD_INLINE;
 }
 
 void xs_engine_progress(xs_xqueue *xq, bool may_launch)
@@ -1159,24 +1130,6 @@ static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
 	xs_obj_unref(&b->obj);
 }
 
-/* Sleep until number @seq is enqueued. Inside a launch callback, which may run on the
- * launch thread, where what a drain's turn leaves would wait for this very callback: first
- * enqueue what may go here (a nested drain has no turn), and keep every drain from ending
- * its turn while this waits. Caller holds xq->lock. */
-static void xs__sleep_pending(xs_xqueue *xq, uint64_t seq)
-{
-	if (!xs__in_enqueue) {
-		xs__sleep(xq, seq, 0);
-		return;
-	}
-	xs_engine_progress(xq, true);
-	if (xq->enqueued >= seq)
-		return;
-	xq->cb_waiters++;
-	xs__sleep(xq, seq, 0);
-	xq->cb_waiters--;
-}
-
 XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 {
 	xs_lend lend;
@@ -1190,7 +1143,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
 			xs__wait_device(xq, cmd->seq, &w);
 		else
-			xs__sleep_pending(xq, cmd->seq);
+			xs__sleep(xq, cmd->seq, 0); /* until it is enqueued */
 	}
 	if (res == kXSchedSuccess)
 		res = cmd->result;
@@ -1237,11 +1190,11 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->launching && xs__in_enqueue != xq &&
 		    xq->enqueued + (uint64_t)xq->threshold < target)
-			xs__sleep_pending(xq, target - (uint64_t)xq->threshold); /* a backlog */
+			xs__sleep(xq, target - (uint64_t)xq->threshold, 0); /* a backlog (above) */
 		else if (xq->enqueued > xq->completed)
 			xs__wait_device(xq, xs__next_step(xq, target), &w);
 		else
-			xs__sleep_pending(xq, xq->completed + 1); /* until the next is enqueued */
+			xs__sleep(xq, xq->completed + 1, 0); /* until the next is enqueued */
 	}
 	if (res == kXSchedSuccess) {
 		res = xq->err_pending;

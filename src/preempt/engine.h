@@ -96,8 +96,6 @@ typedef struct xs_xqueue {
 	uint64_t marked;       /* the highest number whose done mark was enqueued (or seen done) */
 	int level;             /* XPreemptLevel in force */
 	bool launching;        /* the launch token: one thread enqueues at a time, in order */
-	unsigned cb_waiters;   /* launch callbacks waiting for a command of this XQueue not yet
-				* enqueued: no drain ends its turn meanwhile (engine.c) */
 	bool app_suspended;    /* XQueueSuspend/Resume */
 	bool sched_suspended;  /* the scheduler's decision */
 	bool running;          /* = closing || !(app_suspended || sched_suspended), applied */

@@ -26,18 +26,13 @@
  *    again at the same address is asked anew at its launch (a failure there is the
  *    command's result), a failing or null resolver is refused at create, a host queue
  *    refuses the command;
- * 8. the launch thread's turns: an XQueue whose launch callbacks (200 us each, run by the
- *    launch thread after a resume) are appended faster than they run does not keep
- *    another resumed XQueue of its priority from being launched (before turns had an end,
- *    it waited for as long as the appends went on), and what the application submits to
- *    the busy queue meanwhile runs for one turn at most inside each XQueueSubmit (the
- *    rest on the launch thread); a launch callback may destroy another XQueue that has a
- *    backlog in turns, or submit to one with a backlog longer than a turn and wait, or wait
- *    for a command the application submitted behind such a backlog.
+ * 8. launch callbacks on the launch thread acting on another XQueue with a backlog: one
+ *    destroys it; one resumes it, submits a command and waits for it; one waits for a
+ *    command the application submits behind its backlog. Each returns (a hang fails the
+ *    test): the guards any bound on a drain's length must keep.
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -333,13 +328,8 @@ static void order(XQueueHandle xq)
 		CHECK(g_ran[i] == i);
 }
 
-/* 8: the launch thread's turns. */
-enum { SLOW_US = 200, BACKLOG = 100, LATE = 10 };
-static XQueueHandle g_busy;
-static atomic_long g_slow_ran, g_slow_before_other, g_slow_on_main, g_self_appended;
-static atomic_bool g_other_ran;
-static int64_t g_append_until;
-static pthread_t g_main;
+/* 8: launch callbacks, on the launch thread, that act on another XQueue with a backlog. */
+enum { SLOW_US = 200 };
 
 static void submit_callback(XQueueHandle xq, LaunchCallback fn, void *data)
 {
@@ -349,36 +339,8 @@ static void submit_callback(XQueueHandle xq, LaunchCallback fn, void *data)
 	CHECK_OK(HwCommandDestroy(c));
 }
 
-/* A launch that costs the launching thread 200 us. With @data set it appends its own
- * successor to the busy XQueue (from the launch thread, which holds its launch token: only
- * appended) until the other XQueue's command ran, or for 2 s: appends faster than they
- * run, for as long as the launch thread stays on the busy queue. */
-static XResult slow_launch(HwQueueHandle hwq, void *data)
-{
-	(void)hwq;
-	t_sleep_us(SLOW_US);
-	atomic_fetch_add(&g_slow_ran, 1);
-	if (pthread_equal(pthread_self(), g_main))
-		atomic_fetch_add(&g_slow_on_main, 1);
-	if (data && !atomic_load(&g_other_ran) && t_now_us() < g_append_until) {
-		atomic_fetch_add(&g_self_appended, 1);
-		submit_callback(g_busy, slow_launch, data);
-	}
-	return kXSchedSuccess;
-}
-
-static XResult other_launch(HwQueueHandle hwq, void *data)
-{
-	(void)hwq;
-	(void)data;
-	atomic_store(&g_slow_before_other, atomic_load(&g_slow_ran));
-	atomic_store(&g_other_ran, true);
-	return kXSchedSuccess;
-}
-
-/* An Lv1 XQueue for the turn tests: a window that never fills (what stops the launch
- * thread's work on it is its turn), suspended, so that its backlog is launched after the
- * resume, by the launch thread. */
+/* An Lv1 XQueue with a window that never fills, suspended, so that its backlog is launched
+ * after the resume, by the launch thread. */
 static XQueueHandle open_backlog(HwQueueHandle *hwq, uintptr_t stream)
 {
 	XQueueHandle xq = open_lv1(hwq, stream);
@@ -387,54 +349,8 @@ static XQueueHandle open_backlog(HwQueueHandle *hwq, uintptr_t stream)
 	return xq;
 }
 
-static void launch_turns(void)
-{
-	HwQueueHandle ha, hb;
-	XQueueHandle a = open_backlog(&ha, 0x1010), b = open_backlog(&hb, 0x1011);
-	g_busy = a;
-	g_main = pthread_self();
-	static int self_append = 1;
-	submit_callback(a, slow_launch, &self_append);
-	for (int i = 1; i < BACKLOG; i++)
-		submit_callback(a, slow_launch, NULL);
-	submit_callback(b, other_launch, NULL);
-	for (int i = 0; i < BACKLOG; i++) /* b stays busy too: the turns alternate */
-		submit_callback(b, slow_launch, NULL);
-	g_append_until = t_now_us() + 2000000;
-	CHECK_OK(XQueueResume(a, 0));
-	CHECK_OK(XQueueResume(b, 0));
-	while (!atomic_load(&g_other_ran) && t_now_us() < g_append_until + 100000)
-		t_sleep_us(100);
-	CHECK(atomic_load(&g_other_ran));
-	/* Submitted while the launch thread works through the backlogs, a's turns between
-	 * b's (about 98 commands of 200 us left on each, 40 ms): a submit that finds a's token
-	 * free (during b's turn) enqueues for one turn at most, two commands of 200 us, and
-	 * leaves the rest to the launch thread; a drain without an end enqueued a's whole
-	 * backlog inside one of these calls. */
-	for (int i = 0; i < LATE; i++) {
-		submit_callback(a, slow_launch, NULL);
-		t_sleep_us(100);
-	}
-	CHECK_OK(XQueueWaitAll(a));
-	CHECK_OK(XQueueWaitAll(b));
-	long before = atomic_load(&g_slow_before_other), on_main = atomic_load(&g_slow_on_main);
-	long total = atomic_load(&g_slow_ran), self = atomic_load(&g_self_appended);
-	printf("launch turns: the other XQueue's command ran after %ld of the busy one's (%ld "
-	       "of them appended by its own launches); %d submitted to it meanwhile; commands "
-	       "that ran in the submitting thread: %ld\n",
-	       before, self, LATE, on_main);
-	CHECK(before < BACKLOG / 2); /* a turn is one or two of them; many, on a loaded host */
-	CHECK(on_main <= 2 * LATE);
-	CHECK(total == 2 * BACKLOG + LATE + self);
-	CHECK_OK(XQueueDestroy(a));
-	CHECK_OK(XQueueDestroy(b));
-	CHECK_OK(HwQueueDestroy(ha));
-	CHECK_OK(HwQueueDestroy(hb));
-}
-
-/* 8b: a launch callback of one XQueue destroys another, both with backlogs of equal
- * priority whose turns alternate on the launch thread: the destroy drains the other on the
- * launch thread, inside the callback, and returns. */
+/* 8a: a launch callback of one XQueue destroys another, both with backlogs: the destroy
+ * drains the other on the launch thread, inside the callback, and returns. */
 static XQueueHandle g_doomed;
 static atomic_int g_doomed_ran;
 static XResult g_destroy_res = kXSchedErrorUnknown;
@@ -458,7 +374,7 @@ static XResult destroyer_launch(HwQueueHandle hwq, void *data)
 	return kXSchedSuccess;
 }
 
-static void launch_turn_destroy(void)
+static void callback_destroys(void)
 {
 	enum { N = 20 };
 	HwQueueHandle hc, hd;
@@ -474,7 +390,7 @@ static void launch_turn_destroy(void)
 	CHECK_OK(XQueueResume(g_doomed, 0));
 	CHECK_OK(XQueueWaitAll(c));
 	alarm(0);
-	printf("a launch callback destroyed an XQueue with a backlog in turns: %d; "
+	printf("a launch callback destroyed an XQueue with a backlog: %d; "
 	       "all %d of its commands ran first: %s\n",
 	       g_destroy_res, N, atomic_load(&g_doomed_ran) == N ? "yes" : "no");
 	CHECK_OK(g_destroy_res);
@@ -484,9 +400,9 @@ static void launch_turn_destroy(void)
 	CHECK_OK(HwQueueDestroy(hd));
 }
 
-/* 8c: a launch callback on the launch thread resumes another XQueue whose backlog is
- * longer than a turn, submits a command to it and waits for that command: it is enqueued
- * (nobody but the launch thread, the waiter itself, would do it once a turn ended). */
+/* 8b: a launch callback on the launch thread resumes another XQueue with a backlog (2 ms),
+ * submits a command to it and waits for that command: its submit enqueues the backlog and
+ * the command. */
 static XQueueHandle g_backlogged;
 static XResult g_nested_wait = kXSchedErrorUnknown;
 
@@ -503,7 +419,7 @@ static XResult nested_waiter_launch(HwQueueHandle hwq, void *data)
 	return kXSchedSuccess;
 }
 
-static void launch_turn_nested_wait(void)
+static void callback_waits_nested(void)
 {
 	enum { N = 10 };
 	HwQueueHandle he, hf;
@@ -528,10 +444,10 @@ static void launch_turn_nested_wait(void)
 	CHECK_OK(HwQueueDestroy(hf));
 }
 
-/* 8d: a launch callback on the launch thread waits for a command that the application
- * submitted to another XQueue behind a backlog longer than a turn: the application's drain
- * left the rest of its turn to the launch thread, the very thread in that callback, so the
- * wait enqueues it itself, and the command runs. */
+/* 8c: a launch callback on the launch thread waits for a command that the application
+ * submitted to another XQueue behind a backlog (2 ms) whose resume left it to the launch
+ * thread, the very thread in that callback: the application's submit enqueues the backlog
+ * and the command. */
 static HwCommandHandle g_awaited;
 static atomic_bool g_waiter_in, g_awaited_submitted;
 static XResult g_stuck_wait = kXSchedErrorUnknown;
@@ -547,7 +463,7 @@ static XResult stuck_waiter_launch(HwQueueHandle hwq, void *data)
 	return kXSchedSuccess;
 }
 
-static void launch_turn_stuck_waiter(void)
+static void callback_waits_app(void)
 {
 	enum { N = 10 };
 	HwQueueHandle hg, hh;
@@ -713,10 +629,9 @@ int main(void)
 	printf("Lv2: nothing ran while suspended; all 50 after the resume\n");
 
 	resolved(xq, lib);
-	launch_turns();
-	launch_turn_destroy();
-	launch_turn_nested_wait();
-	launch_turn_stuck_waiter();
+	callback_destroys();
+	callback_waits_nested();
+	callback_waits_app();
 
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hwq));
