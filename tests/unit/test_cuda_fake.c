@@ -330,6 +330,8 @@ static void order(XQueueHandle xq)
 
 /* 8: launch callbacks, on the launch thread, that act on another XQueue with a backlog. */
 enum { SLOW_US = 200 };
+static XQueueHandle g_backlogged; /* 8b, 8c: the XQueue with the backlog */
+static atomic_int g_doomed_ran;   /* doomed_launch's runs */
 
 static void submit_callback(XQueueHandle xq, LaunchCallback fn, void *data)
 {
@@ -349,10 +351,37 @@ static XQueueHandle open_backlog(HwQueueHandle *hwq, uintptr_t stream)
 	return xq;
 }
 
+static XResult doomed_launch(HwQueueHandle hwq, void *data);
+
+/* @n commands of doomed_launch (200 us each) submitted to @xq. */
+static void submit_backlog(XQueueHandle xq, int n)
+{
+	for (int i = 0; i < n; i++)
+		submit_callback(xq, doomed_launch, NULL);
+}
+
+/* 8b, 8c: the XQueue whose launch callback acts (returned; its HwQueue in h[0]) and
+ * g_backlogged (h[1]) with a backlog of @n, on streams @stream and @stream + 1. */
+static XQueueHandle open_pair(HwQueueHandle h[2], uintptr_t stream, int n)
+{
+	XQueueHandle xq = open_backlog(&h[0], stream);
+	g_backlogged = open_backlog(&h[1], stream + 1);
+	atomic_store(&g_doomed_ran, 0);
+	submit_backlog(g_backlogged, n);
+	return xq;
+}
+
+static void close_pair(XQueueHandle xq, HwQueueHandle h[2])
+{
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(XQueueDestroy(g_backlogged));
+	CHECK_OK(HwQueueDestroy(h[0]));
+	CHECK_OK(HwQueueDestroy(h[1]));
+}
+
 /* 8a: a launch callback of one XQueue destroys another, both with backlogs: the destroy
  * drains the other on the launch thread, inside the callback, and returns. */
 static XQueueHandle g_doomed;
-static atomic_int g_doomed_ran;
 static XResult g_destroy_res = kXSchedErrorUnknown;
 
 static XResult doomed_launch(HwQueueHandle hwq, void *data)
@@ -383,8 +412,7 @@ static void callback_destroys(void)
 	static int destroy = 1;
 	for (int i = 0; i < N; i++)
 		submit_callback(c, destroyer_launch, i == 4 ? &destroy : NULL);
-	for (int i = 0; i < N; i++)
-		submit_callback(g_doomed, doomed_launch, NULL);
+	submit_backlog(g_doomed, N);
 	alarm(60); /* a hang fails the test */
 	CHECK_OK(XQueueResume(c, 0));
 	CHECK_OK(XQueueResume(g_doomed, 0));
@@ -403,7 +431,6 @@ static void callback_destroys(void)
 /* 8b: a launch callback on the launch thread resumes another XQueue with a backlog (2 ms),
  * submits a command to it and waits for that command: its submit enqueues the backlog and
  * the command. */
-static XQueueHandle g_backlogged;
 static XResult g_nested_wait = kXSchedErrorUnknown;
 
 static XResult nested_waiter_launch(HwQueueHandle hwq, void *data)
@@ -422,12 +449,8 @@ static XResult nested_waiter_launch(HwQueueHandle hwq, void *data)
 static void callback_waits_nested(void)
 {
 	enum { N = 10 };
-	HwQueueHandle he, hf;
-	XQueueHandle e = open_backlog(&he, 0x1014);
-	g_backlogged = open_backlog(&hf, 0x1015);
-	atomic_store(&g_doomed_ran, 0);
-	for (int i = 0; i < N; i++)
-		submit_callback(g_backlogged, doomed_launch, NULL);
+	HwQueueHandle h[2];
+	XQueueHandle e = open_pair(h, 0x1014, N);
 	submit_callback(e, nested_waiter_launch, NULL);
 	alarm(60); /* a hang fails the test */
 	CHECK_OK(XQueueResume(e, 0));
@@ -438,10 +461,7 @@ static void callback_waits_nested(void)
 	       N, atomic_load(&g_doomed_ran), g_nested_wait);
 	CHECK_OK(g_nested_wait);
 	CHECK(atomic_load(&g_doomed_ran) == N + 1);
-	CHECK_OK(XQueueDestroy(e));
-	CHECK_OK(XQueueDestroy(g_backlogged));
-	CHECK_OK(HwQueueDestroy(he));
-	CHECK_OK(HwQueueDestroy(hf));
+	close_pair(e, h);
 }
 
 /* 8c: a launch callback on the launch thread waits for a command that the application
@@ -466,12 +486,8 @@ static XResult stuck_waiter_launch(HwQueueHandle hwq, void *data)
 static void callback_waits_app(void)
 {
 	enum { N = 10 };
-	HwQueueHandle hg, hh;
-	XQueueHandle g = open_backlog(&hg, 0x1016);
-	g_backlogged = open_backlog(&hh, 0x1017);
-	atomic_store(&g_doomed_ran, 0);
-	for (int i = 0; i < N; i++)
-		submit_callback(g_backlogged, doomed_launch, NULL);
+	HwQueueHandle h[2];
+	XQueueHandle g = open_pair(h, 0x1016, N);
 	submit_callback(g, stuck_waiter_launch, NULL);
 	alarm(60); /* a hang fails the test */
 	CHECK_OK(XQueueResume(g, 0));
@@ -489,10 +505,7 @@ static void callback_waits_app(void)
 	CHECK_OK(g_stuck_wait);
 	CHECK(atomic_load(&g_doomed_ran) == N + 1);
 	CHECK_OK(HwCommandDestroy(g_awaited));
-	CHECK_OK(XQueueDestroy(g));
-	CHECK_OK(XQueueDestroy(g_backlogged));
-	CHECK_OK(HwQueueDestroy(hg));
-	CHECK_OK(HwQueueDestroy(hh));
+	close_pair(g, h);
 }
 
 int main(void)
