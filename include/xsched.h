@@ -69,7 +69,7 @@ extern "C" {
 /**@{*/
 #define XSCHED_VERSION_MAJOR 0
 #define XSCHED_VERSION_MINOR 5
-#define XSCHED_VERSION_PATCH 2
+#define XSCHED_VERSION_PATCH 3
 /**@}*/
 
 /** Handle to an XQueue. 0 is never a valid handle. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 void xs_thread_die(const char *what, int err)
@@ -88,6 +89,16 @@ int xs_thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *a
 	if (!err)
 		pthread_setname_np(*t, name); /* best effort: names are for debuggers */
 	return err;
+}
+
+int64_t xs_thread_timer_slack_ns(void)
+{
+#ifdef PR_GET_TIMERSLACK
+	int slack = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
+	if (slack >= 0)
+		return slack;
+#endif
+	return 50000;
 }
 
 void xs_thread_join(pthread_t t)

@@ -51,6 +51,11 @@ void xs_cond_broadcast(xs_cond *c);
 int xs_thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
 void xs_thread_join(pthread_t t);
 
+/* The calling thread's timer slack in ns: how much later than asked the kernel may end
+ * its timed sleeps (prctl(2) PR_GET_TIMERSLACK; Linux's default for a normal thread is
+ * 50 us). 50 us where it cannot be read. A system call: not for a hot path. */
+int64_t xs_thread_timer_slack_ns(void);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline int64_t xs_now_ns(void)
 {

@@ -892,11 +892,17 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 typedef struct xs__waiting {
 	int64_t check_ns; /* the last health check */
 	int64_t over_ns;  /* when the command was first found overdue, 0 = not yet */
+	int64_t slack_ns; /* the thread's timer slack, -1 = not read yet */
 } xs__waiting;
+
+#define XS__WAITING_INIT                                                                           \
+	{                                                                                          \
+		0, 0, -1                                                                           \
+	}
 
 enum {
 	XS__WAIT_CHECK_NS = 1000000,   /* ask a silent GPU queue for faults this often */
-	XS__WAIT_EARLY_NS = 20000,     /* wake at least this long before the expected end */
+	XS__WAIT_EARLY_NS = 20000,     /* wake at least this (+ timer slack) before the end */
 	XS__WAIT_SPIN_NS = 20000,      /* then yield-poll until this long past it */
 	XS__WAIT_NAP_MAX_NS = 200000,  /* then sleep at most this long between polls */
 	XS__WAIT_IDLE_NS = 20000000,   /* the longest sleep while the command is not committed */
@@ -910,8 +916,16 @@ enum {
  * waiter (latency), and one whose command is the next to complete, expects the command's end
  * at busy_since + (seq - completed) x est: it sleeps until shortly before it, yield-polls
  * around it, then sleeps in steps that grow with the delay (a tenth of it, within
- * XS__WAIT_NAP_MAX_NS), woken early by the progress thread's completion. Caller holds
- * xq->lock. */
+ * XS__WAIT_NAP_MAX_NS), woken early by the progress thread's completion.
+ *
+ * "Shortly before" is an eighth of the time left, and at least XS__WAIT_EARLY_NS plus the
+ * thread's timer slack, which a sleep may overrun: so a waiter wakes before the expected
+ * end (unless the host delays it), and a completion it sees after its sleep makes a sample
+ * no longer than the estimate. A longer one would raise the estimate that the next sleep
+ * is taken on, and the next sample would be late by as much again: with the 50 us
+ * default slack and the 20 us margin alone, after one 1 ms command the round trips of an
+ * Lv1 XQueue of tiny kernels stayed at 54 us (the progress thread's look) instead of 10 us
+ * (H100, doc/RESULTS.md). Caller holds xq->lock. */
 static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__waiting *w)
 {
 	if (seq > xq->committed)
@@ -920,11 +934,15 @@ static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__w
 		return now + XS__WAIT_LIMITED_NS; /* the progress thread's completion wakes it */
 	if (xq->busy_since_ns && xq->est_ns > 0) {
 		int64_t expect = xq->busy_since_ns + (int64_t)(seq - xq->completed) * xq->est_ns;
-		int64_t early = (expect - now) / 8;
-		if (early < XS__WAIT_EARLY_NS)
-			early = XS__WAIT_EARLY_NS;
-		if (expect - early > now)
-			return expect - early;
+		if (expect - XS__WAIT_EARLY_NS > now) {
+			if (w->slack_ns < 0) /* once per wait, where it may sleep */
+				w->slack_ns = xs_thread_timer_slack_ns();
+			int64_t early = (expect - now) / 8;
+			if (early < XS__WAIT_EARLY_NS + w->slack_ns)
+				early = XS__WAIT_EARLY_NS + w->slack_ns;
+			if (expect - early > now)
+				return expect - early;
+		}
 	}
 	if (!w->over_ns)
 		w->over_ns = now;
@@ -1138,7 +1156,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
 	XResult res = kXSchedSuccess;
 	if (cmd->state != XS_CMD_DONE && xs__waits_for_itself(xq, cmd->seq, "XQueueWait"))
 		res = kXSchedErrorNotAllowed;
-	xs__waiting w = {0, 0};
+	xs__waiting w = XS__WAITING_INIT;
 	while (res == kXSchedSuccess && cmd->state != XS_CMD_DONE) {
 		if (cmd->state == XS_CMD_IN_FLIGHT && cmd->seq <= xq->enqueued)
 			xs__wait_device(xq, cmd->seq, &w);
@@ -1186,7 +1204,7 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	XResult res = kXSchedSuccess;
 	if (xq->completed < target && xs__waits_for_itself(xq, target, "XQueueWaitAll"))
 		res = kXSchedErrorNotAllowed;
-	xs__waiting w = {0, 0};
+	xs__waiting w = XS__WAITING_INIT;
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->launching && xs__in_enqueue != xq &&
 		    xq->enqueued + (uint64_t)xq->threshold < target)
@@ -1481,7 +1499,7 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 	xq->app_suspended = suspend;
 	xs__apply(xq);
 	if (suspend && sync) {
-		xs__waiting w = {0, 0};
+		xs__waiting w = XS__WAITING_INIT;
 		while (xq->completed < target && !xq->closing) {
 			if (xq->enqueued > xq->completed)
 				xs__wait_device(xq, xs__next_step(xq, target), &w);
@@ -1580,7 +1598,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	xs__top_update(xq);
 	xs__apply(xq);
 	xs_engine_notify(xq); /* a pass: queues it lends to run now too (sched.c) */
-	xs__waiting w = {0, 0};
+	xs__waiting w = XS__WAITING_INIT;
 	while (xq->completed != xq->submitted) {
 		xs_engine_progress(xq, true);
 		if (xq->enqueued > xq->completed)
