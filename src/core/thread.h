@@ -53,7 +53,8 @@ void xs_thread_join(pthread_t t);
 
 /* The calling thread's timer slack in ns: how much later than asked the kernel may end
  * its timed sleeps (prctl(2) PR_GET_TIMERSLACK; Linux's default for a normal thread is
- * 50 us). 50 us where it cannot be read. A system call: not for a hot path. */
+ * 50 us). 50 us where it cannot be read (or reads negative: prctl returns an int, so a
+ * slack of 2^31 ns or more is not told exactly). A system call: not for a hot path. */
 int64_t xs_thread_timer_slack_ns(void);
 
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -903,7 +903,7 @@ typedef struct xs__waiting {
 enum {
 	XS__WAIT_CHECK_NS = 1000000,   /* ask a silent GPU queue for faults this often */
 	XS__WAIT_EARLY_NS = 20000,     /* wake at least this (+ timer slack) before the end */
-	XS__WAIT_SPIN_NS = 20000,      /* then yield-poll until this long past it */
+	XS__WAIT_SPIN_NS = 20000,      /* then yield-poll this long */
 	XS__WAIT_NAP_MAX_NS = 200000,  /* then sleep at most this long between polls */
 	XS__WAIT_IDLE_NS = 20000000,   /* the longest sleep while the command is not committed */
 	XS__WAIT_LIMITED_NS = 1000000, /* a limited queue's waiter: the longest sleep */
@@ -915,8 +915,10 @@ enum {
  * commands run before its own: the progress thread's completion wakes it. A top queue's
  * waiter (latency), and one whose command is the next to complete, expects the command's end
  * at busy_since + (seq - completed) x est: it sleeps until shortly before it, yield-polls
- * around it, then sleeps in steps that grow with the delay (a tenth of it, within
- * XS__WAIT_NAP_MAX_NS), woken early by the progress thread's completion.
+ * for XS__WAIT_SPIN_NS from its first look that does not sleep, then sleeps in steps that
+ * grow with the delay (a tenth of the time since that look, within XS__WAIT_NAP_MAX_NS),
+ * woken early by the progress thread's completion (it looks at the expected end of a
+ * command a thread sleeps on, xs__expect).
  *
  * "Shortly before" is an eighth of the time left, and at least XS__WAIT_EARLY_NS plus the
  * thread's timer slack, which a sleep may overrun: so a waiter wakes before the expected

@@ -19,7 +19,7 @@ static void *other(void *arg)
 
 int main(void)
 {
-	CHECK(xs_thread_timer_slack_ns() > 0);
+	CHECK(xs_thread_timer_slack_ns() >= 0); /* 0 for a real-time thread on recent kernels */
 	CHECK(prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) == 0);
 	CHECK(xs_thread_timer_slack_ns() == 1);
 	CHECK(prctl(PR_SET_TIMERSLACK, 123456UL, 0UL, 0UL, 0UL) == 0);
