@@ -18,8 +18,7 @@
  * (c) a decode step: a chain of 20 kernels of 10 us (one block each) with one wait at
  *     the end, per chain p50 and p99;
  * (d) the round trip of one tiny kernel (launch or submit, then wait for it), p50 and p99;
- *     then the same, the 100 (--quick: 10) that follow each of ten round trips of a 1 ms
- *     kernel;
+ *     then the same, the 100 that follow each of ten round trips of a 1 ms kernel;
  * (e) the cost of one submit (create + submit + destroy of a kernel command, and submit
  *     alone) while the XQueue is suspended, so that no launching competes with it.
  * The device blocks on synchronization (cudaDeviceScheduleBlockingSync), so raw waits
@@ -539,7 +538,9 @@ static void bench_roundtrips(void)
 			}
 		}
 	report_set("roundtrip", TRIP_PCT);
-	int after = g_trips / 20; /* 100 after each long command; 10 with --quick */
+	/* 100 after each long command, with --quick too: the first 6-10 are slow while the
+	 * estimate decays (H100, doc/RESULTS.md), so fewer would judge the decay alone. */
+	int after = 100;
 	for (int r = 0; r < 10; r++)
 		for (int i = 0; i < NCFG; i++) {
 			struct config *c = &g_cfg[i];
