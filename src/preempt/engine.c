@@ -797,6 +797,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 		if (per < 1000)
 			per = 1000; /* 1 us: no command is free */
 		xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
+		xq->last_per_ns = per;
 		xq->busy_ns += per * (int64_t)n;
 		if (xq->objective.goal_pm && xs_objective_sample(xq, start, per, n, now))
 			xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
@@ -914,11 +915,15 @@ enum {
  * of a limited queue (throughput work, often many) does not poll either while other
  * commands run before its own: the progress thread's completion wakes it. A top queue's
  * waiter (latency), and one whose command is the next to complete, expects the command's end
- * at busy_since + (seq - completed) x est: it sleeps until shortly before it, yield-polls
- * for XS__WAIT_SPIN_NS from its first look that does not sleep, then sleeps in steps that
- * grow with the delay (a tenth of the time since that look, within XS__WAIT_NAP_MAX_NS),
- * woken early by the progress thread's completion (it looks at the expected end of a
- * command a thread sleeps on, xs__expect).
+ * at busy_since + (seq - completed) x per, per the smaller of the estimate and its last
+ * sample: it sleeps until shortly before it, yield-polls for XS__WAIT_SPIN_NS from its
+ * first look that does not sleep, then sleeps in steps that grow with the delay (a tenth
+ * of the time since that look, within XS__WAIT_NAP_MAX_NS), woken early by the progress
+ * thread's completion (it looks at the expected end of a command a thread sleeps on,
+ * xs__expect). The last sample because one long command raises the moving average for
+ * many samples, and commands after it that are short were waited for at 30-55 us for
+ * 6-12 waits (1-3 with the last sample; H100, doc/RESULTS.md); the estimate itself, which
+ * the commitment budget charges, is left as it is.
  *
  * "Shortly before" is an eighth of the time left, and at least XS__WAIT_EARLY_NS plus the
  * thread's timer slack, which a sleep may overrun: so a waiter wakes before the expected
@@ -935,7 +940,10 @@ static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__w
 	if (xq->limited && seq - xq->completed > 1)
 		return now + XS__WAIT_LIMITED_NS; /* the progress thread's completion wakes it */
 	if (xq->busy_since_ns && xq->est_ns > 0) {
-		int64_t expect = xq->busy_since_ns + (int64_t)(seq - xq->completed) * xq->est_ns;
+		int64_t per = xq->est_ns;
+		if (xq->last_per_ns && xq->last_per_ns < per)
+			per = xq->last_per_ns;
+		int64_t expect = xq->busy_since_ns + (int64_t)(seq - xq->completed) * per;
 		if (expect - XS__WAIT_EARLY_NS > now) {
 			if (w->slack_ns < 0) /* once per wait, where it may sleep */
 				w->slack_ns = xs_thread_timer_slack_ns();

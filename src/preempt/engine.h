@@ -128,6 +128,8 @@ typedef struct xs_xqueue {
 	int64_t suspended_since_ns; /* start of the current spell (valid while !running) */
 	int64_t ready_since_ns;     /* when the queue last went from idle to ready */
 	int64_t est_ns;             /* estimated duration of one command (moving average) */
+	int64_t last_per_ns;        /* the last sample of it (0 = none yet): a waiter sleeps
+				     * on the smaller of the two (xs__wake_at) */
 	int64_t busy_ns;            /* device time its completed commands took, summed */
 	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
 	/* Lock-free copies for the progress thread's look (written under the lock): */
