@@ -14,6 +14,8 @@
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
+			fflush(                                                                    \
+			    stdout); /* what the test printed: lost where a sanitizer ends it */   \
 			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
 			exit(1);                                                                   \
 		}                                                                                  \
