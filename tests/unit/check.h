@@ -11,11 +11,11 @@
 
 #include "xsched.h"
 
+/* A failed check flushes what the test printed first (a sanitizer's exit loses it). */
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			fflush(                                                                    \
-			    stdout); /* what the test printed: lost where a sanitizer ends it */   \
+			fflush(stdout);                                                            \
 			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
 			exit(1);                                                                   \
 		}                                                                                  \
