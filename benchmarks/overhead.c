@@ -299,7 +299,6 @@ enum { CHAIN_PCT, TRIP_PCT, AFTER_PCT, NPCT };
 static struct {
 	double gemm_ms, tiny_us;
 	double pct[NPCT][2]; /* p50 and p99 in us, per kind of sample set */
-	bool have;
 } g_res[NCFG];
 
 /* Print p50 and p99 of c->v in us against @raw (p50 and p99; none for raw itself), keep
@@ -423,32 +422,45 @@ static void spin_args(unsigned long long *ticks, void **args, long ns)
 	args[4] = &nul;
 }
 
-static double chain_raw(gpuStream_t s)
+/* A kernel command of @ns of device time (one block of 256 threads). */
+static HwCommandHandle spin_cmd(long ns)
 {
 	unsigned long long ticks;
 	void *args[5];
-	spin_args(&ticks, args, CHAIN_NS);
+	spin_args(&ticks, args, ns);
+	size_t sizes[5] = {sizeof(ticks), sizeof(g_seq), sizeof(void *), sizeof(unsigned),
+			   sizeof(void *)};
+	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
+	HwCommandHandle c;
+	OK(XT_CREATE_KERNEL(&c, xt_kernel_spin(), grid, block, 0, args, sizes, 5));
+	return c;
+}
+
+/* The same kernel launched on @s directly. */
+static void spin_raw_launch(gpuStream_t s, long ns)
+{
+	unsigned long long ticks;
+	void *args[5];
+	spin_args(&ticks, args, ns);
 	dim3 grid = {1, 1, 1}, block = {256, 1, 1};
+	GPU(gpuLaunchKernel(xt_kernel_spin(), grid, block, args, 0, s));
+}
+
+static double chain_raw(gpuStream_t s)
+{
 	double t0 = now_us();
 	for (int i = 0; i < CHAIN; i++)
-		GPU(gpuLaunchKernel(xt_kernel_spin(), grid, block, args, 0, s));
+		spin_raw_launch(s, CHAIN_NS);
 	GPU(gpuStreamSynchronize(s));
 	return now_us() - t0;
 }
 
 static double chain_xq(XQueueHandle xq)
 {
-	unsigned long long ticks;
-	void *args[5];
-	spin_args(&ticks, args, CHAIN_NS);
-	size_t sizes[5] = {sizeof(ticks), sizeof(g_seq), sizeof(void *), sizeof(unsigned),
-			   sizeof(void *)};
-	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
 	double t0 = now_us();
 	HwCommandHandle last = 0;
 	for (int i = 0; i < CHAIN; i++) {
-		HwCommandHandle c;
-		OK(XT_CREATE_KERNEL(&c, xt_kernel_spin(), grid, block, 0, args, sizes, 5));
+		HwCommandHandle c = spin_cmd(CHAIN_NS);
 		OK(XQueueSubmit(xq, c));
 		if (i + 1 < CHAIN)
 			OK(HwCommandDestroy(c));
@@ -488,28 +500,15 @@ static void bench_chains(void)
  * or submitted, then waited for; its time in us. */
 static double trip(struct config *c, long spin_ns)
 {
-	unsigned long long ticks;
-	void *args[5];
-	size_t sizes[5] = {sizeof(ticks), sizeof(g_seq), sizeof(void *), sizeof(unsigned),
-			   sizeof(void *)};
-	XDim3 grid = {1, 1, 1}, block = {256, 1, 1};
-	if (spin_ns)
-		spin_args(&ticks, args, spin_ns);
 	double t0 = now_us();
 	if (c->level) {
-		HwCommandHandle cmd;
-		if (spin_ns)
-			OK(XT_CREATE_KERNEL(&cmd, xt_kernel_spin(), grid, block, 0, args, sizes,
-					    5));
-		else
-			cmd = short_cmd();
+		HwCommandHandle cmd = spin_ns ? spin_cmd(spin_ns) : short_cmd();
 		OK(XQueueSubmit(c->xq, cmd));
 		OK(XQueueWait(c->xq, cmd));
 		OK(HwCommandDestroy(cmd));
 	} else {
 		if (spin_ns)
-			GPU(gpuLaunchKernel(xt_kernel_spin(), (dim3){1, 1, 1}, (dim3){256, 1, 1},
-					    args, 0, c->s));
+			spin_raw_launch(c->s, spin_ns);
 		else
 			short_raw_launch(c->s);
 		GPU(gpuStreamSynchronize(c->s));
@@ -517,7 +516,10 @@ static double trip(struct config *c, long spin_ns)
 	return now_us() - t0;
 }
 
-enum { LONG_NS = 1000000 };
+/* The long command (1 ms), and the round trips timed after each: 100 with --quick too, since
+ * the first 6-10 were slow while the estimate decayed (H100, doc/RESULTS.md), so fewer would
+ * judge the decay alone. */
+enum { LONG_NS = 1000000, AFTER_LONG = 100 };
 
 /* (d) round trips of a tiny kernel; then the same after one kernel of LONG_NS (1 ms) on
  * the same stream: a waiter sleeps on the XQueue's estimate of a command's device time,
@@ -538,16 +540,13 @@ static void bench_roundtrips(void)
 			}
 		}
 	report_set("roundtrip", TRIP_PCT);
-	/* 100 after each long command, with --quick too: the first 6-10 are slow while the
-	 * estimate decays (H100, doc/RESULTS.md), so fewer would judge the decay alone. */
-	int after = 100;
 	for (int r = 0; r < 10; r++)
 		for (int i = 0; i < NCFG; i++) {
 			struct config *c = &g_cfg[i];
 			if (!cfg_all(c))
 				continue;
 			trip(c, LONG_NS);
-			for (int k = 0; k < after && c->n < MAXV; k++)
+			for (int k = 0; k < AFTER_LONG && c->n < MAXV; k++)
 				c->v[c->n++] = trip(c, 0);
 		}
 	report_set("roundtrip_after_1ms", AFTER_PCT);

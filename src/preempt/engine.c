@@ -944,13 +944,14 @@ static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__w
 		if (xq->last_per_ns && xq->last_per_ns < per)
 			per = xq->last_per_ns;
 		int64_t expect = xq->busy_since_ns + (int64_t)(seq - xq->completed) * per;
-		if (expect - XS__WAIT_EARLY_NS > now) {
-			if (w->slack_ns < 0) /* once per wait, where it may sleep */
+		int64_t left = expect - now;
+		if (left > XS__WAIT_EARLY_NS) { /* it may sleep: only then is the slack read */
+			if (w->slack_ns < 0)
 				w->slack_ns = xs_thread_timer_slack_ns();
-			int64_t early = (expect - now) / 8;
+			int64_t early = left / 8;
 			if (early < XS__WAIT_EARLY_NS + w->slack_ns)
 				early = XS__WAIT_EARLY_NS + w->slack_ns;
-			if (expect - early > now)
+			if (left > early)
 				return expect - early;
 		}
 	}
