@@ -1168,6 +1168,38 @@ XSCHED_API XResult XHintCommitBudget(int64_t budget_us);
 XSCHED_API XResult XHintCorunBudget(int64_t budget_us);
 
 /**
+ * @brief Choose how the priorities below each device's top priority share the device:
+ *        by weight (default) or strictly.
+ *
+ * XQueues below the highest priority present on their device are *limited*: they share
+ * the commitment budget (XHintCommitBudget()). By default (@p strict 0) that budget is
+ * shared among their priorities by weight: each priority (a *tier*) is charged its
+ * queues' estimated device time times 4^k, k the number of waiting tiers above it, and
+ * the tier charged least goes first; so while two lower priorities both wait, the higher
+ * gets about 4/5 of the device time the budget hands out and the lower 1/5, and a busy
+ * middle priority never takes the whole device from the ones below it. Under HPF and MLFQ
+ * a ready queue then suspends the queues below it only if it is of its device's top
+ * priority; below a busy queue that is itself limited, the budget holds them instead.
+ * Within one priority, queues share by estimated device time whatever their number.
+ * The weight 4 is a design choice (doc/architecture.md, "Tiers"), not a measurement.
+ *
+ * With @p strict 1, priorities are strict at every level, as in 0.5: the budget serves
+ * its waiters highest priority first, and HPF suspends every queue below the highest
+ * ready priority, so a queue of middle priority that stays busy keeps the lower ones
+ * from running at all.
+ *
+ * Default XSCHED_STRICT_PRIORITY from the environment (0 or 1), else 0. The top
+ * priority's protection (XHintCorunBudget(), XHintLatencyObjective()) is the same either
+ * way. XSchedShutdown() forgets a value set here.
+ *
+ * @param strict [in] 0 (weighted tiers) or 1 (strict priority).
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue for another value.
+ * Thread-safety: any thread; applies at the next scheduling pass and the next commit on
+ *                every device.
+ */
+XSCHED_API XResult XHintStrictPriority(int strict);
+
+/**
  * @brief Give an XQueue a latency objective: the slowdown its commands may suffer against
  * running alone; the engine sizes the co-run budget at run time to meet it with as much
  * lower-priority work as possible.

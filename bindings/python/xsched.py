@@ -411,6 +411,7 @@ _PROTOTYPES = {
     "XHintKDeadline": [c_size_t],
     "XHintCommitBudget": [c_int64],
     "XHintCorunBudget": [c_int64],
+    "XHintStrictPriority": [ctypes.c_int],
     "XHintLatencyObjective": [XQueueHandle, ctypes.c_double],
 }
 
@@ -1771,6 +1772,13 @@ def set_corun_budget(us: int) -> None:
     device keeps committed while a top-priority XQueue has work under HPF (co-run); 0 =
     none, and HPF then suspends the lower queues (default XSCHED_CORUN_US or 0)."""
     _call("XHintCorunBudget", int(us))
+
+
+def set_strict_priority(strict: bool) -> None:
+    """XHintStrictPriority: whether priorities below each device's top one are strict
+    (True: a busy middle priority keeps the lower ones from running) or share the
+    commitment budget by weight (False, the default: about 4/5 to 1/5 between two)."""
+    _call("XHintStrictPriority", 1 if strict else 0)
 
 
 def shutdown() -> None:

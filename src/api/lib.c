@@ -77,6 +77,14 @@ XResult XHintCorunBudget(int64_t budget_us)
 	return kXSchedSuccess;
 }
 
+XResult XHintStrictPriority(int strict)
+{
+	XS_CHECK(strict == 0 || strict == 1, kXSchedErrorInvalidValue, "api",
+		 "XHintStrictPriority: %d is neither 0 nor 1", strict);
+	xs_sched_set_strict(strict);
+	return kXSchedSuccess;
+}
+
 XResult XSchedShutdown(void)
 {
 	xs_sched_shutdown();

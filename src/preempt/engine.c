@@ -1459,6 +1459,7 @@ static void xs__apply(xs_xqueue *xq)
 	if (run == xq->running)
 		return;
 	xq->running = run;
+	xs_budget_pause(xq, !run);
 	xs_hwq *q = xq->hwq;
 	if (q->ops->set_run_gate && q->max_level >= kPreemptLevelDeactivate) {
 		q->ops->set_run_gate(q, run);

@@ -160,6 +160,8 @@ typedef struct xs_xqueue {
 	int64_t prio;           /* the scheduler's priority: the rank among waiters */
 	int64_t vtime_ns;       /* device time charged so far (fair order within a priority) */
 	int64_t wait_est_ns;    /* the charge it waits to make */
+	bool wait_paused;       /* not running (suspended): it keeps its place among the
+				 * waiters, and its fair order, but is not served (budget.c) */
 	xs_objective objective; /* latency objective (objective.c; goal_pm: see there) */
 	/* Under the dependency lock (deps.c): */
 	xs_link dep_link; /* queues blocked on an event record */
@@ -284,6 +286,15 @@ const void *xs_engine_device(const xs_xqueue *xq);
  * turns it on under HPF and MLFQ: the engine then acts on a top-rank arrival at once,
  * without waiting for the scheduler's pass. */
 void xs_engine_set_hold(bool hold);
+
+/* Whether priorities below a device's top are served strictly (XHintStrictPriority,
+ * XSCHED_STRICT_PRIORITY=1): a busy limited queue then keeps every lower one waiting, the
+ * budget serves its waiters highest priority first, and HPF suspends below the highest
+ * ready priority whatever it is. By default (false) the budget shares itself among the
+ * limited priorities by weight (budget.c, "Tiers") and HPF suspends only below a ready
+ * queue of its device's top priority. -1 = from the configuration at first use. */
+void xs_engine_set_strict(int strict);
+bool xs_engine_strict(void);
 
 /* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
 void xs_engine_set_budget(int64_t budget_ns);

@@ -6,9 +6,24 @@
 
 #include "preempt/engine.h"
 
+/* The tiers a device's budget serves (budget.c): one per priority that waited for budget
+ * lately. Past this many priorities on one device, the lower ones are served by priority
+ * alone (strictly), as with XHintStrictPriority(). */
+enum { XS_BUDGET_TIERS = 8 };
+
+/* One priority's share of the budget (budget.c): its virtual time, the device time its
+ * queues were charged, weighted by its place among the waiting tiers. */
+typedef struct xs_tier {
+	int64_t prio;
+	int64_t vtime_ns;
+} xs_tier;
+
 /* A device's commitment budget (budget.c). Guarded by the device's lock. */
 typedef struct xs_budget {
-	xs_link waiters;       /* XQueues waiting for budget (wait_link), served by rank */
+	xs_link waiters;                /* XQueues waiting for budget (wait_link), served by rank */
+	xs_tier tiers[XS_BUDGET_TIERS]; /* the priorities served lately (weighted fair order) */
+	unsigned ntiers;
+	int64_t tier_floor_ns; /* the virtual time of the tier of the last grant */
 	int64_t charged_ns;    /* estimated device time of the charged commands */
 	uint64_t charged_cmds; /* the charged (committed, incomplete) commands of limited queues */
 	uint64_t max_cmds;     /* the most charged at once since xs_engine_budget_state */
@@ -99,6 +114,9 @@ int64_t xs_budget_next_ns(const xs_device *dev);
 /* Count xq in its device's top_busy or not (@busy: not limited and ready, decided by the
  * engine). Caller holds xq->lock. */
 void xs_budget_top_set(xs_xqueue *xq, bool busy);
+/* @xq stopped running (@paused: suspended) or runs again: a waiter keeps its place in the
+ * order while paused but is not served. Caller holds xq->lock. */
+void xs_budget_pause(xs_xqueue *xq, bool paused);
 /* The rank of @xq among waiters (its scheduler priority). Caller holds xq->lock. */
 void xs_budget_set_prio(xs_xqueue *xq, int64_t prio);
 /* Take @xq off the waiters (detach). Caller holds dev->lock. */

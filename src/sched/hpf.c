@@ -79,6 +79,7 @@ static int64_t xs__hpf_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 				st->idle_since_ns = 0;
 			}
 		}
+		e[i].holds = counts;
 		if (counts && e[i].prio > top)
 			top = e[i].prio;
 	}

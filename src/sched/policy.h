@@ -39,6 +39,9 @@ typedef struct xs_sched_entry {
 	Priority rank;   /* output: the priority the engine ranks it by (below the top rank
 			  * of its device: subject to the commitment budget, least hardware
 			  * priority; its place among the budget's waiters); preset to prio */
+	bool holds;      /* output: it keeps lower-ranked queues suspended (ready, or HPF's
+			  * linger); preset to ready. Of a queue below its device's top rank it
+			  * is overridden unless priorities are strict (sched.c, tiers) */
 } xs_sched_entry;
 
 /* Process-wide inputs of a pass. */

@@ -59,6 +59,7 @@ static const xs_policy_ops *xs__policy = &xs_policy_hpf;
 static bool xs__active; /* a local scheduler decides (else app-managed) */
 static xs_sched_entry *xs__entries;
 static xs__sq **xs__entry_q;
+static Priority *xs__top; /* per entry during a pass: the top rank of its device */
 static size_t xs__entries_cap;
 static Timeslice xs__timeslice_us = TIMESLICE_DEFAULT; /* XHintTimeslice */
 static bool xs__timeslice_given;
@@ -103,6 +104,10 @@ static bool xs__grow(size_t n)
 	if (!q)
 		return false;
 	xs__entry_q = q;
+	Priority *t = realloc(xs__top, cap * sizeof(*t));
+	if (!t)
+		return false;
+	xs__top = t;
 	xs__entries_cap = cap;
 	return true;
 }
@@ -122,32 +127,19 @@ static size_t xs__dev_index(const void *const *devs, size_t nd, const void *dev)
 	return d;
 }
 
-/* Mark as limited every queue below the top rank present on its device (idle ones count:
- * a queue of higher rank may submit at any moment). The rank is the policy's output
- * (xs_sched_entry.rank): the priority hint, or MLFQ's level. Under a policy whose ranks
- * are the hints (HPF), a queue whose rank is above every other queue's of the process
- * (HPF compares priorities across devices; inheritance gives a lent queue its lender's
- * rank, so neither is alone), not suspended, is also marked *sole*: no pass suspends it
- * until a hint changes or a queue is created, so its commands need no counter wait
- * (xs_engine_set_limited). One pass for the devices' top ranks (a process has few
- * devices; past XS__MAX_DEVS the rest are looked up queue by queue), one to apply. Caller
- * holds xs__lock; xs__entries[i].rank and .suspend are set for each i. */
-static void xs__apply_limits(size_t n, bool lift)
+/* The top rank present on each entry's device (idle queues count: a queue of higher rank
+ * may submit at any moment), into xs__top[i]: one pass for the devices' top ranks (a
+ * process has few devices; past XS__MAX_DEVS the rest are looked up queue by queue).
+ * Caller holds xs__lock; xs__entries[i].rank is set for each i. */
+static void xs__find_tops(size_t n)
 {
 	enum { XS__MAX_DEVS = 16 };
 	const void *devs[XS__MAX_DEVS];
 	Priority tops[XS__MAX_DEVS];
-	size_t nd = 0, ntop = 0; /* queues of the process's top rank */
-	Priority gtop = 0;
+	size_t nd = 0;
 	for (size_t i = 0; i < n; i++) {
 		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
 		Priority p = xs__entries[i].rank;
-		if (!ntop || p > gtop) {
-			gtop = p;
-			ntop = 1;
-		} else if (p == gtop) {
-			ntop++;
-		}
 		size_t d = xs__dev_index(devs, nd, dev);
 		if (d == nd && nd < XS__MAX_DEVS) {
 			devs[nd] = dev;
@@ -157,10 +149,9 @@ static void xs__apply_limits(size_t n, bool lift)
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		xs__sq *sq = xs__entry_q[i];
-		const void *dev = xs_engine_device(sq->xq);
+		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
 		size_t d = xs__dev_index(devs, nd, dev);
-		Priority rank = xs__entries[i].rank, top = rank;
+		Priority top = xs__entries[i].rank;
 		if (d < nd)
 			top = tops[d];
 		else
@@ -168,7 +159,58 @@ static void xs__apply_limits(size_t n, bool lift)
 				if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
 				    xs__entries[j].rank > top)
 					top = xs__entries[j].rank;
-		int limited = !lift && !sq->serves_closing && rank < top;
+		xs__top[i] = top;
+	}
+}
+
+/* Every tier served (HPF, MLFQ): a ready (or lingering) queue keeps the queues below it
+ * suspended only
+ * if it is of its device's top rank (not limited). Below a busy queue that is itself
+ * limited, the others are not suspended: the commitment budget holds them all, and shares
+ * itself among their priorities by weight (preempt/budget.c, "Tiers"), so that a busy
+ * middle priority does not take the whole device from the lower ones. Under strict
+ * priority (XHintStrictPriority) the policy's suspensions stand. Caller holds xs__lock;
+ * xs__top[] is set. */
+static void xs__serve_tiers(size_t n)
+{
+	bool any = false;
+	Priority hold = 0;
+	for (size_t i = 0; i < n; i++)
+		if (xs__entries[i].holds && xs__entries[i].rank >= xs__top[i] &&
+		    (!any || xs__entries[i].rank > hold)) {
+			hold = xs__entries[i].rank;
+			any = true;
+		}
+	for (size_t i = 0; i < n; i++)
+		if (xs__entries[i].suspend && (!any || xs__entries[i].rank >= hold))
+			xs__entries[i].suspend = false;
+}
+
+/* Mark as limited every queue below the top rank present on its device (xs__top). The
+ * rank is the policy's output (xs_sched_entry.rank): the priority hint, or MLFQ's level.
+ * Under a policy whose ranks are the hints (HPF), a queue whose rank is above every other
+ * queue's of the process (HPF compares priorities across devices; inheritance gives a lent
+ * queue its lender's rank, so neither is alone), not suspended, is also marked *sole*: no
+ * pass suspends it until a hint changes or a queue is created, so its commands need no
+ * counter wait (xs_engine_set_limited). Caller holds xs__lock; xs__entries[i].rank and
+ * .suspend and xs__top[i] are set for each i. */
+static void xs__apply_limits(size_t n, bool lift)
+{
+	size_t ntop = 0; /* queues of the process's top rank */
+	Priority gtop = 0;
+	for (size_t i = 0; i < n; i++) {
+		Priority p = xs__entries[i].rank;
+		if (!ntop || p > gtop) {
+			gtop = p;
+			ntop = 1;
+		} else if (p == gtop) {
+			ntop++;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		xs__sq *sq = xs__entry_q[i];
+		Priority rank = xs__entries[i].rank;
+		int limited = !lift && !sq->serves_closing && rank < xs__top[i];
 		bool sole = !lift && xs__policy->hint_ranks && rank == gtop && ntop == 1 &&
 			    !xs__entries[i].suspend;
 		if (limited != sq->limited || rank != sq->applied || sole != sq->sole) {
@@ -303,6 +345,7 @@ static int64_t xs__pass(void)
 		e->prio = e->rank = h->prio;
 		if (h->prio == PRIORITY_NO_EXECUTE)
 			e->ready = false; /* out of the policy's sight: suspended below */
+		e->holds = e->ready;
 		e->util = h->has_util ? h->util : UTILIZATION_DEFAULT;
 		e->deadline_us = h->has_deadline ? h->deadline_us : NO_DEADLINE;
 		e->laxity_us = h->has_laxity ? h->laxity_us : NO_LAXITY;
@@ -323,6 +366,9 @@ static int64_t xs__pass(void)
 	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
 	if (inherit)
 		xs__inherit(n, false);
+	xs__find_tops(n);
+	if (xs__policy->hold && !xs_engine_strict())
+		xs__serve_tiers(n);
 	/* Under HPF and MLFQ with a co-run budget on the queue's device (the process's, or a
 	 * latency objective's: preempt/objective.c, which asks for a pass when it moves
 	 * between 0 and more), the engine's hold carries out the suspensions of queues below
@@ -434,6 +480,7 @@ static void xs__stop_locked(void)
 			xs__entry_q[n++] = sq;
 		}
 	}
+	xs__find_tops(n);
 	xs__apply_limits(n, true);
 	xs_mutex_unlock(&xs__lock);
 }
@@ -605,6 +652,12 @@ void xs_sched_shutdown(void)
 	xs__k = 1;
 	xs_mutex_unlock(&xs__lock);
 	xs_mutex_unlock(&xs__ctl);
+}
+
+void xs_sched_set_strict(bool strict)
+{
+	xs_engine_set_strict(strict);
+	xs__wake();
 }
 
 void xs_sched_set_timeslice(Timeslice ts_us)

@@ -70,6 +70,9 @@ void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h);
 /* Process-wide hints (values already checked). Any thread, no lock held. */
 void xs_sched_set_timeslice(Timeslice ts_us);
 void xs_sched_set_k(size_t k);
+/* XHintStrictPriority: strict order below each device's top priority (preempt's
+ * xs_engine_set_strict), applied by a pass at once. */
+void xs_sched_set_strict(bool strict);
 
 /* In a child after fork(): a clean scheduler state (no thread, no queue). */
 void xs_sched_forked(void);
