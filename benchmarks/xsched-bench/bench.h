@@ -274,8 +274,9 @@ struct xsb_opts {
 	int threads; /* 0 = scenario default */
 	bool quick;
 	int large_batch;
-	double rate; /* two-models request rate */
-	int lows[8]; /* serve, corun and mlfq: numbers of low lanes (--lows) */
+	double rate;     /* two-models request rate */
+	double rate_mid; /* corun: mid-tier requests per second; 0 = back to back */
+	int lows[8];     /* serve, corun and mlfq: numbers of low lanes (--lows) */
 	int nlows;
 	const char *shapes;           /* corun: comma-separated shapes (--shapes), or NULL */
 	struct xsb_launch_cfg cfg[4]; /* per level */

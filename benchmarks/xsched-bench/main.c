@@ -44,6 +44,8 @@ static void xsb__usage(FILE *f)
 	    "                       lv1=2:1,lv2=16:8 (default: the library's, 16:8)\n"
 	    "  --large-batch N      two-models: batch of the large model (default 8)\n"
 	    "  --rate R             two-models: requests per second of the small model (20)\n"
+	    "  --mid-rate R         corun: the mid lane's requests per second (25); 0 = back\n"
+	    "                       to back, a middle tier that is always busy\n"
 	    "  --jsonl PATH         write every sample and summary as JSON lines\n"
 	    "  --plot DIR           write per scenario the high lane's latency CDF of every\n"
 	    "                       mode, and for serve and preempt a short timeline, as PNG\n"
@@ -164,6 +166,7 @@ int main(int argc, char **argv)
 	    .scenario = "all",
 	    .large_batch = 8,
 	    .rate = 20,
+	    .rate_mid = 25,
 	    .seed = 1,
 	};
 	const char *backend = "auto", *jsonl = NULL, *plot = NULL;
@@ -186,6 +189,7 @@ int main(int argc, char **argv)
 		O_CFG,
 		O_BATCH,
 		O_RATE,
+		O_MID_RATE,
 		O_SEED,
 		O_STALL,
 		O_PLOT,
@@ -208,6 +212,7 @@ int main(int argc, char **argv)
 	    {"launch-config", required_argument, NULL, O_CFG},
 	    {"large-batch", required_argument, NULL, O_BATCH},
 	    {"rate", required_argument, NULL, O_RATE},
+	    {"mid-rate", required_argument, NULL, O_MID_RATE},
 	    {"seed", required_argument, NULL, O_SEED},
 	    {"stall", required_argument, NULL, O_STALL},
 	    {"plot", required_argument, NULL, O_PLOT},
@@ -276,6 +281,13 @@ int main(int argc, char **argv)
 			o.rate = atof(optarg);
 			if (o.rate <= 0 || o.rate > 10000) {
 				fprintf(stderr, "xsched-bench: --rate wants 0 < R <= 10000\n");
+				return 2;
+			}
+			break;
+		case O_MID_RATE:
+			o.rate_mid = atof(optarg);
+			if (o.rate_mid < 0 || o.rate_mid > 10000) {
+				fprintf(stderr, "xsched-bench: --mid-rate wants 0 <= R <= 10000\n");
 				return 2;
 			}
 			break;

@@ -46,7 +46,7 @@ struct xsb__run {
 	double think_ms;   /* closed: high lanes think U(0, think_ms) before each task */
 	double duration_s; /* open */
 	double rate;       /* open: high requests per second */
-	double rate_mid;   /* open: mid-tier requests per second */
+	double rate_mid;   /* open: mid-tier requests per second; 0 = back to back */
 	bool poisson;      /* open: exponential gaps of mean 1/rate instead of fixed ones */
 	double warmup_s;   /* open: low lanes run back to back this long before the clock and
 			    * go on until it starts (no barrier: their queues never idle) */
@@ -153,7 +153,7 @@ static void xsb__open(struct xsb__run *r, int i, struct xsb_lane *l, const struc
 	double rate = l->high ? r->rate : r->rate_mid;
 	for (int k = 0; !atomic_load(&r->stop); k++) {
 		int64_t arrival;
-		if (l->tier != XSB_TIER_LOW) {
+		if (l->tier == XSB_TIER_HIGH || (l->tier == XSB_TIER_MID && rate > 0)) {
 			if (r->poisson)
 				next_s += -log(1.0 - xsb_rand01(rng)) / rate;
 			arrival = r->t0 + (int64_t)((r->poisson ? next_s : (double)k / rate) * 1e9);
@@ -1347,10 +1347,13 @@ static void xsb__corun_config(struct xsb_ctx *c, struct xsb__corun_work *w,
 		}
 		xsb__run_free(&r);
 	}
+	char mid_when[48] = "back to back (always busy)";
+	if (rate_mid > 0)
+		snprintf(mid_when, sizeof(mid_when), "Poisson at %.0f/s", rate_mid);
 	printf("\ncorun %s: 1 high, 1 mid and %d low lanes, %.1f s per mode\n"
-	       "  high: %s, Poisson arrivals at %.0f/s; mid: %s (callbacks), Poisson at %.0f/s\n"
+	       "  high: %s, Poisson arrivals at %.0f/s; mid: %s (callbacks), %s\n"
 	       "  low, back to back:",
-	       base.config, nlow, dur, w->high[hk].desc, rate, w->mid.desc, rate_mid);
+	       base.config, nlow, dur, w->high[hk].desc, rate, w->mid.desc, mid_when);
 	const char *sep = "";
 	for (int k = 0; k < XSB_LK_N; k++)
 		if (count[k]) {
@@ -1384,7 +1387,7 @@ int xsb_scenario_corun(struct xsb_ctx *c)
 	const int *lows = c->o->nlows ? c->o->lows : c->o->quick ? lows_quick : lows_full;
 	int nl = c->o->nlows ? c->o->nlows : c->o->quick ? 2 : 3;
 	double dur = c->o->duration_s > 0 ? c->o->duration_s : (c->o->quick ? 1.0 : 6.0);
-	double rate = 40.0, rate_mid = 25.0;
+	double rate = 40.0, rate_mid = c->o->rate_mid;
 	struct xsb__corun_work w;
 	memset(&w, 0, sizeof(w));
 	xsb_task_gemms(&w.high[0], 20, 1024, 1024, 1024);
