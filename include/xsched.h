@@ -497,7 +497,8 @@ XSCHED_API XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, vo
  * for itself, as it would holding a lock.
  *
  * @param xq [in] The XQueue.
- * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live or is being
+ *         destroyed (XQueueDestroy() ends its scopes; no scope is opened).
  * Thread-safety: any thread; each XQueueBeginScope() needs one XQueueEndScope().
  */
 XSCHED_API XResult XQueueBeginScope(XQueueHandle xq);
@@ -506,8 +507,9 @@ XSCHED_API XResult XQueueBeginScope(XQueueHandle xq);
  * @brief Close a scope opened by XQueueBeginScope().
  *
  * @param xq [in] The XQueue.
- * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live;
- *         kXSchedErrorNotAllowed if no scope is open.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live or is being
+ *         destroyed (XQueueDestroy() ends its scopes: a call racing it gets this, never
+ *         kXSchedErrorNotAllowed); kXSchedErrorNotAllowed if no scope is open.
  * Thread-safety: any thread.
  */
 XSCHED_API XResult XQueueEndScope(XQueueHandle xq);

@@ -400,11 +400,12 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 {
 	if (!xq->limited || cmd->charge_ns)
 		return true;
-	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions),
-	 * and one that a running command waits for (it has lenders: priority inheritance)
-	 * must not wait for budget that this very command may hold: their commands go
-	 * uncharged. */
-	bool exempt = xq->closing || !xs_list_empty(&xq->lenders);
+	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions);
+	 * one that a running command waits for (it has lenders: priority inheritance) must
+	 * not wait for budget that this very command may hold; and one whose command waits
+	 * for another queue (waiting) must not hold budget that queue may need (engine.c,
+	 * xs__wait_charges): their commands go uncharged. */
+	bool exempt = xq->closing || !xs_list_empty(&xq->lenders) || xq->waiting;
 	xs_device *d = xq->dev;
 	xs_budget *b = &d->budget;
 	int64_t now = xs_now_lazy(now_lazy);

@@ -1106,6 +1106,30 @@ static bool xs__waits_for_itself(const xs_xqueue *xq, uint64_t seq, const char *
 	return true;
 }
 
+/* While a command of @xq waits for another XQueue (xq->waiting, priority inheritance),
+ * @xq holds no budget: the waiting command, those behind it in the HwQueue and charged
+ * pending ones give their charges back (@again false), and xs_budget_charge charges none
+ * of its commands (budget.c), or they would hold budget that the queue it waits for may
+ * need, directly or through a third queue that keeps that one suspended (a host
+ * function's XQueueWait, test_hang_wait_charge). When the wait ends (@again true), the
+ * committed ones still incomplete are charged again, whatever the room: they run now.
+ * Caller holds xq->lock. */
+static void xs__wait_charges(xs_xqueue *xq, bool again)
+{
+	int64_t now = xs_now_ns();
+	xs_list_for_each(l, &xq->inflight)
+	{
+		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+		if (!again)
+			xs_budget_uncharge(xq, cmd, now);
+		else if (cmd->seq <= xq->committed)
+			xs_budget_force(xq, cmd);
+	}
+	if (!again)
+		xs_list_for_each(l, &xq->pending)
+		    xs_budget_uncharge(xq, xs_container_of(l, xs_cmd, link), now);
+}
+
 /* Priority inheritance: while a thread that runs a command of XQueue B (a host function,
  * a launch callback) waits for XQueue T, B counts as blocked (so the budget's hold and HPF
  * do not keep the device for it) and T is on loan B's rank (T.lenders, read by the
@@ -1132,6 +1156,7 @@ static void xs__waiter_begin(xs_xqueue *target, xs_lend *lend)
 	if (b->waiting++ == 0) {
 		xs__top_update(b);
 		xs_engine_notify(b);
+		xs__wait_charges(b, false);
 	}
 	xs_mutex_unlock(&b->lock);
 	xs_mutex_lock(&target->lock);
@@ -1154,6 +1179,7 @@ static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
 	if (--b->waiting == 0) {
 		xs__top_update(b);
 		xs_engine_notify(b);
+		xs__wait_charges(b, true);
 	}
 	xs_mutex_unlock(&b->lock);
 	xs_obj_unref(&b->obj);
@@ -1325,6 +1351,13 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 {
 	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xq->lock);
+	if (xq->closing) { /* XQueueDestroy ends every scope, open or opened meanwhile */
+		xs_mutex_unlock(&xq->lock);
+		XS_WARN("engine", "%s: XQueue 0x%llx is being destroyed",
+			open ? "XQueueBeginScope" : "XQueueEndScope",
+			(unsigned long long)xq->obj.handle);
+		return kXSchedErrorNotFound;
+	}
 	bool had = xs_engine_has_work(xq);
 	if (open) {
 		xq->scopes++;
@@ -1538,6 +1571,8 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio)
 	xs_hwq *q = xq->hwq;
 	xs_mutex_lock(&xq->lock);
 	xs_budget_set_prio(xq, prio);
+	if (limited != xq->limited && xq->objective.goal_pm && xs_objective_limited(xq, limited))
+		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xq->limited = limited;
 	/* The counter wait is what lets a suspension stop the queue at its next command
 	 * boundary (Lv2); a queue no pass suspends does not need it, and it is a driver call

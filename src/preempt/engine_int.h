@@ -130,6 +130,9 @@ void xs_budget_forked(void);
  * started at @start): returns whether the co-run budget went from 0 to more or back, so
  * the caller asks the scheduler for a pass (xs_engine_notify). */
 bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, int64_t now);
+/* @xq became limited (it asks for no co-run level any more) or stopped being limited (it
+ * asks again, from 0): returns whether the budget in force crossed 0, as above. */
+bool xs_objective_limited(xs_xqueue *xq, bool limited);
 /* Caller holds dev->lock: */
 /* @xq left the device (detach): the budget in force without it. */
 void xs_objective_forget(xs_xqueue *xq);

@@ -39,10 +39,12 @@
  *   64 windows (one window in 65 at most, once settled): no oscillation.
  * - Several protected queues on a device: each steps from the level in force (so none
  *   runs ahead of it), and the device takes the least (the tightest objective wins). A
- *   protected queue the scheduler limits (not top priority) measures but asks for no
- *   limit (XS__TOP): the co-run budget is not what slows it. With no protected queue the
- *   device uses the process's co-run budget (XHintCorunBudget), exactly as without this
- *   file.
+ *   protected queue the scheduler limits (not top priority) measures but asks for
+ *   nothing (level -1): the co-run budget is not what slows it, and it must not lift the
+ *   co-run budget that protects the queues above it (0.5.3 asked for not limited, and
+ *   the top queue lost its protection). It starts again from 0 when it stops being
+ *   limited (xs_objective_limited). With no protected queue asking, the device uses the
+ *   process's co-run budget (XHintCorunBudget), exactly as without this file.
  * - A move between 0 and more asks the scheduler for a pass (its HPF/MLFQ pass suspends
  *   the lower queues only while the budget in force is 0); every move asks the progress
  *   thread to hand budget on (waiters may fit).
@@ -78,7 +80,8 @@ static int64_t xs__level_ns(int level)
 	return (level - 1) % 2 ? ns * 1414 / 1000 : ns;
 }
 
-/* The least level asked for by the protected queues of @d, -1 when there is none.
+/* The least level asked for by the protected queues of @d (a limited one asks for
+ * none), -1 when there is none.
  * Caller holds d->lock. */
 static int xs__dev_level(const xs_device *d)
 {
@@ -86,7 +89,8 @@ static int xs__dev_level(const xs_device *d)
 	xs_list_for_each(l, &d->queues)
 	{
 		const xs_xqueue *q = xs_container_of(l, xs_xqueue, dev_link);
-		if (q->objective.goal_pm && (level < 0 || q->objective.level < level))
+		if (q->objective.goal_pm && q->objective.level >= 0 &&
+		    (level < 0 || q->objective.level < level))
 			level = q->objective.level;
 	}
 	return level;
@@ -122,6 +126,8 @@ static void xs__step(xs_objective *o, int in_force)
 	if (excess < XS__MIN_EXCESS_PM)
 		excess = XS__MIN_EXCESS_PM;
 	int64_t used = (o->slow_pm - 1000) * 1000 / excess;
+	if (o->level < 0)
+		o->level = 0; /* it stopped being limited: from the safe end */
 	int cur = in_force >= 0 && in_force < o->level ? in_force : o->level;
 	if (o->wait)
 		o->wait--;
@@ -170,7 +176,7 @@ bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, 
 				o->alone_ns = mean; /* the commands became shorter */
 			o->slow_pm = mean * 1000 / o->alone_ns;
 			if (limited)
-				o->level = XS__TOP;
+				o->level = -1; /* asks for nothing */
 			else
 				xs__step(o, d->obj_level);
 			crossed = xs__publish(d, xs__dev_level(d), xq);
@@ -195,7 +201,7 @@ void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)
 	xs_objective *o = &xq->objective;
 	if (!goal_pm || !o->goal_pm) { /* a new objective starts from the safe end */
 		*o = (xs_objective){
-		    .level = xq->limited ? XS__TOP : 0,
+		    .level = xq->limited ? -1 : 0,
 		    .fail_level = XS__TOP + 1,
 		    .backoff = XS__BACKOFF0,
 		};
@@ -206,6 +212,20 @@ void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)
 	if (crossed)
 		xs_engine_notify(xq);
 	xs_mutex_unlock(&xq->lock);
+}
+
+bool xs_objective_limited(xs_xqueue *xq, bool limited)
+{
+	xs_device *d = xq->dev;
+	xs_objective *o = &xq->objective;
+	xs_mutex_lock(&d->lock);
+	bool crossed = false;
+	if (o->goal_pm && (limited ? o->level >= 0 : o->level < 0)) {
+		o->level = limited ? -1 : 0;
+		crossed = xs__publish(d, xs__dev_level(d), xq);
+	}
+	xs_mutex_unlock(&d->lock);
+	return crossed;
 }
 
 int64_t xs_engine_corun_of(const xs_xqueue *xq)
