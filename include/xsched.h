@@ -35,9 +35,9 @@
  * Units: durations are microseconds (us) where XSched uses them (hints) and nanoseconds
  * (ns) in statistics; sizes are bytes.
  *
- * Errors: every call returns an XResult. When logging is on (`XSCHED_LOG=debug|info|warn|
- * error`), every error return also prints one line to stderr saying why. The library
- * prints nothing otherwise.
+ * Errors: every call returns an XResult (XResultName() gives its name). When logging is on
+ * (`XSCHED_LOG=debug|info|warn|error`), every error return also prints one line to stderr
+ * saying why. The library prints nothing otherwise.
  *
  * fork(): a child starts from a clean library state (pthread_atfork). Every handle of the
  * parent is unusable in the child (kXSchedErrorNotFound, with a log line naming the fork;
@@ -83,7 +83,7 @@ typedef uint64_t HwQueueHandle;
 /** Handle to a command. 0 is never a valid handle. */
 typedef uint64_t HwCommandHandle;
 
-/** Result of every call. Values 0-6 and 999 are XSched's. */
+/** Result of every call. Values 0-6 and 999 are XSched's; XResultName() names them. */
 typedef enum {
 	kXSchedSuccess = 0,           /**< The call did what it says. */
 	kXSchedErrorHardware = 1,     /**< The device, its runtime or a command failed. */
@@ -1263,6 +1263,25 @@ XSCHED_API XResult XSchedTraceStart(const char *path);
  * Thread-safety: any thread; events recorded concurrently with the stop may be left out.
  */
 XSCHED_API XResult XSchedTraceStop(void);
+
+/* ---------------------------------------------------------------------------------------
+ * Results
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * @brief The name of an XResult as this header spells it, for messages.
+ *
+ * XSched has no such call; this one is named after the type it names. It needs no other
+ * call first and starts nothing.
+ *
+ * @param r [in] A value returned by any call of this header.
+ * @return the enumerator's name ("kXSchedSuccess", "kXSchedErrorNotFound", ...);
+ *         "XResult(unknown)" for a value that is no XResult. The string is static and
+ *         constant: never freed or written by the caller, valid for the life of the
+ *         process.
+ * Thread-safety: any thread, at any time (also from launch callbacks and host functions).
+ */
+XSCHED_API const char *XResultName(XResult r);
 
 #ifdef __cplusplus
 }
