@@ -216,8 +216,9 @@ XResult HwCommandCreateEventWait(HwCommandHandle *hw_cmd, HwCommandHandle record
 	}
 	xs_obj *robj = xs_handle_get(record_cmd, XS_KIND_COMMAND);
 	if (!robj) {
-		XS_WARN("api", "HwCommandCreateEventWait: 0x%llx is not a live command",
-			(unsigned long long)record_cmd);
+		XS_WARN("api", "HwCommandCreateEventWait: 0x%llx %s",
+			(unsigned long long)record_cmd,
+			xs_handle_describe(record_cmd, XS_KIND_COMMAND));
 		return kXSchedErrorNotFound;
 	}
 	if (xs_cmd_of(robj)->kind != XS_CMD_EVENT_RECORD) {
@@ -241,8 +242,8 @@ XResult HwCommandDestroy(HwCommandHandle hw_cmd)
 		return kXSchedSuccess;
 	xs_obj *obj = xs_handle_unregister(hw_cmd, XS_KIND_COMMAND);
 	if (!obj) {
-		XS_WARN("api", "HwCommandDestroy: 0x%llx is not a live command",
-			(unsigned long long)hw_cmd);
+		XS_WARN("api", "HwCommandDestroy: 0x%llx %s", (unsigned long long)hw_cmd,
+			xs_handle_describe(hw_cmd, XS_KIND_COMMAND));
 		return kXSchedErrorNotFound;
 	}
 	/* An event record dropped before it was submitted can never run: fail its waits
