@@ -36,8 +36,10 @@
  * (ns) in statistics; sizes are bytes.
  *
  * Errors: every call returns an XResult (XResultName() gives its name). When logging is on
- * (`XSCHED_LOG=debug|info|warn|error`), every error return also prints one line to stderr
- * saying why. The library prints nothing otherwise.
+ * (`XSCHED_LOG=debug|info|warn|error`, any case), every error return also prints one line
+ * to stderr saying why. The library prints nothing otherwise, but for one line when
+ * XSCHED_LOG holds another value (`1`, `verbose`): it names the accepted values, and
+ * logging stays off.
  *
  * fork(): a child starts from a clean library state (pthread_atfork). Every handle of the
  * parent is unusable in the child (kXSchedErrorNotFound, with a log line naming the fork;
