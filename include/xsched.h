@@ -429,9 +429,16 @@ XSCHED_API XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd);
  * @brief Wait until a submitted command has completed and return its result.
  * @param xq     [in] The XQueue it was submitted to.
  * @param hw_cmd [in] The command.
- * The calling thread waits on the command's own completion number (written by the device
- * after the command): no library thread is involved. It yields the CPU for the first
- * 100 us and then polls every 20 us (GPU backends).
+ * The calling thread waits for the command's own completion number (written by the device
+ * after the command) and sleeps rather than spins. On a GPU queue: a command not yet
+ * committed is not looked for (its commit wakes the waiter); the waiter of an XQueue below
+ * the top priority present (limited by the commitment budget) is woken by the device's
+ * progress thread when the command completes; otherwise it sleeps until shortly before the
+ * command's expected end (the XQueue's per-command estimate), yield-polls for 20 us, then
+ * sleeps in steps of at most 200 us, woken early by a completion the progress thread sees;
+ * a queue that shows no progress is asked for faults every millisecond. On a host queue
+ * it blocks until the executor has run the command. (doc/architecture.md, "Waiting
+ * without spinning".)
  * @return the command's result: kXSchedSuccess, kXSchedErrorHardware (or the error its
  *         host function or launch callback returned) if it failed;
  *         kXSchedErrorNotFound for a bad handle;
@@ -976,7 +983,8 @@ XSCHED_API XResult HwCommandDestroy(HwCommandHandle hw_cmd);
  * application's own XQueueSuspend() calls stay in force.
  * Without this call, the first XQueueCreate() reads `XSCHED_SCHEDULER` (`APP` or `LCL`)
  * and `XSCHED_POLICY` (a name, case-insensitive: XSched's `HPF`, `UP`, `KEDF`, `LAX`,
- * `CFS`, or this library's `FIFO`, `EDF`; an unknown name logs a warning and gives HPF);
+ * `CFS`, `MLFQ`, or this library's `FIFO`, `EDF`; an unknown name logs a warning and gives
+ * HPF);
  * the default is the local scheduler with HPF.
  *
  * @param scheduler [in] kSchedulerLocal or kSchedulerAppManaged.
