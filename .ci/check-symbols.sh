@@ -3,8 +3,10 @@
 # the static library may also define internal names with the xs_ prefix.
 set -eu
 here=$(dirname "$0")
-api=$(grep -oE '^XSCHED_API [A-Za-z_ *]+ [A-Za-z0-9_]+\(' "$here/../include/xsched.h" |
-	sed -E 's/.* ([A-Za-z0-9_]+)\($/\1/' | sort -u)
+# The name is what stands before the first "(", after a space or a "*" (a pointer result:
+# XResultName).
+api=$(grep -oE '^XSCHED_API [A-Za-z_ *]+[ *][A-Za-z0-9_]+\(' "$here/../include/xsched.h" |
+	sed -E 's/.*[ *]([A-Za-z0-9_]+)\($/\1/' | sort -u)
 status=0
 for lib in "$@"; do
 	case "$lib" in

@@ -55,8 +55,8 @@
 	do {                                                                                       \
 		XResult r_ = (expr);                                                               \
 		if (r_ != kXSchedSuccess) {                                                        \
-			fprintf(stderr, "%s:%d: %s returned %d\n", __FILE__, __LINE__, #expr,      \
-				(int)r_);                                                          \
+			fprintf(stderr, "%s:%d: %s returned %s\n", __FILE__, __LINE__, #expr,      \
+				XResultName(r_));                                                  \
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)

@@ -35,9 +35,11 @@
  * Units: durations are microseconds (us) where XSched uses them (hints) and nanoseconds
  * (ns) in statistics; sizes are bytes.
  *
- * Errors: every call returns an XResult. When logging is on (`XSCHED_LOG=debug|info|warn|
- * error`), every error return also prints one line to stderr saying why. The library
- * prints nothing otherwise.
+ * Errors: every call returns an XResult (XResultName() gives its name). When logging is on
+ * (`XSCHED_LOG=debug|info|warn|error`, any case), every error return also prints one line
+ * to stderr saying why. The library prints nothing otherwise, but for one line when
+ * XSCHED_LOG holds another value (`1`, `verbose`): it names the accepted values, and
+ * logging stays off.
  *
  * fork(): a child starts from a clean library state (pthread_atfork). Every handle of the
  * parent is unusable in the child (kXSchedErrorNotFound, with a log line naming the fork;
@@ -83,7 +85,7 @@ typedef uint64_t HwQueueHandle;
 /** Handle to a command. 0 is never a valid handle. */
 typedef uint64_t HwCommandHandle;
 
-/** Result of every call. Values 0-6 and 999 are XSched's. */
+/** Result of every call. Values 0-6 and 999 are XSched's; XResultName() names them. */
 typedef enum {
 	kXSchedSuccess = 0,           /**< The call did what it says. */
 	kXSchedErrorHardware = 1,     /**< The device, its runtime or a command failed. */
@@ -427,9 +429,16 @@ XSCHED_API XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd);
  * @brief Wait until a submitted command has completed and return its result.
  * @param xq     [in] The XQueue it was submitted to.
  * @param hw_cmd [in] The command.
- * The calling thread waits on the command's own completion number (written by the device
- * after the command): no library thread is involved. It yields the CPU for the first
- * 100 us and then polls every 20 us (GPU backends).
+ * The calling thread waits for the command's own completion number (written by the device
+ * after the command) and sleeps rather than spins. On a GPU queue: a command not yet
+ * committed is not looked for (its commit wakes the waiter); the waiter of an XQueue below
+ * the top priority present (limited by the commitment budget) is woken by the device's
+ * progress thread when the command completes; otherwise it sleeps until shortly before the
+ * command's expected end (the XQueue's per-command estimate), yield-polls for 20 us, then
+ * sleeps in steps of at most 200 us, woken early by a completion the progress thread sees;
+ * a queue that shows no progress is asked for faults every millisecond. On a host queue
+ * it blocks until the executor has run the command. (doc/architecture.md, "Waiting
+ * without spinning".)
  * @return the command's result: kXSchedSuccess, kXSchedErrorHardware (or the error its
  *         host function or launch callback returned) if it failed;
  *         kXSchedErrorNotFound for a bad handle;
@@ -976,7 +985,8 @@ XSCHED_API XResult HwCommandDestroy(HwCommandHandle hw_cmd);
  * application's own XQueueSuspend() calls stay in force.
  * Without this call, the first XQueueCreate() reads `XSCHED_SCHEDULER` (`APP` or `LCL`)
  * and `XSCHED_POLICY` (a name, case-insensitive: XSched's `HPF`, `UP`, `KEDF`, `LAX`,
- * `CFS`, or this library's `FIFO`, `EDF`; an unknown name logs a warning and gives HPF);
+ * `CFS`, `MLFQ`, or this library's `FIFO`, `EDF`; an unknown name logs a warning and gives
+ * HPF);
  * the default is the local scheduler with HPF.
  *
  * @param scheduler [in] kSchedulerLocal or kSchedulerAppManaged.
@@ -1297,6 +1307,25 @@ XSCHED_API XResult XSchedTraceStart(const char *path);
  * Thread-safety: any thread; events recorded concurrently with the stop may be left out.
  */
 XSCHED_API XResult XSchedTraceStop(void);
+
+/* ---------------------------------------------------------------------------------------
+ * Results
+ * ------------------------------------------------------------------------------------- */
+
+/**
+ * @brief The name of an XResult as this header spells it, for messages.
+ *
+ * XSched has no such call; this one is named after the type it names. It needs no other
+ * call first and starts nothing.
+ *
+ * @param r [in] A value returned by any call of this header.
+ * @return the enumerator's name ("kXSchedSuccess", "kXSchedErrorNotFound", ...);
+ *         "XResult(unknown)" for a value that is no XResult. The string is static and
+ *         constant: never freed or written by the caller, valid for the life of the
+ *         process.
+ * Thread-safety: any thread, at any time (also from launch callbacks and host functions).
+ */
+XSCHED_API const char *XResultName(XResult r);
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,7 @@
 # Sizes are in README.md. Packages already installed are not asked for again: when the set
 # is complete the script does nothing (no apt, no root). apt's output goes to a log file
 # that is printed only when apt fails. The CUDA backend uses the toolkit at $CUDA_PATH or
-# /usr/local/cuda when present (not installed here).
+# /usr/local/cuda when present (this script does not install one).
 set -eu
 
 main="meson ninja-build pkg-config gcc"

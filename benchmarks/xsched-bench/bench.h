@@ -238,7 +238,8 @@ void xsb_json_sample(const char *scenario, const char *config, const char *mode,
 void xsb_json_raw(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Progress on stderr without --quiet: on a terminal a line redrawn 4 times a second; else
- * a plain line for a run that has gone on for 10 s, then every 10 s. The stall watchdog:
+ * (a log, a pipe) a plain line at the end of each run, and during a run 10 s into it and
+ * every 10 s after. The stall watchdog:
  * when no task completes for stall_s seconds, it calls @on_stall once per run (from its
  * own thread) and, if the run stays stuck for as long again, exits with status 3. */
 void xsb_progress_begin(const char *label, long total, double duration_s);

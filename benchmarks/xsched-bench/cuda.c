@@ -344,7 +344,8 @@ int xsb_cuda_backend(struct xsb_backend *be, char *why, size_t whylen)
 		/* The native modes still run on the GPU; the xsched modes are skipped. */
 		level = 0;
 		snprintf(be->no_xsched, sizeof(be->no_xsched),
-			 "libxsched cannot wrap a CUDA stream here (CudaQueueCreate: error %d)", r);
+			 "libxsched cannot wrap a CUDA stream here (CudaQueueCreate: %s)",
+			 XResultName(r));
 	}
 
 	if ((e = cudaHostAlloc((void **)&xsb__cu.stamps, XSB_STAMP_SLOTS * sizeof(uint64_t),

@@ -104,7 +104,7 @@ int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct
 		return 0;
 	XResult r = be->hwq_create(l, &l->hwq);
 	if (r != kXSchedSuccess) {
-		fprintf(stderr, "xsched-bench: HwQueue for lane %d: error %d\n", id, r);
+		fprintf(stderr, "xsched-bench: HwQueue for lane %d: %s\n", id, XResultName(r));
 		be->lane_destroy(l);
 		return -1;
 	}
@@ -119,8 +119,8 @@ int xsb_lane_open(struct xsb_lane *l, const struct xsb_backend *be, const struct
 	if (r == kXSchedSuccess)
 		r = xsb__objective(l);
 	if (r != kXSchedSuccess) {
-		fprintf(stderr, "xsched-bench: XQueue for lane %d (level %d): error %d\n", id,
-			m->level, r);
+		fprintf(stderr, "xsched-bench: XQueue for lane %d (level %d): %s\n", id, m->level,
+			XResultName(r));
 		XQueueDestroy(l->xq);
 		HwQueueDestroy(l->hwq);
 		be->lane_destroy(l);
@@ -138,10 +138,10 @@ void xsb_lane_close(struct xsb_lane *l, const struct xsb_backend *be)
 	if (l->xq) {
 		XResult r = XQueueDestroy(l->xq);
 		if (r != kXSchedSuccess)
-			fprintf(stderr, "xsched-bench: XQueueDestroy: error %d\n", r);
+			fprintf(stderr, "xsched-bench: XQueueDestroy: %s\n", XResultName(r));
 		r = HwQueueDestroy(l->hwq);
 		if (r != kXSchedSuccess)
-			fprintf(stderr, "xsched-bench: HwQueueDestroy: error %d\n", r);
+			fprintf(stderr, "xsched-bench: HwQueueDestroy: %s\n", XResultName(r));
 		l->xq = 0;
 		l->hwq = 0;
 	}
@@ -190,7 +190,8 @@ int xsb_lane_submit(struct xsb_lane *l, const struct xsb_backend *be, const stru
 		if (r == kXSchedSuccess)
 			r = XQueueSubmit(l->xq, cmd);
 		if (r != kXSchedSuccess) {
-			fprintf(stderr, "xsched-bench: submit on lane %d: error %d\n", l->id, r);
+			fprintf(stderr, "xsched-bench: submit on lane %d: %s\n", l->id,
+				XResultName(r));
 			return -1;
 		}
 		if (i + 1 == t->n)
@@ -213,7 +214,8 @@ int xsb_lane_wait(struct xsb_lane *l, const struct xsb_backend *be)
 	HwCommandDestroy(l->last);
 	l->last = 0;
 	if (r != kXSchedSuccess) {
-		fprintf(stderr, "xsched-bench: a command on lane %d failed: error %d\n", l->id, r);
+		fprintf(stderr, "xsched-bench: a command on lane %d failed: %s\n", l->id,
+			XResultName(r));
 		return -1;
 	}
 	return 0;

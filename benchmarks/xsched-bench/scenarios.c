@@ -281,8 +281,8 @@ static int xsb__run(struct xsb__run *r)
 	if (r->mode->xsched && r->mode->policy) {
 		XResult res = XHintSetScheduler(kSchedulerLocal, r->mode->policy);
 		if (res != kXSchedSuccess) {
-			fprintf(stderr, "xsched-bench: XHintSetScheduler(%d): error %d\n",
-				(int)r->mode->policy, res);
+			fprintf(stderr, "xsched-bench: XHintSetScheduler(%d): %s\n",
+				(int)r->mode->policy, XResultName(res));
 			return -1;
 		}
 	}
@@ -370,7 +370,8 @@ static int xsb__run(struct xsb__run *r)
 		/* The hook turned the scheduler off; the next run gets it back. */
 		XResult res = XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst);
 		if (res != kXSchedSuccess)
-			xsb_die("cannot restart the scheduler after a stall (error %d)", res);
+			xsb_die("cannot restart the scheduler after a stall (%s)",
+				XResultName(res));
 		fprintf(stderr,
 			"xsched-bench: [%s] completed after the stall; its figures are "
 			"left out\n",

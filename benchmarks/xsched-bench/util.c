@@ -160,6 +160,8 @@ static double xsb__prog_duration;
 static int64_t xsb__prog_t0;
 static bool xsb__prog_active;
 static bool xsb__prog_shown;
+/* Not a terminal: when the last plain line was printed (0 = none yet). */
+static int64_t xsb__prog_last_plain;
 /* Lock-free: */
 static atomic_long xsb__prog_done;
 static atomic_llong xsb__last_progress_ns;
@@ -187,18 +189,6 @@ void xsb_progress_add(long n)
 	atomic_store_explicit(&xsb__last_progress_ns, xsb_now_ns(), memory_order_relaxed);
 }
 
-void xsb_progress_end(void)
-{
-	pthread_mutex_lock(&xsb__prog_lock);
-	xsb__prog_active = false;
-	if (xsb__prog_shown) {
-		fprintf(stderr, "\r%-100s\r", "");
-		fflush(stderr);
-		xsb__prog_shown = false;
-	}
-	pthread_mutex_unlock(&xsb__prog_lock);
-}
-
 /* What the run has done: "12/48 tasks" (closed loop) or "355 tasks in 1.2 of 6.0 s"
  * (open loop), with the elapsed time. Lock held. */
 static void xsb__progress_text(char *buf, size_t len, int64_t now)
@@ -213,25 +203,47 @@ static void xsb__progress_text(char *buf, size_t len, int64_t now)
 			 xsb__prog_duration);
 }
 
+/* Not a terminal: a plain line of the run's progress, @end ("done") or not. Lock held. */
+static void xsb__progress_plain(int64_t now, bool end)
+{
+	char text[256];
+	xsb__progress_text(text, sizeof(text), now);
+	fprintf(stderr, "  %s%s\n", text, end ? ", done" : "");
+	fflush(stderr);
+	xsb__prog_last_plain = now;
+}
+
+void xsb_progress_end(void)
+{
+	pthread_mutex_lock(&xsb__prog_lock);
+	/* Not a terminal: a line at the end of each run, so that a log shows each row of the
+	 * tables as it is measured (a table is printed when its scenario ends). */
+	if (xsb__prog_active && !xsb_out.tty && !xsb_out.quiet)
+		xsb__progress_plain(xsb_now_ns(), true);
+	xsb__prog_active = false;
+	if (xsb__prog_shown) {
+		fprintf(stderr, "\r%-100s\r", "");
+		fflush(stderr);
+		xsb__prog_shown = false;
+	}
+	pthread_mutex_unlock(&xsb__prog_lock);
+}
+
 static void *xsb__progress_thread(void *arg)
 {
 	(void)arg;
-	int64_t last_plain = 0;
 	for (;;) {
 		xsb_sleep_ns(250000000);
 		int64_t now = xsb_now_ns();
 		pthread_mutex_lock(&xsb__prog_lock);
 		bool active = xsb__prog_active;
 		char text[256];
-		/* Not a terminal (a log, CI): a plain line once a run has gone on for 10 s, and
-		 * every 10 s after, instead of a redrawn one; short runs print nothing. */
+		/* Not a terminal (a log, CI, a pipe): a plain line instead of a redrawn one, 10 s
+		 * into a run and every 10 s after (counted from the last plain line, which
+		 * xsb_progress_end also prints at the end of each run). */
 		if (active && !xsb_out.tty && !xsb_out.quiet && now - xsb__prog_t0 >= 10000000000 &&
-		    now - last_plain >= 10000000000) {
-			last_plain = now;
-			xsb__progress_text(text, sizeof(text), now);
-			fprintf(stderr, "  %s\n", text);
-			fflush(stderr);
-		}
+		    now - xsb__prog_last_plain >= 10000000000)
+			xsb__progress_plain(now, false);
 		if (active && xsb_out.tty && !xsb_out.quiet) {
 			xsb__progress_text(text, sizeof(text), now);
 			fprintf(stderr, "\r  %-96s", text);

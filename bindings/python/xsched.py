@@ -67,6 +67,7 @@ __all__ = [
     "QueueStats", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command", "Scope",
     "host_func", "launch_callback", "set_scheduler", "shutdown", "set_timeslice", "trace",
     "set_k_deadline", "set_commit_budget", "stream_pointer", "hw_queue_for", "error_for", "check", "has_function",
+    "result_name",
     "library_path", "lib",
     "PRIORITY_NO_EXECUTE", "PRIORITY_MIN", "PRIORITY_DEFAULT", "PRIORITY_MAX",
     "UTILIZATION_MIN", "UTILIZATION_DEFAULT", "UTILIZATION_MAX",
@@ -192,7 +193,7 @@ class XSchedError(Exception):
             except ValueError:
                 self.code = code  # an unknown value from a newer library
         self.func = func
-        self.name = _C_NAMES.get(self.code, "XResult(%s)" % int(self.code))
+        self.name = result_name(self.code)
         text = "%s: %s" % (func, self.name) if func else self.name
         if message:
             text += ": " + message
@@ -244,6 +245,18 @@ _C_NAMES = {r: "kXSched" + "".join(w.capitalize() for w in r.name.split("_")) fo
 _ERROR_CLASSES = {cls.code: cls for cls in (HardwareError, InvalidValueError, NotFoundError,
                                             NotAllowedError, NotSupportedError,
                                             BadResponseError, UnknownError)}
+
+
+def result_name(code: int) -> str:
+    """The C name of XResult ``code`` (e.g. ``kXSchedErrorNotFound``), as the library's
+    XResultName() gives it (this module's own table with a library that lacks the call);
+    ``XResult(<code>)`` for a value that is no XResult."""
+    name = _C_NAMES.get(code) if _XResultName is None else _XResultName(int(code))
+    if isinstance(name, bytes):
+        name = name.decode("ascii", "replace")
+    if not name or name == "XResult(unknown)":
+        return "XResult(%d)" % int(code)
+    return name
 
 
 def error_for(code: int, func: Optional[str] = None, message: str = "") -> XSchedError:
@@ -444,8 +457,25 @@ for _name, _argtypes in _PROTOTYPES.items():
 del _name, _argtypes, _f
 
 
+# Functions of the header that return something other than an XResult, bound when the
+# library exports them (a library older than XResultName lacks it: result_name() then
+# uses this module's table).
+_STRING_PROTOTYPES = {
+    "XResultName": [XResult],
+}
+try:
+    _XResultName = lib.XResultName
+except AttributeError:
+    _XResultName = None
+else:
+    _XResultName.argtypes = _STRING_PROTOTYPES["XResultName"]
+    _XResultName.restype = ctypes.c_char_p
+
+
 def has_function(name: str) -> bool:
     """Whether the loaded library exports C function ``name``."""
+    if name in _STRING_PROTOTYPES:
+        return hasattr(lib, name)
     f = getattr(_C, name, None)
     return f is not None and not getattr(f, "missing", False)
 

@@ -271,7 +271,7 @@ int main(int argc, char **argv)
 	}
 	r = xs_cwsr_attach(&attached_queue, ring_lo);
 	if (r != kXSchedSuccess) {
-		printf("attach to stream lo's queue failed (XResult %d)\n", (int)r);
+		printf("attach to stream lo's queue failed (%s)\n", xs_result_name(r));
 		return r == kXSchedErrorNotSupported ? EXIT_SKIP : 1;
 	}
 	printf("stream lo -> KFD queue %u\n", xs_cwsr_queue_id(attached_queue));
@@ -306,7 +306,7 @@ int main(int argc, char **argv)
 			r = xs_cwsr_suspend(attached_queue);
 			t1 = now_us();
 			if (r != kXSchedSuccess) {
-				printf("suspend failed (XResult %d)\n", (int)r);
+				printf("suspend failed (%s)\n", xs_result_name(r));
 				failures++;
 				break;
 			}
@@ -332,7 +332,7 @@ int main(int argc, char **argv)
 			r = xs_cwsr_resume(attached_queue);
 			t3 = now_us();
 			if (r != kXSchedSuccess) {
-				printf("resume failed (XResult %d)\n", (int)r);
+				printf("resume failed (%s)\n", xs_result_name(r));
 				failures++;
 				break;
 			}

@@ -25,10 +25,8 @@ static XResult xs__register(HwCommandHandle *hw_cmd, xs_cmd *cmd)
 
 XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, void *data)
 {
-	if (!hw_cmd || !launch) {
-		XS_WARN("api", "HwCommandCreateCallback: %s is null", hw_cmd ? "launch" : "hw_cmd");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd && launch, kXSchedErrorInvalidValue, "api",
+		 "HwCommandCreateCallback: %s is null", hw_cmd ? "launch" : "hw_cmd");
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_CALLBACK, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
@@ -39,10 +37,8 @@ XResult HwCommandCreateCallback(HwCommandHandle *hw_cmd, LaunchCallback launch, 
 
 XResult HwCommandCreateHostFunc(HwCommandHandle *hw_cmd, HostFunction fn, void *data)
 {
-	if (!hw_cmd || !fn) {
-		XS_WARN("api", "HwCommandCreateHostFunc: %s is null", hw_cmd ? "fn" : "hw_cmd");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd && fn, kXSchedErrorInvalidValue, "api",
+		 "HwCommandCreateHostFunc: %s is null", hw_cmd ? "fn" : "hw_cmd");
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_HOST_FUNC, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
@@ -65,39 +61,25 @@ static XResult xs__create_kernel(const char *fn, enum xs_cmd_kind kind, HwComman
 				 XDim3 grid, XDim3 block, size_t shared_mem_bytes, void **args,
 				 const size_t *arg_sizes, size_t num_args)
 {
-	if (!hw_cmd || !func) {
-		XS_WARN("api", "%s: %s is null", fn, hw_cmd ? "the kernel" : "hw_cmd");
-		return kXSchedErrorInvalidValue;
-	}
-	if (!xs__dim_ok(grid) || !xs__dim_ok(block)) {
-		XS_WARN("api", "%s: grid %ux%ux%u or block %ux%ux%u has a zero dimension", fn,
-			grid.x, grid.y, grid.z, block.x, block.y, block.z);
-		return kXSchedErrorInvalidValue;
-	}
-	if (num_args && (!args || !arg_sizes)) {
-		XS_WARN("api", "%s: %zu arguments but %s is null", fn, num_args,
-			args ? "arg_sizes" : "args");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd && func, kXSchedErrorInvalidValue, "api", "%s: %s is null", fn,
+		 hw_cmd ? "the kernel" : "hw_cmd");
+	XS_CHECK(xs__dim_ok(grid) && xs__dim_ok(block), kXSchedErrorInvalidValue, "api",
+		 "%s: grid %ux%ux%u or block %ux%ux%u has a zero dimension", fn, grid.x, grid.y,
+		 grid.z, block.x, block.y, block.z);
+	XS_CHECK(!num_args || (args && arg_sizes), kXSchedErrorInvalidValue, "api",
+		 "%s: %zu arguments but %s is null", fn, num_args, args ? "arg_sizes" : "args");
 	const size_t align = 16;
-	if (num_args > SIZE_MAX / 2 / sizeof(void *)) {
-		XS_WARN("api", "%s: %zu arguments is too many", fn, num_args);
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(num_args <= SIZE_MAX / 2 / sizeof(void *), kXSchedErrorInvalidValue, "api",
+		 "%s: %zu arguments is too many", fn, num_args);
 	size_t head = (num_args * sizeof(void *) + align - 1) & ~(align - 1);
 	size_t total = head;
 	for (size_t i = 0; i < num_args; i++) {
-		if (!args[i] || !arg_sizes[i]) {
-			XS_WARN("api", "%s: argument %zu has %s", fn, i,
-				args[i] ? "size 0" : "a null pointer");
-			return kXSchedErrorInvalidValue;
-		}
+		XS_CHECK(args[i] && arg_sizes[i], kXSchedErrorInvalidValue, "api",
+			 "%s: argument %zu has %s", fn, i, args[i] ? "size 0" : "a null pointer");
 		size_t sz = (arg_sizes[i] + align - 1) & ~(align - 1);
-		if (arg_sizes[i] > SIZE_MAX / 2 || total > SIZE_MAX / 2 - sz) {
-			XS_WARN("api", "%s: argument %zu is too large (%zu bytes)", fn, i,
-				arg_sizes[i]);
-			return kXSchedErrorInvalidValue;
-		}
+		XS_CHECK(arg_sizes[i] <= SIZE_MAX / 2 && total <= SIZE_MAX / 2 - sz,
+			 kXSchedErrorInvalidValue, "api",
+			 "%s: argument %zu is too large (%zu bytes)", fn, i, arg_sizes[i]);
 		total += sz;
 	}
 	xs_cmd *cmd = xs_cmd_new(kind, num_args ? total : 0);
@@ -145,13 +127,10 @@ XResult HwCommandCreateResolvedKernel(HwCommandHandle *hw_cmd, const void *func,
 				      size_t num_args)
 {
 	static const char fn[] = "HwCommandCreateResolvedKernel";
-	if (!hw_cmd || !func || !resolve) {
-		XS_WARN("api", "%s: %s is null", fn,
-			!hw_cmd ? "hw_cmd"
-			: !func ? "the kernel"
-				: "resolve");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd && func && resolve, kXSchedErrorInvalidValue, "api", "%s: %s is null", fn,
+		 !hw_cmd ? "hw_cmd"
+		 : !func ? "the kernel"
+			 : "resolve");
 	XResult res = xs_cuda_check_kernel(func, resolve);
 	if (res != kXSchedSuccess)
 		return res;
@@ -161,14 +140,12 @@ XResult HwCommandCreateResolvedKernel(HwCommandHandle *hw_cmd, const void *func,
 
 XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *src, size_t bytes)
 {
-	if (!hw_cmd || !dst || !src || !bytes) {
-		XS_WARN("api", "HwCommandCreateMemcpy: %s",
-			!hw_cmd ? "hw_cmd is null"
-			: !dst  ? "dst is null"
-			: !src  ? "src is null"
-				: "bytes is 0");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd && dst && src && bytes, kXSchedErrorInvalidValue, "api",
+		 "HwCommandCreateMemcpy: %s",
+		 !hw_cmd ? "hw_cmd is null"
+		 : !dst  ? "dst is null"
+		 : !src  ? "src is null"
+			 : "bytes is 0");
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMCPY, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
@@ -180,13 +157,11 @@ XResult HwCommandCreateMemcpy(HwCommandHandle *hw_cmd, void *dst, const void *sr
 
 XResult HwCommandCreateMemset(HwCommandHandle *hw_cmd, void *dst, uint8_t value, size_t bytes)
 {
-	if (!hw_cmd || !dst || !bytes) {
-		XS_WARN("api", "HwCommandCreateMemset: %s",
-			!hw_cmd ? "hw_cmd is null"
-			: !dst  ? "dst is null"
-				: "bytes is 0");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd && dst && bytes, kXSchedErrorInvalidValue, "api",
+		 "HwCommandCreateMemset: %s",
+		 !hw_cmd ? "hw_cmd is null"
+		 : !dst  ? "dst is null"
+			 : "bytes is 0");
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_MEMSET, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
@@ -198,10 +173,8 @@ XResult HwCommandCreateMemset(HwCommandHandle *hw_cmd, void *dst, uint8_t value,
 
 XResult HwCommandCreateEventRecord(HwCommandHandle *hw_cmd)
 {
-	if (!hw_cmd) {
-		XS_WARN("api", "HwCommandCreateEventRecord: hw_cmd is null");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd, kXSchedErrorInvalidValue, "api",
+		 "HwCommandCreateEventRecord: hw_cmd is null");
 	xs_cmd *cmd = xs_cmd_new(XS_CMD_EVENT_RECORD, 0);
 	if (!cmd)
 		return kXSchedErrorUnknown;
@@ -210,16 +183,11 @@ XResult HwCommandCreateEventRecord(HwCommandHandle *hw_cmd)
 
 XResult HwCommandCreateEventWait(HwCommandHandle *hw_cmd, HwCommandHandle record_cmd)
 {
-	if (!hw_cmd) {
-		XS_WARN("api", "HwCommandCreateEventWait: hw_cmd is null");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(hw_cmd, kXSchedErrorInvalidValue, "api",
+		 "HwCommandCreateEventWait: hw_cmd is null");
 	xs_obj *robj = xs_handle_get(record_cmd, XS_KIND_COMMAND);
-	if (!robj) {
-		XS_WARN("api", "HwCommandCreateEventWait: 0x%llx is not a live command",
-			(unsigned long long)record_cmd);
-		return kXSchedErrorNotFound;
-	}
+	XS_CHECK(robj, kXSchedErrorNotFound, "api", "HwCommandCreateEventWait: 0x%llx %s",
+		 (unsigned long long)record_cmd, xs_handle_describe(record_cmd, XS_KIND_COMMAND));
 	if (xs_cmd_of(robj)->kind != XS_CMD_EVENT_RECORD) {
 		XS_WARN("api", "HwCommandCreateEventWait: command 0x%llx is not an event record",
 			(unsigned long long)record_cmd);
@@ -240,11 +208,8 @@ XResult HwCommandDestroy(HwCommandHandle hw_cmd)
 	if (!hw_cmd)
 		return kXSchedSuccess;
 	xs_obj *obj = xs_handle_unregister(hw_cmd, XS_KIND_COMMAND);
-	if (!obj) {
-		XS_WARN("api", "HwCommandDestroy: 0x%llx is not a live command",
-			(unsigned long long)hw_cmd);
-		return kXSchedErrorNotFound;
-	}
+	XS_CHECK(obj, kXSchedErrorNotFound, "api", "HwCommandDestroy: 0x%llx %s",
+		 (unsigned long long)hw_cmd, xs_handle_describe(hw_cmd, XS_KIND_COMMAND));
 	/* An event record dropped before it was submitted can never run: fail its waits
 	 * rather than leave their XQueues blocked. (A submit racing with this destroy of
 	 * the same handle may still run it; its waits then fail all the same.) */

@@ -22,11 +22,9 @@ void xs_api_hints_forked(void)
 
 XResult XHintPriority(XQueueHandle xq, Priority prio)
 {
-	if (!xs__prio_ok(prio) && prio != PRIORITY_NO_EXECUTE) {
-		XS_WARN("api", "XHintPriority: %d is outside [%d, %d] and not PRIORITY_NO_EXECUTE",
-			(int)prio, PRIORITY_MIN, PRIORITY_MAX);
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(xs__prio_ok(prio) || prio == PRIORITY_NO_EXECUTE, kXSchedErrorInvalidValue, "api",
+		 "XHintPriority: %d is outside [%d, %d] and not PRIORITY_NO_EXECUTE", (int)prio,
+		 PRIORITY_MIN, PRIORITY_MAX);
 	xs_xqueue *x = xs_api_xqueue(xq, "XHintPriority");
 	if (!x)
 		return kXSchedErrorNotFound;
@@ -44,11 +42,9 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 
 XResult XHintUtilization(XQueueHandle xq, Utilization util)
 {
-	if (util < UTILIZATION_MIN || util > UTILIZATION_MAX) {
-		XS_WARN("api", "XHintUtilization: %d is outside [%d, %d] (percent)", (int)util,
-			UTILIZATION_MIN, UTILIZATION_MAX);
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(util >= UTILIZATION_MIN && util <= UTILIZATION_MAX, kXSchedErrorInvalidValue,
+		 "api", "XHintUtilization: %d is outside [%d, %d] (percent)", (int)util,
+		 UTILIZATION_MIN, UTILIZATION_MAX);
 	xs_xqueue *x = xs_api_xqueue(xq, "XHintUtilization");
 	if (!x)
 		return kXSchedErrorNotFound;
@@ -65,27 +61,21 @@ XResult XHintUtilization(XQueueHandle xq, Utilization util)
 
 XResult XHintTimeslice(Timeslice ts_us)
 {
-	if (ts_us < TIMESLICE_MIN || ts_us > TIMESLICE_MAX) {
-		XS_WARN("api", "XHintTimeslice: %lld us is outside [%d, %d] us", (long long)ts_us,
-			TIMESLICE_MIN, TIMESLICE_MAX);
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(ts_us >= TIMESLICE_MIN && ts_us <= TIMESLICE_MAX, kXSchedErrorInvalidValue, "api",
+		 "XHintTimeslice: %lld us is outside [%d, %d] us", (long long)ts_us, TIMESLICE_MIN,
+		 TIMESLICE_MAX);
 	xs_sched_set_timeslice(ts_us);
 	return kXSchedSuccess;
 }
 
 XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority crit_prio)
 {
-	if (lax_us < 0 && lax_us != NO_LAXITY) {
-		XS_WARN("api", "XHintLaxity: laxity %lld us is negative (NO_LAXITY is %d)",
-			(long long)lax_us, NO_LAXITY);
-		return kXSchedErrorInvalidValue;
-	}
-	if (!xs__prio_ok(lax_prio) || !xs__prio_ok(crit_prio)) {
-		XS_WARN("api", "XHintLaxity: priorities %d and %d must lie in [%d, %d]",
-			(int)lax_prio, (int)crit_prio, PRIORITY_MIN, PRIORITY_MAX);
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(lax_us >= 0 || lax_us == NO_LAXITY, kXSchedErrorInvalidValue, "api",
+		 "XHintLaxity: laxity %lld us is negative (NO_LAXITY is %d)", (long long)lax_us,
+		 NO_LAXITY);
+	XS_CHECK(xs__prio_ok(lax_prio) && xs__prio_ok(crit_prio), kXSchedErrorInvalidValue, "api",
+		 "XHintLaxity: priorities %d and %d must lie in [%d, %d]", (int)lax_prio,
+		 (int)crit_prio, PRIORITY_MIN, PRIORITY_MAX);
 	xs_xqueue *x = xs_api_xqueue(xq, "XHintLaxity");
 	if (!x)
 		return kXSchedErrorNotFound;
@@ -104,11 +94,9 @@ XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority 
 
 XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 {
-	if (ddl_us < 0 && ddl_us != NO_DEADLINE) {
-		XS_WARN("api", "XHintDeadline: deadline %lld us is negative (NO_DEADLINE is %d)",
-			(long long)ddl_us, NO_DEADLINE);
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(ddl_us >= 0 || ddl_us == NO_DEADLINE, kXSchedErrorInvalidValue, "api",
+		 "XHintDeadline: deadline %lld us is negative (NO_DEADLINE is %d)",
+		 (long long)ddl_us, NO_DEADLINE);
 	xs_xqueue *x = xs_api_xqueue(xq, "XHintDeadline");
 	if (!x)
 		return kXSchedErrorNotFound;
@@ -125,24 +113,18 @@ XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 
 XResult XHintKDeadline(size_t k)
 {
-	if (k == 0) {
-		XS_WARN("api", "XHintKDeadline: k must be at least 1");
-		return kXSchedErrorInvalidValue;
-	}
+	XS_CHECK(k >= 1, kXSchedErrorInvalidValue, "api", "XHintKDeadline: k must be at least 1");
 	xs_sched_set_k(k);
 	return kXSchedSuccess;
 }
 
 XResult XHintLatencyObjective(XQueueHandle xq, double max_slowdown)
 {
-	/* Written so that NaN fails both comparisons. */
-	if (max_slowdown != 0.0 && !(max_slowdown >= 1.0 && max_slowdown <= 1000.0)) {
-		XS_WARN(
-		    "api",
-		    "XHintLatencyObjective: %g is not a slowdown in [1.0, 1000.0] nor 0 (clear)",
-		    max_slowdown);
-		return kXSchedErrorInvalidValue;
-	}
+	/* Written so that NaN fails the check. */
+	XS_CHECK(max_slowdown == 0.0 || (max_slowdown >= 1.0 && max_slowdown <= 1000.0),
+		 kXSchedErrorInvalidValue, "api",
+		 "XHintLatencyObjective: %g is not a slowdown in [1.0, 1000.0] nor 0 (clear)",
+		 max_slowdown);
 	xs_xqueue *x = xs_api_xqueue(xq, "XHintLatencyObjective");
 	if (!x)
 		return kXSchedErrorNotFound;

@@ -72,8 +72,8 @@ XResult HwQueueDestroy(HwQueueHandle hwq)
 	if (!hwq)
 		return kXSchedSuccess;
 	xs_obj *obj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
-	XS_CHECK(obj, kXSchedErrorNotFound, "api", "HwQueueDestroy: 0x%llx is not a live HwQueue",
-		 (unsigned long long)hwq);
+	XS_CHECK(obj, kXSchedErrorNotFound, "api", "HwQueueDestroy: 0x%llx %s",
+		 (unsigned long long)hwq, xs_handle_describe(hwq, XS_KIND_HWQUEUE));
 	xs_hwq *q = xs_hwq_of(obj);
 	XResult res = xs_hwq_kill(q);
 	if (res == kXSchedSuccess) {
@@ -96,9 +96,8 @@ XResult HwQueueGetMaxPreemptLevel(HwQueueHandle hwq, int64_t *level)
 	XS_CHECK(level, kXSchedErrorInvalidValue, "api",
 		 "HwQueueGetMaxPreemptLevel: level is null");
 	xs_obj *obj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
-	XS_CHECK(obj, kXSchedErrorNotFound, "api",
-		 "HwQueueGetMaxPreemptLevel: 0x%llx is not a live HwQueue",
-		 (unsigned long long)hwq);
+	XS_CHECK(obj, kXSchedErrorNotFound, "api", "HwQueueGetMaxPreemptLevel: 0x%llx %s",
+		 (unsigned long long)hwq, xs_handle_describe(hwq, XS_KIND_HWQUEUE));
 	*level = xs_hwq_of(obj)->max_level;
 	xs_obj_unref(obj);
 	return kXSchedSuccess;
@@ -108,8 +107,8 @@ XResult XQueueGet(XQueueHandle *xq, HwQueueHandle hwq)
 {
 	XS_CHECK(xq, kXSchedErrorInvalidValue, "api", "XQueueGet: xq is null");
 	xs_obj *obj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
-	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueGet: 0x%llx is not a live HwQueue",
-		 (unsigned long long)hwq);
+	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueGet: 0x%llx %s", (unsigned long long)hwq,
+		 xs_handle_describe(hwq, XS_KIND_HWQUEUE));
 	xs_xqueue *x = xs_hwq_xqueue(xs_hwq_of(obj));
 	xs_obj_unref(obj);
 	XS_CHECK(x, kXSchedErrorNotFound, "api", "XQueueGet: HwQueue 0x%llx has no XQueue",

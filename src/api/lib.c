@@ -1,5 +1,5 @@
-/* Process-wide calls: choosing the scheduler, the commitment budget, shutdown. The one
- * file that knows every layer's lifetime. */
+/* Process-wide calls: choosing the scheduler, the commitment budget, shutdown, naming a
+ * result. The one file that knows every layer's lifetime. */
 #include <pthread.h>
 
 #include "api/api.h"
@@ -106,6 +106,11 @@ XResult XSchedTraceStop(void)
 	if (res == kXSchedErrorNotFound)
 		XS_WARN("api", "XSchedTraceStop: no trace runs");
 	return res;
+}
+
+const char *XResultName(XResult r)
+{
+	return xs_result_name(r);
 }
 
 /* At exit the library's threads are stopped and joined, so that none runs while the

@@ -21,8 +21,8 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 		 "XQueueCreate: flags 0x%llx are not supported (only 0)",
 		 (unsigned long long)flags);
 	xs_obj *qobj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
-	XS_CHECK(qobj, kXSchedErrorNotFound, "api", "XQueueCreate: 0x%llx is not a live HwQueue",
-		 (unsigned long long)hwq);
+	XS_CHECK(qobj, kXSchedErrorNotFound, "api", "XQueueCreate: 0x%llx %s",
+		 (unsigned long long)hwq, xs_handle_describe(hwq, XS_KIND_HWQUEUE));
 	xs_hwq *q = xs_hwq_of(qobj);
 	XResult res = kXSchedSuccess;
 	xs_xqueue *x = NULL;
@@ -79,8 +79,8 @@ XResult XQueueDestroy(XQueueHandle xq)
 		 "XQueueDestroy: XQueue 0x%llx from its own launch callback would never return",
 		 (unsigned long long)xq);
 	xs_obj *obj = xs_handle_unregister(xq, XS_KIND_XQUEUE);
-	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueDestroy: 0x%llx is not a live XQueue",
-		 (unsigned long long)xq);
+	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueDestroy: 0x%llx %s",
+		 (unsigned long long)xq, xs_handle_describe(xq, XS_KIND_XQUEUE));
 	x = xs_xqueue_of(obj);
 	xs_engine_destroy(x);
 	xs_sched_remove(x);
@@ -159,8 +159,8 @@ XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
 	XResult res = kXSchedErrorNotFound;
 	if (!cobj)
-		XS_WARN("api", "XQueueSubmit: 0x%llx is not a live command",
-			(unsigned long long)hw_cmd);
+		XS_WARN("api", "XQueueSubmit: 0x%llx %s", (unsigned long long)hw_cmd,
+			xs_handle_describe(hw_cmd, XS_KIND_COMMAND));
 	else if ((res = xs_engine_submit(x, xs_cmd_of(cobj))) != kXSchedSuccess)
 		xs_obj_unref(cobj); /* on success the XQueue took the lookup's reference */
 	xs_api_xqueue_return(x);
@@ -175,8 +175,8 @@ XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
 	XResult res = kXSchedErrorNotFound;
 	if (!cobj) {
-		XS_WARN("api", "XQueueWait: 0x%llx is not a live command",
-			(unsigned long long)hw_cmd);
+		XS_WARN("api", "XQueueWait: 0x%llx %s", (unsigned long long)hw_cmd,
+			xs_handle_describe(hw_cmd, XS_KIND_COMMAND));
 	} else if (atomic_load_explicit(&xs_cmd_of(cobj)->xq, memory_order_acquire) != x) {
 		XS_WARN("api", "XQueueWait: command 0x%llx was not submitted to XQueue 0x%llx",
 			(unsigned long long)hw_cmd, (unsigned long long)xq);

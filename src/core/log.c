@@ -12,9 +12,11 @@
  * enough: every thread that reads the environment computes the same value. */
 static atomic_int xs__log_level = -1;
 
-static int xs__log_level_from_env(void)
+/* The level @s (XSCHED_LOG's value) names; XS_LOG_OFF when it is unset or empty, or names
+ * no level (then *@unknown is set). */
+static int xs__log_level_of(const char *s, bool *unknown)
 {
-	const char *s = getenv("XSCHED_LOG");
+	*unknown = false;
 	if (!s || !*s)
 		return XS_LOG_OFF;
 	if (!strcasecmp(s, "debug"))
@@ -25,6 +27,7 @@ static int xs__log_level_from_env(void)
 		return XS_LOG_WARN;
 	if (!strcasecmp(s, "error"))
 		return XS_LOG_ERROR;
+	*unknown = true;
 	return XS_LOG_OFF;
 }
 
@@ -32,8 +35,20 @@ bool xs_log_enabled(enum xs_log_level level)
 {
 	int cur = atomic_load_explicit(&xs__log_level, memory_order_relaxed);
 	if (cur < 0) {
-		cur = xs__log_level_from_env();
-		atomic_store_explicit(&xs__log_level, cur, memory_order_relaxed);
+		const char *env = getenv("XSCHED_LOG");
+		bool unknown;
+		int want = xs__log_level_of(env, &unknown);
+		/* Of the threads that read it first, the one that stores the level says, once,
+		 * that the value names none (logging then stays off). */
+		if (atomic_compare_exchange_strong_explicit(
+			&xs__log_level, &cur, want, memory_order_relaxed, memory_order_relaxed)) {
+			cur = want;
+			if (unknown)
+				fprintf(stderr,
+					"xsched[core] warn: XSCHED_LOG=%.40s is not a level "
+					"(debug, info, warn or error): logging stays off\n",
+					env);
+		}
 	}
 	return (int)level >= cur;
 }

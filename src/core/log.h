@@ -3,7 +3,9 @@
  * Every message goes to stderr as "xsched[<topic>] <level>: <text>".
  * Topics name the subsystem: "api" (argument checks and API calls), "core", "hal"
  * (backends), "engine" (launching, gates, budget), "sched", "trace", "lv3" and "cwsr".
- * The level is read from the environment once, on first use.
+ * The level is read from the environment once, on first use. Any other non-empty value
+ * (XSCHED_LOG=1, =verbose) prints one warning line naming the accepted values, whatever
+ * the level, and logging stays off.
  *
  * Thread-safety: all functions may be called from any thread.
  */

@@ -308,6 +308,37 @@ xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)
 	return obj;
 }
 
+enum xs_kind xs_handle_kind(uint64_t handle)
+{
+	if (!handle)
+		return XS_KIND_NONE;
+	uint64_t hash = xs__hash(handle);
+	xs__shard *sh = xs__shard_of(hash);
+	xs_mutex_lock(&sh->lock);
+	xs_obj **pp = xs__find(sh, handle, hash);
+	enum xs_kind kind = pp ? (enum xs_kind)(*pp)->kind : XS_KIND_NONE;
+	xs_mutex_unlock(&sh->lock);
+	return kind;
+}
+
+const char *xs_handle_describe(uint64_t handle, enum xs_kind want)
+{
+	/* [wanted][found], each indexed by kind - XS_KIND_XQUEUE. Nothing found, or the kind
+	 * wanted (a stream pointer wrapped again since the caller's lookup): "not a live". */
+	static const char *const other[3][3] = {
+	    {NULL, "is a HwQueue, not an XQueue", "is a command, not an XQueue"},
+	    {"is an XQueue, not a HwQueue", NULL, "is a command, not a HwQueue"},
+	    {"is an XQueue, not a command", "is a HwQueue, not a command", NULL},
+	};
+	static const char *const none[3] = {"is not a live XQueue", "is not a live HwQueue",
+					    "is not a live command"};
+	unsigned w = (unsigned)want - XS_KIND_XQUEUE;
+	if (w >= 3)
+		return "is not a live object";
+	unsigned f = (unsigned)xs_handle_kind(handle) - XS_KIND_XQUEUE;
+	return f < 3 && other[w][f] ? other[w][f] : none[w];
+}
+
 void xs_handles_forked(void)
 {
 	pthread_once(&xs__shards_once, xs__shards_init);

@@ -22,6 +22,7 @@
 #include "xsched.h"
 
 enum xs_kind {
+	XS_KIND_NONE = 0, /* no live object (xs_handle_kind) */
 	XS_KIND_XQUEUE = 0xA1,
 	XS_KIND_HWQUEUE = 0xA2,
 	XS_KIND_COMMAND = 0xA3,
@@ -78,6 +79,16 @@ xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind);
  * table's reference (the caller drops it). NULL if not live. Exactly one caller wins a
  * race to unregister a handle. */
 xs_obj *xs_handle_unregister(uint64_t handle, enum xs_kind kind);
+
+/* The kind of the live object behind @handle, whichever kind it is; XS_KIND_NONE if none.
+ * Takes its shard's lock: for messages, not for a hot path. */
+enum xs_kind xs_handle_kind(uint64_t handle);
+
+/* What @handle is, said to a caller that wanted a live object of @want and found none, for
+ * an API call's message: "is not a live XQueue", or where it is a live handle of another
+ * kind (all handles are uint64_t, so passing one for another compiles) "is a HwQueue, not
+ * an XQueue". Static storage; a lookup (xs_handle_kind). */
+const char *xs_handle_describe(uint64_t handle, enum xs_kind want);
 
 /* In a child after fork(): forget every handle of the parent (its objects stay allocated
  * and unreachable; lookups of them fail with a log line naming the fork). */

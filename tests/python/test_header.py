@@ -4,7 +4,8 @@ constant added to the header and not to bindings/python/xsched.py fails here:
 
 - every XSCHED_API function returns XResult and has a prototype in ``_PROTOTYPES`` with
   the same number of arguments, each of the matching ctypes type, and the binding has no
-  prototype the header lacks;
+  prototype the header lacks; one that returns a string (XResultName) has its prototype in
+  ``_STRING_PROTOTYPES`` instead;
 - every enum of the header has its class in the binding (named in the class's docstring,
   else X + the class name) with the same members and values (sentinels ``*Max`` and
   ``*MaskAll`` may be left out); the C names the binding gives errors are the header's;
@@ -68,9 +69,9 @@ class Header:
         self.callbacks = {n: _split(a) for n, a in re.findall(
             r"typedef\s+\w+\s*\(\s*\*\s*(\w+)\s*\)\s*\((.*?)\)\s*;", src, re.S)}
         self.functions = {}
-        for ret, name, args in re.findall(r"XSCHED_API\s+(\w+)\s+(\w+)\s*\((.*?)\)\s*;", src,
-                                          re.S):
-            self.functions[name] = (ret, _split(args))
+        for ret, stars, name, args in re.findall(
+                r"XSCHED_API\s+((?:\w+\s+)*?\w+)(\s+|\s*\*+\s*)(\w+)\s*\((.*?)\)\s*;", src, re.S):
+            self.functions[name] = ((ret + " " + stars.strip()).strip(), _split(args))
         self.defines = {n: int(v, 0) for n, v in re.findall(
             r"^#define\s+(\w+)\s+(-?(?:0x[0-9a-fA-F]+|\d+))\s*$", src, re.M)}
 
@@ -131,6 +132,18 @@ def _same(header, want, got, what, stars=0):
 def test_prototypes():
     h = Header()
     assert len(h.functions) >= 40, "found only %d XSCHED_API functions" % len(h.functions)
+    strings = {n: f for n, f in h.functions.items() if f[0] == "const char *"}
+    assert "XResultName" in strings, sorted(h.functions)
+    assert sorted(strings) == sorted(xsched._STRING_PROTOTYPES), \
+        "functions returning a string: header %s, binding %s" % (
+            sorted(strings), sorted(xsched._STRING_PROTOTYPES))
+    for name, (ret, args) in sorted(strings.items()):
+        got = xsched._STRING_PROTOTYPES[name]
+        assert len(got) == len(args), name
+        for i, (decl, t) in enumerate(zip(args, got)):
+            want, stars = h.ctype(decl)
+            _same(h, want, t, "%s argument %d (%s)" % (name, i + 1, decl), stars)
+        del h.functions[name]
     protos = xsched._PROTOTYPES
     missing = sorted(set(h.functions) - set(protos))
     assert not missing, "in include/xsched.h, not in xsched.py's _PROTOTYPES: %s" % missing
@@ -203,8 +216,16 @@ def test_result_names():
     for n, v in h.enums["XResult"].items():
         name = xsched._C_NAMES.get(xsched.Result(v))
         assert name == n, "Result %d is %s in the header, %s in the binding" % (v, n, name)
+        assert xsched.result_name(v) == n, "XResultName(%d) is %s, not %s" % (
+            v, xsched.result_name(v), n)
         if v:
             assert xsched.error_for(v).name == n
+    # A value no XResult has: its number, in the name and in the exception.
+    assert xsched.has_function("XResultName")
+    assert xsched._XResultName(12345) == b"XResult(unknown)"
+    assert xsched.result_name(12345) == "XResult(12345)"
+    e = xsched.error_for(12345, "XQueueWait")
+    assert type(e) is xsched.XSchedError and str(e) == "XQueueWait: XResult(12345)", str(e)
 
 
 def test_constants():

@@ -25,8 +25,8 @@
 	do {                                                                                       \
 		XResult got_ = (expr);                                                             \
 		if (got_ != (want)) {                                                              \
-			fprintf(stderr, "%s:%d: %s returned %d, expected %s (%d)\n", __FILE__,     \
-				__LINE__, #expr, (int)got_, #want, (int)(want));                   \
+			fprintf(stderr, "%s:%d: %s returned %s, expected %s\n", __FILE__,          \
+				__LINE__, #expr, XResultName(got_), XResultName(want));            \
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)

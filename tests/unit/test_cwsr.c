@@ -78,8 +78,8 @@
 		r_ = (call);                                                                       \
 		n_ = t_capture_end("xsched[cwsr]");                                                \
 		if (r_ != (want))                                                                  \
-			FAIL("%s returned %d, expected %s (%d)", #call, (int)r_, #want,            \
-			     (int)(want));                                                         \
+			FAIL("%s returned %s, expected %s", #call, XResultName(r_),                \
+			     XResultName(want));                                                   \
 		if (n_ != (lines))                                                                 \
 			FAIL("%s printed %d log line(s), expected %d", #call, n_, (lines));        \
 	} while (0)
