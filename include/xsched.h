@@ -264,12 +264,13 @@ typedef struct XQueueStats {
 	 *  observed; 0 before the first). The commitment budget charges this per command. */
 	uint64_t est_command_ns;
 	/** The slowdown measured for an XQueue with a latency objective
-	 *  (XHintLatencyObjective()), per mille of its time alone (1200 = 1.2x): the mean
-	 *  device time of its last window of 16 commands over alone_command_ns; 0 without an
-	 *  objective or before the first window. */
+	 *  (XHintLatencyObjective()), per mille of its time alone (1200 = 1.2x): the p99 of its
+	 *  units' latency over their alone estimate, at the controller's last look (a window
+	 *  of 64 units, or a violation); 0 without an objective or before the first look. */
 	uint64_t slowdown_permille;
-	/** Its alone estimate, in ns: the moving average of its commands that ran with no
-	 *  lower-priority work committed (0 = none yet, or no objective ever set). */
+	/** Its alone estimate, in ns: the moving average of its command units that ran with no
+	 *  lower-priority work committed (0 = none yet, or no objective ever set; a queue
+	 *  measured by scopes keeps a second estimate for them, not reported here). */
 	uint64_t alone_command_ns;
 	/** The co-run budget in force on the XQueue's device, in ns: a latency objective's
 	 *  controller's while a queue of the device has one, else XHintCorunBudget()'s;
@@ -1216,42 +1217,56 @@ XSCHED_API XResult XHintStrictPriority(int strict);
  * running alone; the engine sizes the co-run budget at run time to meet it with as much
  * lower-priority work as possible.
  *
- * "My requests may run at most 20% slower than alone; give the rest to the lower queues":
- * XHintLatencyObjective(xq, 1.2). The XQueue is then *protected*: the engine measures
- * each of its commands' device time (commit, or the previous completion, to completion)
- * and keeps an *alone* estimate, a moving average (1/8) of its commands that ran while no
- * lower-priority work was committed on the device. Its *slowdown* is the mean device time
- * of a window of 16 commands over that estimate (XQueueStats.slowdown_permille).
+ * "My requests may run at most 20% slower than alone, 99 times in 100; give the rest to
+ * the lower queues": XHintLatencyObjective(xq, 1.2). The XQueue is then *protected*: the
+ * p99 of its *units'* latency is held within @p max_slowdown times their latency alone.
+ * - A unit is a command (its device time: commit, or the previous completion, to
+ *   completion), or, for commands inside a scope (XQueueBeginScope()/XQueueEndScope(), the
+ *   Python running() forms), the scope: from its first enqueue to the completion of the
+ *   last command enqueued before it closed, so that a request in a scope is measured as
+ *   the one request it is. Scopes that overlap the previous scope's unit are not measured.
+ * - Alone: a moving average (1/8) of the units, of each kind, that ran with no
+ *   lower-priority work charged on the device (a scope: for at most a sixteenth of it).
+ *   A unit's slowdown is its latency over that estimate.
+ * - The tail: more than 1% of the units since the controller's last move above
+ *   @p max_slowdown (counted over at least 100: so the second of the first 100) is a
+ *   violation, acted on at once (XQueueStats.slowdown_permille reports the p99 of the
+ *   units at the last look).
  *
- * A controller then sets the co-run budget of the queue's device (what XHintCorunBudget()
- * sets for the whole process) once per window, over levels: 0 (lower queues commit nothing
- * new while a top-priority queue has work: the default), then half octaves from 25 us to
- * 51.2 ms (past the commitment budget), then *not limited* (lower queues run as if no
+ * A controller sets the co-run budget of the queue's device (what XHintCorunBudget() sets
+ * for the whole process) over levels: 0 (lower queues commit nothing new while a
+ * top-priority queue has work: the default), then half octaves from 25 us to 51.2 ms
+ * (past the commitment budget), then *not limited* (lower queues run as if no
  * top-priority queue were busy and no commitment budget applied; only hardware stream
- * priority favours the top queue). With u = (slowdown - 1) / (@p max_slowdown - 1), the
- * part of the allowed excess used:
- * - u > 1 (violation): down 1, 2 or 4 levels (u up to 1.5, up to 3, beyond): the budget
- *   x0.71, x0.5 or x0.25; the level that failed is not tried again for 4 windows,
- *   doubled each time it fails again, up to 64;
- * - u < 0.75 (slack): up 2 levels (u < 0.4, x2) or 1 (x1.41), one at a time into a level
- *   that failed;
- * - otherwise (dead band, 0.75..1 of the excess): no change.
- * The controller starts at 0 (it learns the alone time there), reacts to a violation
- * within one window (16 commands of the queue) and goes from 0 to not limited in 12
- * windows of large slack. On a steady load it settles in the dead band or just below the
- * lowest failing level, which it probes at most once every 65 windows. Several protected
- * queues on one device: the tightest wins (the least budget). A protected queue below the
- * top priority of its device is measured but sets no limit. An objective the device
- * cannot meet even at 0 leaves the budget at 0 (today's default behaviour). Without any
- * objective on a device, XHintCorunBudget()'s value applies, unchanged. Acts under the
- * policies that hold lower queues while a top one works (HPF, MLFQ). Every change of the
- * budget is an event ("corun budget") in the trace (XSchedTraceStart()).
+ * priority favours the top queue). With u = (p99 slowdown - 1) / (@p max_slowdown - 1):
+ * - a violation: down 1, 2 or 4 levels (u up to 1.5, up to 3, beyond): the budget x0.71,
+ *   x0.5 or x0.25; the level that failed is not tried again for 4 windows, doubled each
+ *   time it fails again, up to 64;
+ * - after a window of 64 units without one (the floor on samples): u < 0.75, up 4 levels
+ *   (u < 0.4, x4) or 1 (x1.41), one at a time into a level that failed; otherwise (dead
+ *   band, 0.75..1 of the excess) no change.
+ * The cost of probing is bounded: a step up that fails is undone at its second unit above
+ * @p max_slowdown, so each failed probe lets at most 2 units (and those in flight) exceed
+ * it, and settled just below a failing level the controller probes it at most once in 64
+ * windows: at most 2 units in 4096 (0.05%) beside the 1% the p99 allows. It starts at 0
+ * (it learns the alone time there) and goes from 0 to not limited in 6 windows of large
+ * slack. Several protected queues on one device: the tightest wins (the least budget). A
+ * protected queue below the top priority of its device is measured but sets no limit: the
+ * queues above keep the process's co-run budget. An objective the device cannot meet even
+ * at 0 leaves the budget at 0 (the default behaviour). Without any objective on a device,
+ * XHintCorunBudget()'s value applies, unchanged. Acts under the policies that hold lower
+ * queues while a top one works (HPF, MLFQ). Every change of the budget is an event
+ * ("corun budget") in the trace (XSchedTraceStart()).
+ *
+ * What bounds it: a lower command committed before a top-priority unit arrives runs to its
+ * end (Lv1 and Lv2; Lv3 interrupts it), so a lower command longer than the objective
+ * allows breaks it whatever the budget; the controller then stays at 0.
  *
  * A double, not an XSched-style integer: the value is a ratio whose useful precision
  * (1.05, 1.2, 2.0) no integer unit names naturally; it is kept as per mille inside.
  *
  * @param xq           [in] The XQueue to protect.
- * @param max_slowdown [in] Its commands' device time allowed, as a multiple of their time
+ * @param max_slowdown [in] Its units' p99 latency allowed, as a multiple of their latency
  *                          alone: 1.0 to 1000.0 (1.2 = 20% slower; 1.0 is taken as
  *                          1.01); 0 clears the objective (the device's co-run budget
  *                          returns to XHintCorunBudget()'s unless another queue has one).

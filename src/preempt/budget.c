@@ -386,8 +386,10 @@ static int64_t xs__est(const xs_device *d, const xs_xqueue *xq)
 /* Add @cmd's charge @est to @b at @now. Caller holds d->lock. */
 static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 {
-	if (b->charged_cmds == 0)
+	if (b->charged_cmds == 0) {
 		b->since_ns = now;
+		b->lower_from_ns = now; /* the lower-work clock runs */
+	}
 	b->charged_ns += est;
 	b->charged_cmds++;
 	if (b->charged_cmds > b->max_cmds)
@@ -466,12 +468,20 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 	b->charged_ns -= cmd->charge_ns;
 	b->charged_cmds--;
 	b->since_ns = now; /* what remains has run since now */
-	if (b->charged_cmds == 0)
+	if (b->charged_cmds == 0) {
 		b->lower_end_ns = b->since_ns; /* objective.c: work after it runs alone */
+		b->lower_busy_ns += now > b->lower_from_ns ? now - b->lower_from_ns : 0;
+	}
 	xs__want_grant(d);
 	xs_mutex_unlock(&d->lock);
 	cmd->charge_ns = 0;
 	cmd->ready_ns = 0;
+}
+
+int64_t xs_budget_lower_clock(const xs_device *d, int64_t now)
+{
+	const xs_budget *b = &d->budget;
+	return b->lower_busy_ns + (b->charged_cmds ? now - b->lower_from_ns : 0);
 }
 
 int64_t xs_budget_next_ns(const xs_device *d)

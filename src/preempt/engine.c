@@ -703,6 +703,8 @@ static void xs__drain(xs_xqueue *xq)
 		    atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) == INT64_MAX)
 			xs__expect(xq); /* kept none: none of its commands had a mark */
 		now = xs_now_ns();
+		if (xq->objective.unit_armed)
+			xs_objective_unit_begin(xq, now); /* a scope unit starts */
 		xs__tail_enqueued(xq, seq, now);
 		if (pushes && atomic_load(&q->pushes) != pushed)
 			xs_dev_look(xq); /* look again, now that the number is stored */
@@ -773,6 +775,14 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 
 /* ---- complete ---- */
 
+/* Whether @xq's commands belong to a scope unit of its latency objective (objective.c):
+ * they are then not units of their own. Caller holds xq->lock. */
+static bool xs__in_unit(const xs_xqueue *xq)
+{
+	const xs_objective *o = &xq->objective;
+	return xq->scopes || o->unit_armed || o->unit_start_ns;
+}
+
 /* Complete every in-flight command with seq <= @done, with @fail for those that have no
  * failure of their own. @timed: *@now (xs_now_lazy) is when they were seen to end, a sample
  * of the estimate; else they count with the estimate. Caller holds xq->lock. */
@@ -799,7 +809,8 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 		xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
 		xq->last_per_ns = per;
 		xq->busy_ns += per * (int64_t)n;
-		if (xq->objective.goal_pm && xs_objective_sample(xq, start, per, n, now))
+		if (xq->objective.goal_pm && !xs__in_unit(xq) &&
+		    xs_objective_sample(xq, start, per, n, now))
 			xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
 	}
 	while (!xs_list_empty(&xq->inflight)) {
@@ -826,6 +837,9 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
 	xq->completed = done;
+	if (xq->objective.unit_end_seq && done >= xq->objective.unit_end_seq &&
+	    xs_objective_unit_end(xq, now))
+		xs_engine_notify(xq);                 /* a scope unit ended: as above */
 	xs__busy(xq, xq->committed > done ? now : 0); /* else set at the next commit */
 	atomic_store_explicit(&xq->seen_done, done, memory_order_relaxed);
 	xs_cond_broadcast(&xq->cv);
@@ -1347,6 +1361,30 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 	return res;
 }
 
+/* A scope opened on the protected @xq: a unit of its objective starts at the next enqueue
+ * (objective.c), unless the last one has not ended yet (units do not overlap: that scope
+ * is not measured). Caller holds xq->lock. */
+static void xs__unit_open(xs_xqueue *xq)
+{
+	xs_objective *o = &xq->objective;
+	if (o->goal_pm && !o->unit_start_ns)
+		o->unit_armed = true;
+}
+
+/* The scope closed: its unit ends with the last command enqueued in it, or now when that
+ * one has completed (none enqueued: no unit). Caller holds xq->lock. */
+static void xs__unit_close(xs_xqueue *xq)
+{
+	xs_objective *o = &xq->objective;
+	o->unit_armed = false;
+	if (!o->unit_start_ns || o->unit_end_seq)
+		return;
+	if (xq->enqueued > xq->completed)
+		o->unit_end_seq = xq->enqueued;
+	else if (xs_objective_unit_end(xq, xs_now_ns()))
+		xs_engine_notify(xq);
+}
+
 XResult xs_engine_scope(xs_xqueue *xq, bool open)
 {
 	XResult res = kXSchedSuccess;
@@ -1360,13 +1398,14 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 	}
 	bool had = xs_engine_has_work(xq);
 	if (open) {
-		xq->scopes++;
+		if (xq->scopes++ == 0)
+			xs__unit_open(xq);
 	} else if (xq->scopes == 0) {
 		XS_WARN("engine", "XQueueEndScope: XQueue 0x%llx has no open scope",
 			(unsigned long long)xq->obj.handle);
 		res = kXSchedErrorNotAllowed;
-	} else {
-		xq->scopes--;
+	} else if (--xq->scopes == 0) {
+		xs__unit_close(xq);
 	}
 	bool has = xs_engine_has_work(xq);
 	XS_TRACE(XS_TR_SCOPE, xq->obj.handle, open, xq->scopes);

@@ -62,18 +62,33 @@
 
 typedef struct xs_device xs_device;
 
+/* Units of a latency objective kept for its tail (objective.c): the last this many. */
+enum { XS_OBJ_RING = 128 };
+
 /* A latency objective and its controller's per-queue state (objective.c). goal_pm is
- * written under both xq->lock and dev->lock (read under either); the rest under dev->lock. */
+ * written under both xq->lock and dev->lock (read under either); the unit fields under
+ * xq->lock; the rest under dev->lock. */
 typedef struct xs_objective {
-	int64_t goal_pm;  /* the slowdown allowed, per mille (1200 = 1.2x alone); 0 = none */
-	int64_t alone_ns; /* mean command time with no lower work co-running (EWMA), 0 = none yet */
-	int64_t slow_pm;  /* the slowdown of the last full window, per mille; 0 = none yet */
-	int64_t win_ns;   /* device time of the commands of the window so far */
-	uint32_t win_n;   /* commands in the window so far */
-	int level;        /* the co-run level this queue asks for (objective.c) */
+	int64_t goal_pm;            /* the slowdown allowed at the p99, per mille (1200 = 1.2x
+				     * alone); 0 = none */
+	int64_t alone_ns;           /* mean command unit with no lower work (EWMA), 0 = none yet */
+	int64_t alone_scope_ns;     /* the same for scope units */
+	int64_t slow_pm;            /* the p99 slowdown of the units since the last move, per
+				     * mille, at the last look; 0 = none yet */
+	uint16_t ring[XS_OBJ_RING]; /* the units' slowdowns since the last move, per mille
+				     * (at most 65535), oldest overwritten */
+	uint32_t n;       /* units since the last move (the ring holds min(n, XS_OBJ_RING)) */
+	uint32_t over;    /* of them, above goal_pm */
+	int level;        /* the co-run level this queue asks for; -1 = none (limited) */
 	int fail_level;   /* the lowest level that broke the objective lately */
 	uint32_t wait;    /* windows before fail_level may be tried again */
 	uint32_t backoff; /* the next wait, doubled at each failure of one level */
+	/* A scope unit (XQueueBeginScope .. the last completion after XQueueEndScope), under
+	 * xq->lock: */
+	bool unit_armed;       /* a scope opened: the unit starts at the next enqueue */
+	int64_t unit_start_ns; /* when it started (0 = none running) */
+	int64_t unit_lower_ns; /* the device's lower-work clock then (budget.c) */
+	uint64_t unit_end_seq; /* the scope closed: the unit ends when this completes */
 } xs_objective;
 
 typedef struct xs_xqueue {

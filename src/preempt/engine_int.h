@@ -30,6 +30,9 @@ typedef struct xs_budget {
 	int64_t since_ns;      /* the charged work has run since: the last completion */
 	int64_t vfloor_ns;     /* the virtual time of the last grant (fair order) */
 	int64_t lower_end_ns;  /* when charged_cmds last fell to 0 (objective.c: "alone") */
+	int64_t lower_busy_ns; /* the lower-work clock: time with charged_cmds > 0, summed up
+				* to lower_from_ns (objective.c: how much of a unit co-ran) */
+	int64_t lower_from_ns; /* when charged_cmds last rose from 0 */
 	xs_xqueue *granting;   /* the waiter xs_budget_grant is serving now, or NULL */
 	bool grant;            /* the progress thread should hand budget on */
 	bool grant_blocked;    /* the one being granted found the budget full */
@@ -106,6 +109,9 @@ void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd);
  * taken back; a completion passes the time its reap read once for all it completes);
  * waiters are then handed budget by the progress thread. Caller holds xq->lock. */
 void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now);
+/* The lower-work clock at @now: how long, in all, lower work was charged on @dev (ns).
+ * Caller holds dev->lock. */
+int64_t xs_budget_lower_clock(const xs_device *dev, int64_t now);
 /* Serve the waiters in rank order while the budget has room (the progress thread). */
 void xs_budget_grant(xs_device *dev);
 /* When the first waiter fits by the passing of time alone (ns, monotonic), 0 if none.
@@ -130,6 +136,11 @@ void xs_budget_forked(void);
  * started at @start): returns whether the co-run budget went from 0 to more or back, so
  * the caller asks the scheduler for a pass (xs_engine_notify). */
 bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, int64_t now);
+/* A scope unit of the protected @xq starts at @now (its first enqueue since the scope
+ * opened), and ends at @now (the completion of its last command, or the scope's close
+ * with nothing in flight): the end returns whether the budget crossed 0, as above. */
+void xs_objective_unit_begin(xs_xqueue *xq, int64_t now);
+bool xs_objective_unit_end(xs_xqueue *xq, int64_t now);
 /* @xq became limited (it asks for no co-run level any more) or stopped being limited (it
  * asks again, from 0): returns whether the budget in force crossed 0, as above. */
 bool xs_objective_limited(xs_xqueue *xq, bool limited);

@@ -12,18 +12,19 @@
  * - bad input: InvalidValue (negative, < 1 but not 0, > 1000, NaN, inf), NotFound;
  * - no objective: the budget in force is XHintCorunBudget's (0, then 300 us), no
  *   slowdown is reported, and at 0 a steady high chain runs without co-running low work;
- * - converges and holds: objective 1.2 with 7 low lanes (unlimited co-running would give
- *   ~1.5x): within 320 high commands (20 windows) the budget is above 0 and not
- *   unlimited, and afterwards the mean factor stays within 1.2 (+10% for noise), with
- *   few budget changes (no oscillation);
+ * - converges and holds at the tail: objective 1.2 with 7 low lanes (unlimited
+ *   co-running would give ~1.5x): within 320 high commands (5 windows of 64) the budget
+ *   is above 0 and not unlimited, afterwards the p99 of the recorded factors stays
+ *   within 1.2 (+25% for a loaded host's timing), low work co-runs (many more low
+ *   commands than at a budget of 0), with few budget changes (no oscillation);
  * - reacts to a step: contention tripled (beta 0.24): within 64 commands the budget is
  *   below the one in force before (unless that one was 400 us or less already), and the
  *   mean factor afterwards is within 1.2 again;
  * - widens with slack: objective 3.0 on the same load (at most 1.56x, as the controller
  *   measures it up to ~1.9x on a loaded host): the budget becomes not limited
- *   (UINT64_MAX) within 480 commands and stays so while the slowdown measured stays
- *   within the objective, and low work then co-runs;
- *   each move of the budget is a "corun budget" event in the trace;
+ *   (UINT64_MAX) within 480 commands (6 windows of 64 at 4 levels each) and stays so while the
+ * slowdown measured stays within the objective, and low work then co-runs; each move of the budget
+ * is a "corun budget" event in the trace;
  * - tightest wins: two high queues with 1.2 and 2.0: the device's budget is never
  *   unlimited once settled and both queues report the same budget;
  * - clearing the objective returns the budget to XHintCorunBudget's. */
@@ -40,6 +41,7 @@ static atomic_bool g_stop;
 static atomic_int g_low_running;
 static atomic_llong g_low_done;
 static _Atomic double g_beta = 0.08;
+static int64_t g_low_at_zero; /* low commands completed during no_objective's chain */
 
 struct lane {
 	HwQueueHandle hwq;
@@ -166,6 +168,26 @@ static void high_chain(XQueueHandle xq, int n, uint64_t *budget)
 	}
 }
 
+/* The 99th percentile of the recorded factors of records [from, to). */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double p99_factor(int from, int to)
+{
+	static double v[MAXREC];
+	if (to > MAXREC)
+		to = MAXREC;
+	int k = to - from;
+	if (k <= 0)
+		return 0;
+	memcpy(v, g_factor + from, (size_t)k * sizeof(double));
+	qsort(v, (size_t)k, sizeof(double), cmp_double);
+	return v[(k * 99 + 99) / 100 - 1];
+}
+
 /* The mean recorded factor of records [from, to). */
 static double mean_factor(int from, int to)
 {
@@ -218,7 +240,9 @@ static void no_objective(void)
 	lows_start();
 	t_sleep_us(50000);
 	atomic_store(&g_nrec, 0);
+	int64_t low0 = atomic_load(&g_low_done);
 	high_chain(g_high[0].xq, 300, budget);
+	g_low_at_zero = atomic_load(&g_low_done) - low0;
 	int n = atomic_load(&g_nrec);
 	lows_stop();
 	for (int i = 0; i < 300; i++)
@@ -248,21 +272,24 @@ static void converge_and_step(void)
 	int n = atomic_load(&g_nrec);
 	int64_t low1 = atomic_load(&g_low_done);
 	XQueueStats s = t_stats(g_high[0].xq);
-	double held = mean_factor(CONV, n);
+	double held = p99_factor(CONV, n);
 	int ch = changes(budget, CONV, N1);
-	printf("objective 1.2: budget %llu ns after %d commands, %llu ns at the end; mean factor "
-	       "%.3f after %d; %d budget changes after it; reported slowdown %.3f, alone %llu "
-	       "ns; %lld low commands\n",
+	printf("objective 1.2: budget %llu ns after %d commands, %llu ns at the end; p99 factor "
+	       "%.3f (mean %.3f) after %d; %d budget changes after it; reported p99 slowdown "
+	       "%.3f, alone %llu ns; %lld low commands (%lld at a budget of 0)\n",
 	       (unsigned long long)budget[CONV], CONV, (unsigned long long)budget[N1 - 1], held,
-	       CONV, ch, s.slowdown_permille / 1000.0, (unsigned long long)s.alone_command_ns,
-	       (long long)(low1 - low0));
+	       mean_factor(CONV, n), CONV, ch, s.slowdown_permille / 1000.0,
+	       (unsigned long long)s.alone_command_ns, (long long)(low1 - low0),
+	       (long long)g_low_at_zero);
 	for (int i = CONV; i < N1; i++)
 		CHECK(budget[i] > 0 && budget[i] != UINT64_MAX); /* converged: co-runs, bounded */
-	/* The alone estimate comes from measured host times: on a loaded machine sleeps
-	 * overshoot and inflate it (a CI run: 1.28 ms for 1 ms), and the factor held with it
-	 * (1.354 there; 1.13-1.22 unloaded). The bound allows for that. */
+	/* The tail held, by the test's own record (the controller measures host times, which
+	 * a loaded machine stretches: the bound allows for that), and low work co-ran: many
+	 * more low commands completed than while the same chain ran at a budget of 0 (the
+	 * controller holds the tail, so the mean factor stays low: 1.01-1.03 on a 2-core
+	 * host, where timer jitter alone reaches 1.1 at the tail). */
 	CHECK(held <= 1.2 * 1.25);
-	CHECK(held > 1.02); /* low work co-ran: the budget was used */
+	CHECK(low1 - low0 > 4 * g_low_at_zero + 50);
 	/* Settled: a probe now and then, no oscillation. The 400 commands after convergence
 	 * are 25 windows, so a controller that moves at every window boundary changes the
 	 * budget 24 times. A settled one changed it 3-9 times on a 2-core host running a second
@@ -270,7 +297,7 @@ static void converge_and_step(void)
 	 * noise in the measured times trips a step down now and then, each followed by a climb
 	 * back): 18 tells the two apart with room on both sides. */
 	CHECK(ch <= 18);
-	CHECK(s.slowdown_permille >= 900 && s.slowdown_permille <= 1500);
+	CHECK(s.slowdown_permille >= 900 && s.slowdown_permille <= 1600);
 	CHECK(s.alone_command_ns >= BASE_US * 1000 && s.alone_command_ns < 3 * BASE_US * 1000);
 
 	/* Step: each co-running low command now costs three times as much. */

@@ -1,0 +1,135 @@
+/* A latency objective measured by scopes and held at the tail (host backend, HPF).
+ *
+ * The protected queue serves requests, each a scope of 8 host functions of 250 us; a
+ * request's commands slow down by BETA per low command running when each starts (the
+ * device's contention, modelled as in test_objective.c). Seven low lanes run 200 us host
+ * functions back to back.
+ * - A scope is one unit: the controller's first look comes after 64 units. 40 requests
+ *   (320 commands, five windows' worth of commands) bring no look (no slowdown reported,
+ *   the budget still 0); 30 more do.
+ * - A violation lowers the budget at once: with objective 3.0 and a light contention the
+ *   budget climbs above 0; when the contention becomes heavy (each co-running low command
+ *   doubles a request's time), the budget falls within 8 requests, far inside a window
+ *   of 64. */
+#include <pthread.h>
+
+#include "hang_util.h"
+
+enum { NLOW = 7, CMDS = 8, CMD_US = 250, LOW_US = 200 };
+
+static atomic_bool g_stop;
+static atomic_int g_low_running;
+static _Atomic double g_beta;
+
+static XResult high_fn(void *data)
+{
+	(void)data;
+	double f = 1.0 + atomic_load(&g_beta) * atomic_load(&g_low_running);
+	t_sleep_us((int64_t)(CMD_US * f));
+	return kXSchedSuccess;
+}
+
+static XResult low_fn(void *data)
+{
+	(void)data;
+	atomic_fetch_add(&g_low_running, 1);
+	t_sleep_us(LOW_US);
+	atomic_fetch_sub(&g_low_running, 1);
+	return kXSchedSuccess;
+}
+
+struct lane {
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+	pthread_t th;
+};
+
+static void *low_main(void *arg)
+{
+	struct lane *l = arg;
+	while (!atomic_load(&g_stop)) {
+		HwCommandHandle c;
+		CHECK_OK(HwCommandCreateHostFunc(&c, low_fn, NULL));
+		CHECK_OK(XQueueSubmit(l->xq, c));
+		CHECK_OK(XQueueWait(l->xq, c));
+		CHECK_OK(HwCommandDestroy(c));
+	}
+	return NULL;
+}
+
+/* One request: a scope of CMDS commands, waited for, then a short host gap. */
+static void request(XQueueHandle xq)
+{
+	CHECK_OK(XQueueBeginScope(xq));
+	for (int i = 0; i < CMDS; i++)
+		t_submit_fn(xq, high_fn, NULL);
+	CHECK_OK(XQueueWaitAll(xq));
+	CHECK_OK(XQueueEndScope(xq));
+	t_sleep_us(300);
+}
+
+int main(void)
+{
+	h_watchdog(120, "objectives by scope (test_objective_scope)");
+	CHECK(setenv("XSCHED_CORUN_US", "0", 1) == 0);
+	struct lane hi, lo[NLOW];
+	CHECK_OK(HostQueueCreate(&hi.hwq));
+	CHECK_OK(XQueueCreate(&hi.xq, hi.hwq, kPreemptLevelDeactivate, 0));
+	CHECK_OK(XHintPriority(hi.xq, 2));
+	for (int i = 0; i < NLOW; i++) {
+		CHECK_OK(HostQueueCreate(&lo[i].hwq));
+		CHECK_OK(XQueueCreate(&lo[i].xq, lo[i].hwq, kPreemptLevelDeactivate, 0));
+		CHECK_OK(XHintPriority(lo[i].xq, 1));
+	}
+	CHECK_OK(XHintLatencyObjective(hi.xq, 3.0));
+
+	/* A scope is one unit: no look before 64 requests, whatever their commands. */
+	atomic_store(&g_beta, 0.0);
+	for (int r = 0; r < 40; r++)
+		request(hi.xq);
+	XQueueStats st = t_stats(hi.xq);
+	printf("after 40 requests (320 commands): slowdown %llu per mille, budget %llu ns\n",
+	       (unsigned long long)st.slowdown_permille, (unsigned long long)st.corun_budget_ns);
+	CHECK(st.slowdown_permille == 0 && st.corun_budget_ns == 0);
+	for (int r = 0; r < 30; r++)
+		request(hi.xq);
+	st = t_stats(hi.xq);
+	printf("after 70 requests: slowdown %llu per mille, budget %llu ns\n",
+	       (unsigned long long)st.slowdown_permille, (unsigned long long)st.corun_budget_ns);
+	CHECK(st.slowdown_permille > 0 && st.corun_budget_ns > 0);
+
+	/* Light contention with the lows running: the budget climbs and holds above 0. */
+	atomic_store(&g_beta, 0.02);
+	atomic_store(&g_stop, false);
+	for (int i = 0; i < NLOW; i++)
+		CHECK(pthread_create(&lo[i].th, NULL, low_main, &lo[i]) == 0);
+	for (int r = 0; r < 200; r++)
+		request(hi.xq);
+	uint64_t before = t_stats(hi.xq).corun_budget_ns;
+	printf("light contention: budget %llu ns\n", (unsigned long long)before);
+	CHECK(before > 0);
+
+	/* Heavy contention: a violation at the second slow request brings the budget down. */
+	atomic_store(&g_beta, 1.0);
+	int fell = -1;
+	for (int r = 0; r < 64 && fell < 0; r++) {
+		request(hi.xq);
+		if (t_stats(hi.xq).corun_budget_ns < before)
+			fell = r + 1;
+	}
+	printf("heavy contention: the budget fell below %llu ns after %d requests\n",
+	       (unsigned long long)before, fell);
+	CHECK(fell >= 1 && fell <= 8);
+
+	atomic_store(&g_stop, true);
+	for (int i = 0; i < NLOW; i++) {
+		CHECK(pthread_join(lo[i].th, NULL) == 0);
+		CHECK_OK(XQueueWaitAll(lo[i].xq));
+		CHECK_OK(XQueueDestroy(lo[i].xq));
+		CHECK_OK(HwQueueDestroy(lo[i].hwq));
+	}
+	CHECK_OK(XQueueDestroy(hi.xq));
+	CHECK_OK(HwQueueDestroy(hi.hwq));
+	CHECK_OK(XSchedShutdown());
+	return 0;
+}
