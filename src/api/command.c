@@ -216,7 +216,7 @@ XResult HwCommandDestroy(HwCommandHandle hw_cmd)
 	xs_cmd *cmd = xs_cmd_of(obj);
 	if (cmd->kind == XS_CMD_EVENT_RECORD &&
 	    !atomic_load_explicit(&cmd->xq, memory_order_acquire))
-		xs_dep_advance(cmd, XS_DEP_FAILED, kXSchedErrorNotFound);
+		xs_engine_record_advance(cmd, XS_DEP_FAILED, kXSchedErrorNotFound);
 	xs_obj_unref(obj);
 	return kXSchedSuccess;
 }

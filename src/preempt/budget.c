@@ -60,20 +60,16 @@
  * Locks: everything here is under dev->lock (a leaf for this file); charge and uncharge
  * are called with xq->lock held (xq->lock -> dev->lock). The process-wide budgets are
  * atomics read on the hot path.
+ *
+ * A leaf: this file calls no other file of the engine. It answers (the queue to grant
+ * next, whether a setting needs waiters served, whether a grant found the budget full) and
+ * device.c and engine.c act (the grant itself, the progress thread's wake-ups).
  */
 #include <stdlib.h>
 
 #include "core/config.h"
 #include "core/log.h"
 #include "preempt/engine_int.h"
-
-enum {
-	/* Commit the next command this long before the charged work is expected to end, or
-	 * an eighth of a command if that is more: covers the progress thread's wake-up, the
-	 * counter store's trip to the device (tens of us) and the estimate's error, so a
-	 * lower queue's next command is there when the device needs it. */
-	XS__LEAD_NS = 100000,
-};
 
 /* The process-wide settings, -1 = from the configuration at first use. */
 static _Atomic int64_t xs__budget_ns = -1, xs__corun_ns = -1;
@@ -101,29 +97,24 @@ int64_t xs_engine_corun_ns(void)
 	return xs__setting(&xs__corun_ns, true);
 }
 
-void xs_engine_set_budget(int64_t budget_ns)
+bool xs_budget_set(enum xs_budget_setting which, int64_t value)
 {
-	atomic_store_explicit(&xs__budget_ns, budget_ns, memory_order_relaxed);
-	xs_dev_grant_all(); /* waiters may fit now */
-}
-
-void xs_engine_set_corun(int64_t corun_ns)
-{
-	atomic_store_explicit(&xs__corun_ns, corun_ns, memory_order_relaxed);
-	xs_dev_grant_all();
-}
-
-void xs_engine_set_hold(bool hold)
-{
-	bool was = atomic_exchange_explicit(&xs__hold, hold, memory_order_relaxed);
-	if (was && !hold)
-		xs_dev_grant_all(); /* queues held back may commit now */
-}
-
-void xs_engine_set_strict(int strict)
-{
-	atomic_store_explicit(&xs__strict, strict, memory_order_relaxed);
-	xs_dev_grant_all(); /* another waiter may come first now */
+	switch (which) {
+	case XS_BUDGET_COMMIT:
+		atomic_store_explicit(&xs__budget_ns, value, memory_order_relaxed);
+		return true; /* waiters may fit now */
+	case XS_BUDGET_CORUN:
+		atomic_store_explicit(&xs__corun_ns, value, memory_order_relaxed);
+		return true;
+	case XS_BUDGET_STRICT:
+		atomic_store_explicit(&xs__strict, (int)value, memory_order_relaxed);
+		return true; /* another waiter may come first now */
+	case XS_BUDGET_HOLD:
+		/* Queues held back may commit now that the hold is off. */
+		return atomic_exchange_explicit(&xs__hold, value != 0, memory_order_relaxed) &&
+		       !value;
+	}
+	return false;
 }
 
 bool xs_engine_strict(void)
@@ -196,7 +187,7 @@ static int64_t xs__credit_max(const xs_budget *b)
 static int64_t xs__lead(const xs_budget *b)
 {
 	int64_t eighth = xs__credit_max(b) / 8;
-	return eighth > XS__LEAD_NS ? eighth : XS__LEAD_NS;
+	return eighth > XS_BUDGET_LEAD_NS ? eighth : XS_BUDGET_LEAD_NS;
 }
 
 /* Charged device time still to run at @now. Caller holds d->lock. */
@@ -504,39 +495,34 @@ int64_t xs_budget_next_ns(const xs_device *d)
 	return b->since_ns + (ran > 0 ? ran : 0);
 }
 
-void xs_budget_grant(xs_device *d)
+xs_xqueue *xs_budget_grant_next(xs_device *d)
 {
-	/* Waiters in rank order, each given its turn until one finds the budget full (at Lv1
-	 * its head command is charged here and the launch thread enqueues it). */
-	for (;;) {
-		xs_mutex_lock(&d->lock);
-		xs_budget *b = &d->budget;
-		int64_t now = xs_now_ns();
-		xs_xqueue *xq = xs__best(b, xs__space(d, now));
-		if (xq && !xs__room(d, xq->wait_est_ns, now))
-			xq = NULL;
-		if (xq) {
-			xs_list_remove(&xq->wait_link);
-			if (xq->vtime_ns > b->vfloor_ns)
-				b->vfloor_ns = xq->vtime_ns;
-			xs_obj_ref(&xq->obj);
-			b->granting = xq;
-			b->grant_blocked = false;
-		}
-		xs_mutex_unlock(&d->lock);
-		if (!xq)
-			break;
-		xs_mutex_lock(&xq->lock);
-		xs_engine_grant(xq);
-		xs_mutex_unlock(&xq->lock);
-		xs_mutex_lock(&d->lock);
-		b->granting = NULL;
-		bool blocked = b->grant_blocked;
-		xs_mutex_unlock(&d->lock);
-		xs_obj_unref(&xq->obj);
-		if (blocked)
-			break;
+	xs_mutex_lock(&d->lock);
+	xs_budget *b = &d->budget;
+	int64_t now = xs_now_ns();
+	xs_xqueue *xq = xs__best(b, xs__space(d, now));
+	if (xq && !xs__room(d, xq->wait_est_ns, now))
+		xq = NULL;
+	if (xq) {
+		xs_list_remove(&xq->wait_link);
+		if (xq->vtime_ns > b->vfloor_ns)
+			b->vfloor_ns = xq->vtime_ns;
+		xs_obj_ref(&xq->obj);
+		b->granting = xq;
+		b->grant_blocked = false;
 	}
+	xs_mutex_unlock(&d->lock);
+	return xq;
+}
+
+bool xs_budget_grant_done(xs_device *d)
+{
+	xs_mutex_lock(&d->lock);
+	xs_budget *b = &d->budget;
+	b->granting = NULL;
+	bool blocked = b->grant_blocked;
+	xs_mutex_unlock(&d->lock);
+	return !blocked;
 }
 
 void xs_budget_top_set(xs_xqueue *xq, bool busy)
@@ -579,7 +565,6 @@ void xs_budget_widened(xs_device *d)
 void xs_budget_forget(xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
-	xs_objective_forget(xq);
 	if (xs_linked(&xq->wait_link)) {
 		xs_list_remove(&xq->wait_link);
 		d->budget.grant = true; /* the next waiter's turn */

@@ -14,10 +14,11 @@
  *   producer waits for) suspended for ever. Such a record is marked needs_done, and its
  *   waiters go only once it has completed.
  * While the head wait cannot go, its XQueue is *blocked*: it is on the blocked list, the
- * scheduler treats it as not ready (so HPF lets the producer run), and every change of a
- * record's state (and every new submitted record, which may sit behind the wait in the
- * same XQueue) kicks all blocked XQueues to look again. Wake-ups coalesce; each XQueue
- * re-checks its own head.
+ * scheduler treats it as not ready (so HPF lets the producer run), and at every change of
+ * a record's state (and every new submitted record, which may sit behind the wait in the
+ * same XQueue) the engine kicks all blocked XQueues to look again: this file says when
+ * (xs_dep_advance's result) and hands them out (xs_dep_pop_blocked); it calls nobody.
+ * Wake-ups coalesce; each XQueue re-checks its own head.
  *
  * Lock: xs__dep_lock guards u.record.dep/needs_done/dep_result of every record and the
  * blocked list. It is a leaf: taken with at most one XQueue lock held, nothing under it.
@@ -28,31 +29,27 @@
 static xs_mutex xs__dep_lock = PTHREAD_MUTEX_INITIALIZER;
 static xs_link xs__blocked = {&xs__blocked, &xs__blocked}; /* xs_xqueue.dep_link */
 
-/* Kick every XQueue blocked now (no lock of theirs is taken: the launch thread re-checks
- * each). Caller holds no lock but at most one XQueue's. */
-static void xs__kick_blocked(void)
+size_t xs_dep_blocked_count(void)
 {
 	xs_mutex_lock(&xs__dep_lock);
 	size_t n = 0;
 	xs_list_for_each(l, &xs__blocked) n++;
 	xs_mutex_unlock(&xs__dep_lock);
-	/* One at a time, at most the n listed now: a queue that re-enlists after its kick goes
-	 * to the back, behind them. */
-	for (; n; n--) {
-		xs_mutex_lock(&xs__dep_lock);
-		xs_link *l = xs_list_pop_front(&xs__blocked);
-		xs_xqueue *xq = l ? xs_container_of(l, xs_xqueue, dep_link) : NULL;
-		if (xq)
-			xs_obj_ref(&xq->obj);
-		xs_mutex_unlock(&xs__dep_lock);
-		if (!xq)
-			break;
-		xs_dev_kick(xq);
-		xs_obj_unref(&xq->obj);
-	}
+	return n;
 }
 
-void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res)
+xs_xqueue *xs_dep_pop_blocked(void)
+{
+	xs_mutex_lock(&xs__dep_lock);
+	xs_link *l = xs_list_pop_front(&xs__blocked);
+	xs_xqueue *xq = l ? xs_container_of(l, xs_xqueue, dep_link) : NULL;
+	if (xq)
+		xs_obj_ref(&xq->obj);
+	xs_mutex_unlock(&xs__dep_lock);
+	return xq;
+}
+
+bool xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res)
 {
 	bool changed = false;
 	xs_mutex_lock(&xs__dep_lock);
@@ -63,20 +60,17 @@ void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res)
 		changed = true;
 	}
 	xs_mutex_unlock(&xs__dep_lock);
-	if (changed)
-		xs__kick_blocked();
+	return changed;
 }
 
-void xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res)
+bool xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res)
 {
-	if (ok) {
-		xs_mutex_lock(&xs__dep_lock);
-		rec->u.record.needs_done = needs_done;
-		xs_mutex_unlock(&xs__dep_lock);
-		xs_dep_advance(rec, XS_DEP_LAUNCHED, kXSchedSuccess);
-	} else {
-		xs_dep_advance(rec, XS_DEP_FAILED, res);
-	}
+	if (!ok)
+		return xs_dep_advance(rec, XS_DEP_FAILED, res);
+	xs_mutex_lock(&xs__dep_lock);
+	rec->u.record.needs_done = needs_done;
+	xs_mutex_unlock(&xs__dep_lock);
+	return xs_dep_advance(rec, XS_DEP_LAUNCHED, kXSchedSuccess);
 }
 
 /* Whether a wait on @rec may be enqueued on a queue of backend @ops now; on a failed
@@ -138,9 +132,4 @@ void xs_dep_forked(void)
 {
 	xs_mutex_init(&xs__dep_lock);
 	xs_list_init(&xs__blocked);
-}
-
-void xs_dep_record_submitted(void)
-{
-	xs__kick_blocked();
 }

@@ -52,7 +52,6 @@ enum {
 	 * about 20k wake-ups a second at most; 1 ms is also the health-check period. */
 	XS__POLL_MIN_NS = 50000,
 	XS__POLL_MAX_NS = 1000000,
-	XS__CHECK_NS = 1000000, /* ask a silent GPU queue for faults this often */
 };
 
 /* Guards xs__devices and each device's nqueues, hw_queues and oversubscribed changes. */
@@ -62,6 +61,47 @@ static xs_link xs__devices = {&xs__devices, &xs__devices};
  * store must stay). */
 static xs_link *volatile xs__parent_devices;
 static atomic_bool xs__stall_warned; /* the first stall release is a warning, later ones debug */
+
+void xs_engine_set_budget(int64_t budget_ns)
+{
+	if (xs_budget_set(XS_BUDGET_COMMIT, budget_ns))
+		xs_dev_grant_all();
+}
+
+void xs_engine_set_corun(int64_t corun_ns)
+{
+	if (xs_budget_set(XS_BUDGET_CORUN, corun_ns))
+		xs_dev_grant_all();
+}
+
+void xs_engine_set_strict(int strict)
+{
+	if (xs_budget_set(XS_BUDGET_STRICT, strict))
+		xs_dev_grant_all();
+}
+
+void xs_engine_set_hold(bool hold)
+{
+	if (xs_budget_set(XS_BUDGET_HOLD, hold))
+		xs_dev_grant_all();
+}
+
+/* Serve the budget's waiters in rank order, each given its turn until one finds the
+ * budget full (at Lv1 its head command is charged there and the launch thread enqueues
+ * it). The progress thread. */
+static void xs__grant(xs_device *d)
+{
+	xs_xqueue *xq;
+	while ((xq = xs_budget_grant_next(d))) {
+		xs_mutex_lock(&xq->lock);
+		xs_engine_grant(xq);
+		xs_mutex_unlock(&xq->lock);
+		bool more = xs_budget_grant_done(d);
+		xs_obj_unref(&xq->obj);
+		if (!more)
+			break;
+	}
+}
 
 void xs_dev_grant_all(void)
 {
@@ -172,8 +212,8 @@ static void *xs__launch_main(void *arg)
 	xs__own = d;
 	XResult init = d->ops->thread_init(d->init_q);
 	if (init != kXSchedSuccess)
-		XS_ERROR("engine", "the launch thread cannot use the %s device (%d)", d->ops->name,
-			 init);
+		XS_ERROR("engine", "the launch thread cannot use the %s device (%s)", d->ops->name,
+			 xs_result_name(init));
 	xs_mutex_lock(&d->lock);
 	for (;;) {
 		if (xs_list_empty(&d->kicks)) {
@@ -279,7 +319,7 @@ static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
 			 d->ops->name, released, (long long)(quiet_ns / 1000000));
 }
 
-/* Once per XS__CHECK_NS, before the reaping: the stall release. Returns whether queues
+/* Once per XS_HEALTH_CHECK_NS, before the reaping: the stall release. Returns whether queues
  * still hold releasable work; the health check, a runtime call that blocks while another
  * thread's call waits for every stream (and holds the queue's lock meanwhile), is made
  * only when none does, so only after a release has let such work go. */
@@ -337,8 +377,8 @@ static void *xs__progress_main(void *arg)
 #endif
 	XResult init = d->ops->thread_init(d->init_q);
 	if (init != kXSchedSuccess)
-		XS_ERROR("engine", "the progress thread cannot use the %s device (%d)",
-			 d->ops->name, init);
+		XS_ERROR("engine", "the progress thread cannot use the %s device (%s)",
+			 d->ops->name, xs_result_name(init));
 	bool pushes = d->ops->pushes_done;
 	int64_t last_progress = xs_now_ns(), last_check = last_progress;
 	xs__stall st = {.mark = 0, .since_ns = last_progress, .release_ns = 0};
@@ -364,8 +404,8 @@ static void *xs__progress_main(void *arg)
 		xs_mutex_unlock(&d->lock);
 
 		int64_t now = xs_now_ns();
-		/* Once per XS__CHECK_NS: the stall release, then (GPU) the health check. */
-		bool look = now - last_check >= XS__CHECK_NS, check = false;
+		/* Once per XS_HEALTH_CHECK_NS: the stall release, then (GPU) the health check. */
+		bool look = now - last_check >= XS_HEALTH_CHECK_NS, check = false;
 		if (look) {
 			if (woke)
 				st.since_ns = now; /* busy from idle: the stall clock starts here */
@@ -413,7 +453,7 @@ static void *xs__progress_main(void *arg)
 			woke = false;
 		}
 		if (grant || (bnext && now >= bnext)) {
-			xs_budget_grant(d);
+			xs__grant(d);
 			xs_mutex_lock(&d->lock);
 			bnext = xs_budget_next_ns(d);
 			xs_mutex_unlock(&d->lock);
@@ -580,6 +620,8 @@ void xs_dev_detach(xs_xqueue *xq)
 	if (xs_linked(&xq->kick_link))
 		xs_list_remove(&xq->kick_link);
 	xs_budget_forget(xq);
+	if (xs_objective_forget(xq))
+		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xs_mutex_unlock(&d->lock);
 	/* The last XQueue stops the threads, unless it runs on one of them (a launch
 	 * callback that destroys another queue): xs_engine_shutdown() stops those. */

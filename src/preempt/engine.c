@@ -428,6 +428,29 @@ static bool xs__may_launch(const xs_xqueue *xq)
 			       !atomic_load_explicit(&xq->dev->draining, memory_order_relaxed));
 }
 
+/* ---- event dependencies (deps.c answers, this file acts) ---- */
+
+/* Kick every XQueue blocked on an event record now (no lock of theirs is taken: the
+ * launch thread re-checks each): one at a time, at most the number listed now, so that a
+ * queue that re-enlists after its kick goes to the back, behind them. Caller holds no
+ * lock but at most one XQueue's. */
+static void xs__kick_blocked(void)
+{
+	for (size_t n = xs_dep_blocked_count(); n; n--) {
+		xs_xqueue *xq = xs_dep_pop_blocked();
+		if (!xq)
+			break;
+		xs_dev_kick(xq);
+		xs_obj_unref(&xq->obj);
+	}
+}
+
+void xs_engine_record_advance(xs_cmd *record, enum xs_dep_state state, XResult res)
+{
+	if (xs_dep_advance(record, state, res))
+		xs__kick_blocked();
+}
+
 /* ---- enqueue ---- */
 
 enum {
@@ -527,21 +550,14 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 	atomic_store_explicit(&xq->reaper_ns, reaps ? now : 0, memory_order_relaxed);
 }
 
-enum {
-	/* The device time of a limited Lv1 queue's commands whose completions its budget may
-	 * see one mark interval late: no more than the budget's lead (budget.c, XS__LEAD_NS),
-	 * within which it commits the next command anyway. */
-	XS__LATE_SEEN_NS = 100000,
-};
-
 /* Whether a limited Lv1 queue's commands are short enough to leave marks out: the
  * commands between two marks, at its estimate (known: after its first completion), fit
- * XS__LATE_SEEN_NS. The budget then counts them charged a little longer, which keeps
+ * XS_BUDGET_LEAD_NS. The budget then counts them charged a little longer, which keeps
  * less lower work committed, never more; a mark per command cost 1.1 us of a 3-4 us
  * kernel (H100, doc/RESULTS.md). Caller holds xq->lock. */
 static bool xs__budget_sees_late(const xs_xqueue *xq, int64_t k)
 {
-	return xq->est_ns > 0 && xq->est_ns * k <= XS__LATE_SEEN_NS;
+	return xq->est_ns > 0 && xq->est_ns * k <= XS_BUDGET_LEAD_NS;
 }
 
 /* Whether number @seq (@cmd) may go without a done mark of its own (hal.h, "Left-out
@@ -687,8 +703,8 @@ static void xs__drain(xs_xqueue *xq)
 		if (skip != kXSchedSuccess)
 			res = skip;
 		else if (res != kXSchedSuccess)
-			XS_WARN("engine", "command %llu on the %s HwQueue failed to launch (%d)",
-				(unsigned long long)seq, q->ops->name, res);
+			XS_WARN("engine", "command %llu on the %s HwQueue failed to launch (%s)",
+				(unsigned long long)seq, q->ops->name, xs_result_name(res));
 
 		xs_mutex_lock(&xq->lock);
 		if (res != kXSchedSuccess)
@@ -712,7 +728,8 @@ static void xs__drain(xs_xqueue *xq)
 			xs__busy(xq, now);
 		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
 		if (record)
-			xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res);
+			if (xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res))
+				xs__kick_blocked();
 		xs_obj_unref(&cmd->obj);
 		xs_cond_broadcast(&xq->cv);
 		xs__wake_sleepers(xq, seq);
@@ -830,9 +847,9 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 		xs_budget_uncharge(xq, cmd, now);
 		if (cmd->kind == XS_CMD_EVENT_RECORD) {
 			atomic_store_explicit(&cmd->u.record.ran, true, memory_order_release);
-			xs_dep_advance(cmd,
-				       cmd->result == kXSchedSuccess ? XS_DEP_DONE : XS_DEP_FAILED,
-				       cmd->result);
+			xs_engine_record_advance(
+			    cmd, cmd->result == kXSchedSuccess ? XS_DEP_DONE : XS_DEP_FAILED,
+			    cmd->result);
 		}
 		xs_obj_unref(&cmd->obj); /* the XQueue's reference */
 	}
@@ -916,7 +933,6 @@ typedef struct xs__waiting {
 	}
 
 enum {
-	XS__WAIT_CHECK_NS = 1000000,   /* ask a silent GPU queue for faults this often */
 	XS__WAIT_EARLY_NS = 20000,     /* wake at least this (+ timer slack) before the end */
 	XS__WAIT_SPIN_NS = 20000,      /* then yield-poll this long */
 	XS__WAIT_NAP_MAX_NS = 200000,  /* then sleep at most this long between polls */
@@ -1037,7 +1053,7 @@ static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 	int64_t now = xs_now_ns();
 	if (!w->check_ns)
 		w->check_ns = now;
-	if (now - w->check_ns >= XS__WAIT_CHECK_NS) {
+	if (now - w->check_ns >= XS_HEALTH_CHECK_NS) {
 		/* Outside the lock: the runtime may block in it under another thread's call. */
 		w->check_ns = now;
 		xs_mutex_unlock(&xq->lock);
@@ -1304,7 +1320,7 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 	cmd->state = XS_CMD_PENDING;
 	xs_list_push_back(&xq->pending, &cmd->link); /* takes over the caller's reference */
 	if (cmd->kind == XS_CMD_EVENT_RECORD)
-		xs_dep_record_submitted(); /* a wait on it may be blocked in this XQueue */
+		xs__kick_blocked(); /* a wait on it may be blocked in this XQueue */
 	if (was_idle) {
 		xq->ready_since_ns = xs_now_ns();
 		xs_engine_notify(xq);
@@ -1631,6 +1647,14 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio)
 	 * that needs the lock. */
 	if (apply)
 		q->ops->set_priority(q, top);
+}
+
+void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)
+{
+	xs_mutex_lock(&xq->lock);
+	if (xs_objective_set(xq, goal_pm))
+		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+	xs_mutex_unlock(&xq->lock);
 }
 
 void xs_engine_set_level(xs_xqueue *xq, int level)

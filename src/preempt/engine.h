@@ -41,9 +41,10 @@
  * for the dependency lock) -> the dependency lock (deps.c, leaf). No thread holds two
  * XQueue locks. Launch callbacks and host functions run with no library lock held.
  *
- * Files: engine.c (the XQueue state machine), budget.c (the commitment budget), device.c
- * (the device threads), deps.c (event dependencies); they call each other directly
- * (engine_int.h). Layering: the engine includes core/ and hal/ only; it reports upward
+ * Files: engine.c (the XQueue state machine) and device.c (the device threads), which call
+ * each other; budget.c (the commitment budget), objective.c (latency objectives) and
+ * deps.c (event dependencies), leaves that return what to do (engine_int.h); lv3.c and
+ * cwsr.c (Lv3 over KFD). Layering: the engine includes core/ and hal/ only; it reports upward
  * (queue became ready or idle) through the hook the scheduler registers with
  * xs_engine_set_notify().
  */
@@ -343,10 +344,10 @@ void xs_engine_shutdown(void);
  * Lv3 KFD session: xs_cwsr_release_all). Lv3 is unavailable afterwards. */
 void xs_engine_exit(void);
 
-/* Event dependencies (deps.c). The dependency lock is a leaf. */
+/* Event dependencies (deps.c, through engine.c). The dependency lock is a leaf. */
 /* Move @record's dependency state forward to @state (never back) and kick every XQueue
  * blocked on a record. @res is kept with XS_DEP_FAILED. Any thread, any lock. */
-void xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res);
+void xs_engine_record_advance(xs_cmd *record, enum xs_dep_state state, XResult res);
 
 /* HwQueue binding (one XQueue per HwQueue), engine.c. Bind reserves the HwQueue
  * (kXSchedErrorNotAllowed if it has an XQueue, kXSchedErrorNotFound if it is being

@@ -1,10 +1,26 @@
-/* Internals shared by the engine's files (engine.c: the XQueue state machine; budget.c:
- * the commitment budget; device.c: the device threads; deps.c: event dependencies), which
- * call each other directly. Not for other layers: they use engine.h. */
+/* Internals shared by the engine's files. engine.c (the XQueue state machine) and device.c
+ * (the device threads) call each other; budget.c (the commitment budget), objective.c (the
+ * latency objectives' controller) and deps.c (event dependencies) are leaves: they call
+ * none of the others (objective.c reads budget.c's clock and settings) and return what to
+ * do (grant this queue, the budget crossed 0, kick the blocked queues), which engine.c and
+ * device.c act on. Not for other layers: they use engine.h. */
 #ifndef XS_PREEMPT_ENGINE_INT_H
 #define XS_PREEMPT_ENGINE_INT_H
 
 #include "preempt/engine.h"
+
+enum {
+	/* A GPU queue that makes no progress is asked for faults this often, by the progress
+	 * thread and by a waiter (device.c, engine.c). */
+	XS_HEALTH_CHECK_NS = 1000000,
+	/* The budget's lead (budget.c): the next command of a limited queue is committed this
+	 * long before the charged work is expected to end, or an eighth of a command if that is
+	 * more (covers the progress thread's wake-up, the counter store's trip to the device,
+	 * tens of us, and the estimate's error). Also how late a limited Lv1 queue's completions
+	 * may be seen when it leaves marks out (engine.c): within the lead the budget commits
+	 * the next command anyway. */
+	XS_BUDGET_LEAD_NS = 100000,
+};
 
 /* The tiers a device's budget serves (budget.c): one per priority that waited for budget
  * lately. Past this many priorities on one device, the lower ones are served by priority
@@ -96,7 +112,7 @@ bool xs_dev_is_own_thread(const xs_device *dev);
 /* Ask every device's progress thread to hand budget on (a setting changed). No lock. */
 void xs_dev_grant_all(void);
 
-/* budget.c (see there). */
+/* budget.c (see there): a leaf. */
 /* Charge @cmd of the limited @xq at *@now (ns, monotonic; xs_now_lazy: read if 0) if the
  * budget has room and it is @xq's turn, else queue @xq as a waiter; true if @cmd may be
  * committed (always, uncharged, while @xq closes). Caller holds xq->lock. */
@@ -112,8 +128,17 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now);
 /* The lower-work clock at @now: how long, in all, lower work was charged on @dev (ns).
  * Caller holds dev->lock. */
 int64_t xs_budget_lower_clock(const xs_device *dev, int64_t now);
-/* Serve the waiters in rank order while the budget has room (the progress thread). */
-void xs_budget_grant(xs_device *dev);
+/* The waiter to serve next, in rank order, if the budget has room for it: taken off the
+ * waiters, marked as being granted, with a reference for the caller; NULL if none. The
+ * caller (the progress thread, device.c) gives it its turn (xs_engine_grant under its
+ * lock), then calls xs_budget_grant_done: true if the next waiter may be served. */
+xs_xqueue *xs_budget_grant_next(xs_device *dev);
+bool xs_budget_grant_done(xs_device *dev);
+/* The process-wide settings (XHintCommitBudget, XHintCorunBudget, XHintStrictPriority,
+ * the scheduler's hold): returns whether waiters may now be served (the caller then asks
+ * every device to hand budget on). */
+enum xs_budget_setting { XS_BUDGET_COMMIT, XS_BUDGET_CORUN, XS_BUDGET_STRICT, XS_BUDGET_HOLD };
+bool xs_budget_set(enum xs_budget_setting which, int64_t value);
 /* When the first waiter fits by the passing of time alone (ns, monotonic), 0 if none.
  * Caller holds dev->lock. */
 int64_t xs_budget_next_ns(const xs_device *dev);
@@ -131,11 +156,14 @@ void xs_budget_forget(xs_xqueue *xq);
 void xs_budget_reset(void);
 void xs_budget_forked(void);
 
-/* objective.c (see there). Caller holds xq->lock and not dev->lock: */
+/* objective.c (see there): a leaf. Caller holds xq->lock and not dev->lock: */
 /* A command of @xq that has an objective took @per ns (@n of them completed at @now,
  * started at @start): returns whether the co-run budget went from 0 to more or back, so
  * the caller asks the scheduler for a pass (xs_engine_notify). */
 bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, int64_t now);
+/* Set @xq's objective (@goal_pm per mille, 0 = none): a new one starts at level 0;
+ * returns whether the budget in force crossed 0, as above. Caller holds xq->lock. */
+bool xs_objective_set(xs_xqueue *xq, int64_t goal_pm);
 /* A scope unit of the protected @xq starts at @now (its first enqueue since the scope
  * opened), and ends at @now (the completion of its last command, or the scope's close
  * with nothing in flight): the end returns whether the budget crossed 0, as above. */
@@ -145,8 +173,9 @@ bool xs_objective_unit_end(xs_xqueue *xq, int64_t now);
  * asks again, from 0): returns whether the budget in force crossed 0, as above. */
 bool xs_objective_limited(xs_xqueue *xq, bool limited);
 /* Caller holds dev->lock: */
-/* @xq left the device (detach): the budget in force without it. */
-void xs_objective_forget(xs_xqueue *xq);
+/* @xq left the device (detach): the budget in force without it; returns whether it
+ * crossed 0, as above. */
+bool xs_objective_forget(xs_xqueue *xq);
 /* Waiters may fit now: ask the progress thread to hand budget on (budget.c). */
 void xs_budget_widened(xs_device *d);
 
@@ -193,24 +222,32 @@ int64_t xs_engine_reaper_until(const xs_xqueue *xq);
  * complete by @now: worth a reap, which asks the backend whether the queue is idle. Any
  * thread, no lock. */
 bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now);
-/* Called with xq->lock held by deps.c when a blocked queue may go on. */
+/* Ask the scheduler for a pass about @xq (it became ready or idle, or the co-run budget
+ * crossed 0). Caller holds xq->lock (engine.c, or device.c at detach under dev->lock). */
 void xs_engine_notify(xs_xqueue *xq);
 
-/* deps.c */
+/* deps.c: a leaf (it calls no other file of the engine; engine.c acts on its answers). */
 /* Whether the event wait @cmd at the head of @xq may be enqueued now; when it must not
  * be launched at all, *res is the result to give it. When it may not go, @xq is on the
  * blocked list and will be kicked at the next change. Caller holds xq->lock. */
 bool xs_dep_check(xs_xqueue *xq, xs_cmd *cmd, XResult *res);
 /* Take @xq off the blocked list (destroy). Caller holds xq->lock. */
 void xs_dep_unblock(xs_xqueue *xq);
-/* An event record was submitted: a blocked wait may sit in front of it. */
-void xs_dep_record_submitted(void);
+/* Move @record's dependency state forward to @state (never back; @res kept with
+ * XS_DEP_FAILED); returns whether it changed: the blocked XQueues are then kicked. */
+bool xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res);
+/* The number of XQueues blocked now, and the first of them, taken off the list with a
+ * reference for the caller (NULL: none): the engine kicks them after a change. No lock
+ * but at most one XQueue's. */
+size_t xs_dep_blocked_count(void);
+xs_xqueue *xs_dep_pop_blocked(void);
 
 /* In a child after fork(): clean state. */
 void xs_dev_forked(void);
 void xs_dep_forked(void);
 /* An event record of @xq was enqueued (@ok) or failed to; @needs_done: waiters must wait
- * for its completion. Caller holds xq->lock. */
-void xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res);
+ * for its completion. Returns whether its state changed: the blocked XQueues are then
+ * kicked. Caller holds xq->lock. */
+bool xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res);
 
 #endif

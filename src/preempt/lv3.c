@@ -325,8 +325,8 @@ void xs_lv3_probe_hwq(xs_hwq *q)
 XResult xs_host_queue_enable_lv3(HwQueueHandle hwq, uint64_t ring_base_address)
 {
 	xs_obj *obj = xs_handle_get(hwq, XS_KIND_HWQUEUE);
-	XS_CHECK(obj, kXSchedErrorNotFound, TOPIC, "enable Lv3: 0x%llx is not a live HwQueue",
-		 (unsigned long long)hwq);
+	XS_CHECK(obj, kXSchedErrorNotFound, TOPIC, "enable Lv3: 0x%llx %s", (unsigned long long)hwq,
+		 xs_handle_describe(hwq, XS_KIND_HWQUEUE));
 	xs_hwq *q = xs_hwq_of(obj);
 	XResult res = kXSchedSuccess;
 	if (!xs_hwq_is_host(q)) {

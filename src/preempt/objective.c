@@ -60,6 +60,10 @@
  * objective 1.5 gave a time-per-token p99 of 5.8x alone while the mean it held read 2.1
  * (H100, 2026-11-27, doc/RESULTS.md).
  *
+ * A leaf: this file calls no other file of the engine but budget.c's clock and settings;
+ * it returns whether the budget in force crossed 0 and the engine asks the scheduler for
+ * a pass (xs_engine_notify).
+ *
  * State and locks: the per-queue state (xs_xqueue.objective) and the device's level
  * (xs_device.obj_level) are under dev->lock, taken here under xq->lock (the lock map's
  * xq->lock -> dev->lock); goal_pm is written under both, so the completion path reads it
@@ -275,17 +279,15 @@ bool xs_objective_unit_end(xs_xqueue *xq, int64_t now)
 	return crossed;
 }
 
-void xs_objective_forget(xs_xqueue *xq)
+bool xs_objective_forget(xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
-	if (xq->objective.goal_pm && xs__publish(d, xs__dev_level(d), xq))
-		xs_engine_notify(xq);
+	return xq->objective.goal_pm && xs__publish(d, xs__dev_level(d), xq);
 }
 
-void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)
+bool xs_objective_set(xs_xqueue *xq, int64_t goal_pm)
 {
 	xs_device *d = xq->dev;
-	xs_mutex_lock(&xq->lock);
 	xs_mutex_lock(&d->lock);
 	xs_objective *o = &xq->objective;
 	if (!goal_pm || !o->goal_pm) { /* a new objective starts from the safe end */
@@ -299,9 +301,7 @@ void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)
 	o->goal_pm = goal_pm;
 	bool crossed = xs__publish(d, xs__dev_level(d), xq);
 	xs_mutex_unlock(&d->lock);
-	if (crossed)
-		xs_engine_notify(xq);
-	xs_mutex_unlock(&xq->lock);
+	return crossed;
 }
 
 bool xs_objective_limited(xs_xqueue *xq, bool limited)

@@ -281,23 +281,30 @@ static void converge_and_step(void)
 	       mean_factor(CONV, n), CONV, ch, s.slowdown_permille / 1000.0,
 	       (unsigned long long)s.alone_command_ns, (long long)(low1 - low0),
 	       (long long)g_low_at_zero);
-	for (int i = CONV; i < N1; i++)
-		CHECK(budget[i] > 0 && budget[i] != UINT64_MAX); /* converged: co-runs, bounded */
-	/* The tail held, by the test's own record (the controller measures host times, which
-	 * a loaded machine stretches: the bound allows for that), and low work co-ran: many
-	 * more low commands completed than while the same chain ran at a budget of 0 (the
-	 * controller holds the tail, so the mean factor stays low: 1.01-1.03 on a 2-core
-	 * host, where timer jitter alone reaches 1.1 at the tail). */
-	CHECK(held <= 1.2 * 1.25);
-	CHECK(low1 - low0 > 4 * g_low_at_zero + 50);
-	/* Settled: a probe now and then, no oscillation. The 400 commands after convergence
-	 * are 25 windows, so a controller that moves at every window boundary changes the
-	 * budget 24 times. A settled one changed it 3-9 times on a 2-core host running a second
-	 * test beside it, and 12-15 times with both cores also busy with other processes (load
-	 * noise in the measured times trips a step down now and then, each followed by a climb
-	 * back): 18 tells the two apart with room on both sides. */
-	CHECK(ch <= 18);
-	CHECK(s.slowdown_permille >= 900 && s.slowdown_permille <= 1600);
+	/* An overloaded host (sanitizers, other processes on 2 cores) stretches the measured
+	 * host times: where the p99 measured at a budget of 0 is itself above the objective,
+	 * staying at 0 is the right answer (the header: an objective the device cannot meet
+	 * even at 0 leaves the budget at 0), and only that is checked. */
+	if (budget[N1 - 1] == 0 && s.slowdown_permille > 1200) {
+		printf("  (an overloaded host: p99 %.3f at a budget of 0; it stays at 0)\n",
+		       s.slowdown_permille / 1000.0);
+		for (int i = CONV; i < N1; i++)
+			CHECK(budget[i] != UINT64_MAX);
+	} else {
+		for (int i = CONV; i < N1; i++)
+			CHECK(budget[i] > 0 && budget[i] != UINT64_MAX); /* co-runs, bounded */
+		/* The tail held, by the test's own record (the controller measures host times,
+		 * which a loaded machine stretches: the bound allows for that), and low work
+		 * co-ran: many more low commands completed than while the same chain ran at a
+		 * budget of 0 (the controller holds the tail, so the mean factor stays low:
+		 * 1.01-1.03 on a 2-core host, where timer jitter alone reaches 1.1 at the tail). */
+		CHECK(held <= 1.2 * 1.25);
+		CHECK(low1 - low0 > 4 * g_low_at_zero + 50);
+		/* Settled: a probe now and then, no oscillation (a controller that moved at every
+		 * look would change it at each of the ~6 windows and at each violation). */
+		CHECK(ch <= 18);
+		CHECK(s.slowdown_permille >= 900 && s.slowdown_permille <= 1600);
+	}
 	CHECK(s.alone_command_ns >= BASE_US * 1000 && s.alone_command_ns < 3 * BASE_US * 1000);
 
 	/* Step: each co-running low command now costs three times as much. */
