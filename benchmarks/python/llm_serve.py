@@ -975,11 +975,13 @@ def targets(rows, ref):
         return v / rl[key] if v is not None and rl.get(key) else None
 
     def kept(r, lane):
-        return r[lane]["per_s"] / ref[lane]["per_s"] if ref[lane]["per_s"] else 0.0
+        if not r.get(lane) or not ref[lane].get("per_s"):
+            return 0.0  # the lane did not run in this row (an alone row)
+        return r[lane]["per_s"] / ref[lane]["per_s"]
 
     prio = get("prio")
     for mode, r in rows.items():
-        if not get(mode) or "error" in r:
+        if not get(mode) or "error" in r or mode.startswith("alone"):
             continue
         p99 = x(r, "tpot_p99_ms")
         if p99 is None:

@@ -21,7 +21,9 @@
  *   the last XS_OBJ_RING, 128) and the count of those above G. The p99 may be above G for
  *   1 unit in 100: a *violation* is more units above G than max(n, 100) / 100 of the n
  *   units since the last move (so the second unit above G of the first hundred). It is
- *   judged at every unit: the controller backs off at once.
+ *   judged at every unit: the controller backs off at once. The p99 it reports and steps
+ *   on is read the same way: past the units the rule allows above G (the second largest
+ *   of 64, so that one slow unit is not taken for the tail).
  * - Control. The co-run budget moves over levels: 0 (nothing new co-runs: HPF suspends
  *   the lower queues, the default behaviour of engine v3), then half octaves from 25 us
  *   (25, 35, 50, 71, 100 us ... 51.2 ms, passing through the commitment budget; the cap
@@ -225,7 +227,10 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, bool alone, uint64_
 		return false;
 	uint16_t v[XS_OBJ_RING];
 	uint32_t k = xs__sorted(o, v);
-	o->slow_pm = v[(k * 99 + 99) / 100 - 1];
+	/* The p99 as the violation rule counts it: past the units it allows above the goal
+	 * (1 in max(n, 100)), so that one slow unit of 64 does not read as the tail. */
+	uint32_t allowed = (o->n > XS__TAIL_MIN ? o->n : XS__TAIL_MIN) * XS__TAIL_PM / 1000;
+	o->slow_pm = v[k > allowed ? k - 1 - allowed : 0];
 	/* Units faster than alone by an eighth at the median: the work became shorter (what
 	 * co-ran cannot make it faster), so the estimate follows. */
 	if (v[k / 2] < 1000 - 125)
