@@ -19,7 +19,7 @@ typedef struct xs__snap {
 } xs__snap;
 
 /* Guards xs__newest and the loads. */
-static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__lock = XS_MUTEX_INITIALIZER;
 static xs__snap *xs__newest;
 /* The snapshot in force, NULL = read the environment at the next use. Stored under
  * xs__lock (release), read without it (acquire). */
@@ -73,6 +73,7 @@ static void xs__load(xs_config *c)
  * one (NULL when out of memory). Caller holds xs__lock. */
 static const xs_config *xs__snapshot(void)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	xs__snap *s = calloc(1, sizeof(*s)); /* zeroed: padding compares equal */
 	if (!s)
 		return xs__newest ? &xs__newest->cfg : NULL;

@@ -71,7 +71,8 @@ static xs__shard *xs__shard_of(uint64_t hash)
 	return &xs__shards[hash >> (64 - XS__SHARD_BITS)];
 }
 
-/* The chain of @hash in @sh, which has buckets. Caller holds sh->lock. */
+/* The chain of @hash in @sh, which has buckets. Caller holds sh->lock, or owns @sh alone
+ * (the new table xs__grow fills). */
 static xs_obj **xs__bucket(const xs__shard *sh, uint64_t hash)
 {
 	return &sh->buckets[(hash << XS__SHARD_BITS) >> (64 - sh->bits)];
@@ -128,6 +129,7 @@ void xs_obj_unref(xs_obj *obj)
  * memory (the old array stays: longer chains, same answers). Caller holds sh->lock. */
 static bool xs__grow(xs__shard *sh)
 {
+	XS_ASSERT_HELD(&sh->lock);
 	unsigned bits = sh->buckets ? sh->bits + 1 : XS__BUCKET_BITS_MIN;
 	xs_obj **nb = calloc((size_t)1 << bits, sizeof(*nb));
 	if (!nb)

@@ -10,20 +10,24 @@
 void xs_thread_die(const char *what, int err)
 {
 	/* The one place the library prints without XSCHED_LOG: it is about to abort. */
-	fprintf(stderr, "xsched: fatal: %s: %s\n", what, strerror(err));
+	if (err)
+		fprintf(stderr, "xsched: fatal: %s: %s\n", what, strerror(err));
+	else
+		fprintf(stderr, "xsched: fatal: %s\n", what);
 	abort();
 }
 
 void xs_mutex_init(xs_mutex *m)
 {
-	int err = pthread_mutex_init(m, NULL);
+	int err = pthread_mutex_init(&m->m, NULL);
 	if (err)
 		xs_thread_die("pthread_mutex_init", err);
+	xs__mutex_owned(m, false);
 }
 
 void xs_mutex_destroy(xs_mutex *m)
 {
-	int err = pthread_mutex_destroy(m);
+	int err = pthread_mutex_destroy(&m->m);
 	if (err)
 		xs_thread_die("pthread_mutex_destroy", err);
 }
@@ -50,9 +54,11 @@ void xs_cond_destroy(xs_cond *c)
 
 void xs_cond_wait(xs_cond *c, xs_mutex *m)
 {
-	int err = pthread_cond_wait(c, m);
+	xs__mutex_owned(m, false);
+	int err = pthread_cond_wait(c, &m->m);
 	if (err)
 		xs_thread_die("pthread_cond_wait", err);
+	xs__mutex_owned(m, true);
 }
 
 bool xs_cond_timedwait(xs_cond *c, xs_mutex *m, int64_t deadline_ns)
@@ -61,7 +67,9 @@ bool xs_cond_timedwait(xs_cond *c, xs_mutex *m, int64_t deadline_ns)
 	    .tv_sec = deadline_ns / 1000000000,
 	    .tv_nsec = deadline_ns % 1000000000,
 	};
-	int err = pthread_cond_timedwait(c, m, &ts);
+	xs__mutex_owned(m, false);
+	int err = pthread_cond_timedwait(c, &m->m, &ts);
+	xs__mutex_owned(m, true);
 	if (err == ETIMEDOUT)
 		return false;
 	if (err)

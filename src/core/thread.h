@@ -9,11 +9,32 @@
 #define XS_CORE_THREAD_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
-typedef pthread_mutex_t xs_mutex;
+/* A mutex. Builds with assertions (no NDEBUG: meson's debug builds, CI's sanitizer builds)
+ * record its holder, so that XS_ASSERT_HELD checks the "Caller holds" rules of the code
+ * (as the kernel's lockdep_assert_held does); release builds record nothing. */
+typedef struct xs_mutex {
+	pthread_mutex_t m;
+#ifndef NDEBUG
+	_Atomic(pthread_t) owner; /* the holder, valid while held */
+	atomic_bool held;
+#endif
+} xs_mutex;
+#ifndef NDEBUG
+#define XS_MUTEX_INITIALIZER                                                                       \
+	{                                                                                          \
+		PTHREAD_MUTEX_INITIALIZER, 0, false                                                \
+	}
+#else
+#define XS_MUTEX_INITIALIZER                                                                       \
+	{                                                                                          \
+		PTHREAD_MUTEX_INITIALIZER                                                          \
+	}
+#endif
 typedef pthread_cond_t xs_cond;
 
 void xs_mutex_init(xs_mutex *m);
@@ -21,17 +42,57 @@ void xs_mutex_destroy(xs_mutex *m);
 /* Print what failed and abort (thread.c). */
 _Noreturn void xs_thread_die(const char *what, int err) __attribute__((cold));
 
+/* The holder's record (builds with assertions): set after locking, cleared before
+ * unlocking (and around a condition wait, which unlocks). */
+static inline void xs__mutex_owned(xs_mutex *m, bool held)
+{
+#ifndef NDEBUG
+	if (held)
+		atomic_store_explicit(&m->owner, pthread_self(), memory_order_relaxed);
+	atomic_store_explicit(&m->held, held, memory_order_relaxed);
+#else
+	(void)m;
+	(void)held;
+#endif
+}
+
+/* Whether the calling thread holds @m (builds with assertions; true otherwise). */
+static inline bool xs_mutex_held(const xs_mutex *m)
+{
+#ifndef NDEBUG
+	return atomic_load_explicit(&m->held, memory_order_relaxed) &&
+	       pthread_equal(atomic_load_explicit(&m->owner, memory_order_relaxed), pthread_self());
+#else
+	(void)m;
+	return true;
+#endif
+}
+
+/* Abort, naming the lock and the place, unless the calling thread holds @lock (builds
+ * with assertions; nothing in release builds). Where a comment says "Caller holds". */
+#ifndef NDEBUG
+#define XS_ASSERT_HELD(lock)                                                                       \
+	do {                                                                                       \
+		if (__builtin_expect(!xs_mutex_held(lock), 0))                                     \
+			xs_thread_die(__FILE__ ": " #lock " not held in this function", 0);        \
+	} while (0)
+#else
+#define XS_ASSERT_HELD(lock) ((void)0)
+#endif
+
 /* Inline: a submitted command takes and drops about ten locks, and a call each was 1-2 ns. */
 static inline void xs_mutex_lock(xs_mutex *m)
 {
-	int err = pthread_mutex_lock(m);
+	int err = pthread_mutex_lock(&m->m);
 	if (__builtin_expect(err != 0, 0))
 		xs_thread_die("pthread_mutex_lock", err);
+	xs__mutex_owned(m, true);
 }
 
 static inline void xs_mutex_unlock(xs_mutex *m)
 {
-	int err = pthread_mutex_unlock(m);
+	xs__mutex_owned(m, false);
+	int err = pthread_mutex_unlock(&m->m);
 	if (__builtin_expect(err != 0, 0))
 		xs_thread_die("pthread_mutex_unlock", err);
 }

@@ -27,7 +27,7 @@ typedef struct xs__ring {
  * thread that records later takes it over and adds its own events, and a ring nobody owns
  * is freed once its events are written (xs_trace_stop). So the memory of the rings follows
  * the number of recording threads alive at once, not of every thread that ever recorded. */
-static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__lock = XS_MUTEX_INITIALIZER;
 static xs__ring *xs__rings;
 static char *xs__path;
 static _Atomic uint64_t xs__gen = 1; /* the current trace; changed under xs__lock */
@@ -223,6 +223,7 @@ static uint64_t xs__keep_last_names(xs_trace_ev *ev, uint64_t n)
  * xs__lock. */
 static void xs__free_unowned(void)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	for (xs__ring **p = &xs__rings; *p;) {
 		xs__ring *r = *p;
 		if (r->owned) {

@@ -101,7 +101,7 @@ typedef struct xs__page {
 } xs__page;
 
 /* Guards xs__pages and each page's used bits. A leaf. */
-static xs_mutex xs__slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__slot_lock = XS_MUTEX_INITIALIZER;
 static xs__page *xs__pages;
 
 typedef struct xs__gpu_q {

@@ -325,7 +325,7 @@ enum { XS__FN_BUCKETS = 256 };
  * lookup standing on it, which goes on along its `next` (left as it was) to the rest of
  * the chain; it is kept on xs__fns_retired. Guards xs__fns' writes, xs__fns_retired and
  * xs__rt. A leaf, never held across a runtime call. */
-static xs_mutex xs__fn_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__fn_lock = XS_MUTEX_INITIALIZER;
 static _Atomic(xs__fn *) xs__fns[XS__FN_BUCKETS];
 static xs__fn *xs__fns_retired;
 /* The runtime's cudaGetFuncBySymbol, and its cudaGetLastError to clear the error a failed

@@ -39,7 +39,7 @@ static const char ring_src[] =
 /* Guards everything below, and is held across a whole lookup: the kernel, the host
  * buffer and its slot are shared by every call. A leaf lock (no library lock is taken
  * inside it; the HIP runtime's own locks are). */
-static xs_mutex ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex ring_lock = XS_MUTEX_INITIALIZER;
 static hipModule_t ring_module[MAX_DEVICES];
 static hipFunction_t ring_kernel[MAX_DEVICES];
 /* Host-mapped, portable to every device; allocated once and never freed. The kernel

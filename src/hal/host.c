@@ -60,7 +60,7 @@ typedef struct xs__host_q {
 /* Guards nothing but the sleep of executors at wait entries: the flag they test
  * (u.record.ran, xs__host_q.abort_waits) is atomic, and every change of it is followed by
  * a broadcast on xs__ev_cv under xs__ev_lock, so a sleeper cannot miss it. A leaf lock. */
-static xs_mutex xs__ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__ev_lock = XS_MUTEX_INITIALIZER;
 static xs_cond xs__ev_cv = PTHREAD_COND_INITIALIZER; /* no timed waits: any clock */
 
 void xs_host_forked(void)
@@ -84,6 +84,7 @@ static xs__host_q *xs__hq(xs_hwq *q)
 /* Whether the head entry may start. Caller holds h->lock. */
 static bool xs__may_start(xs__host_q *h)
 {
+	XS_ASSERT_HELD(&h->lock);
 	const struct xs__entry *e = h->head;
 	if (!e || h->held)
 		return false;
@@ -117,6 +118,7 @@ static XResult xs__wait_record(xs__host_q *h, xs_cmd *rec)
  * h->lock. */
 static void xs__publish(xs__host_q *h, uint64_t seq)
 {
+	XS_ASSERT_HELD(&h->lock);
 	atomic_store_explicit(&h->done_seq, seq, memory_order_release);
 	xs_cond_broadcast(&h->cv);
 	xs_hwq_push_done(&h->base);

@@ -143,6 +143,7 @@ void xs_budget_forked(void)
 /* Ask the progress thread to hand budget on. Caller holds d->lock. */
 static void xs__want_grant(xs_device *d)
 {
+	XS_ASSERT_HELD(&d->lock);
 	if (!xs_list_empty(&d->budget.waiters) && !d->budget.grant) {
 		d->budget.grant = true;
 		xs_cond_signal(&d->progress_cv);
@@ -153,6 +154,7 @@ static void xs__want_grant(xs_device *d)
  * budget. Caller holds d->lock. */
 static bool xs__held(const xs_device *d)
 {
+	XS_ASSERT_HELD(&d->lock);
 	return d->top_busy && atomic_load_explicit(&xs__hold, memory_order_relaxed);
 }
 
@@ -160,6 +162,7 @@ static bool xs__held(const xs_device *d)
  * never more than the commitment budget. Caller holds d->lock. */
 static int64_t xs__cap(const xs_device *d)
 {
+	XS_ASSERT_HELD(&d->lock);
 	int64_t budget = xs__budget();
 	if (d->obj_level >= 0) { /* a latency objective's controller sizes it (objective.c) */
 		int64_t corun = atomic_load_explicit(&d->obj_corun_ns, memory_order_relaxed);
@@ -202,6 +205,7 @@ static int64_t xs__remaining(const xs_budget *b, int64_t now)
 /* Whether a command of @est ns fits on @d at @now. Caller holds d->lock. */
 static bool xs__room(const xs_device *d, int64_t est, int64_t now)
 {
+	XS_ASSERT_HELD(&d->lock);
 	const xs_budget *b = &d->budget;
 	int64_t cap = xs__cap(d);
 	if (cap < 0)
@@ -227,6 +231,7 @@ static bool xs__before(const xs_xqueue *w, int64_t vt)
  * d->lock. */
 static int64_t xs__space(const xs_device *d, int64_t now)
 {
+	XS_ASSERT_HELD(&d->lock);
 	if (!xs__held(d))
 		return INT64_MAX;
 	return xs__cap(d) - xs__remaining(&d->budget, now);
@@ -369,6 +374,7 @@ static void xs__tier_charge(xs_budget *b, const xs_xqueue *xq, int64_t est)
  * Caller holds d->lock. */
 static int64_t xs__est(const xs_device *d, const xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&d->lock);
 	int64_t cap = xs__cap(d), budget = xs__budget();
 	int64_t est = xq->est_ns > 0 ? xq->est_ns : cap < budget ? cap : budget;
 	return est < 1 ? 1 : est;

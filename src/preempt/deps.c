@@ -26,7 +26,7 @@
 #include "core/log.h"
 #include "preempt/engine_int.h"
 
-static xs_mutex xs__dep_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__dep_lock = XS_MUTEX_INITIALIZER;
 static xs_link xs__blocked = {&xs__blocked, &xs__blocked}; /* xs_xqueue.dep_link */
 
 size_t xs_dep_blocked_count(void)
@@ -77,6 +77,7 @@ bool xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res)
  * record, also its result in *res. Caller holds xs__dep_lock. */
 static bool xs__may_go(const xs_cmd *rec, const xs_hal_ops *ops, XResult *res)
 {
+	XS_ASSERT_HELD(&xs__dep_lock);
 	switch (rec->u.record.dep) {
 	case XS_DEP_FAILED:
 		*res = rec->u.record.dep_result;

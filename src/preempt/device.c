@@ -55,7 +55,7 @@ enum {
 };
 
 /* Guards xs__devices and each device's nqueues, hw_queues and oversubscribed changes. */
-static xs_mutex xs__devs_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__devs_lock = XS_MUTEX_INITIALIZER;
 static xs_link xs__devices = {&xs__devices, &xs__devices};
 /* A child's: the parent's, reachable for leak checkers (volatile: only ever written, the
  * store must stay). */
@@ -240,6 +240,7 @@ static void *xs__launch_main(void *arg)
 /* Copy the active XQueues into d->snap (references taken). Caller holds d->lock. */
 static size_t xs__snapshot(xs_device *d)
 {
+	XS_ASSERT_HELD(&d->lock);
 	xs_xqueue ***v = &d->snap;
 	size_t *cap = &d->snap_cap;
 	size_t n = 0;
@@ -510,6 +511,7 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 /* Start the device's threads with @q to bind them. Caller holds xs__devs_lock. */
 static bool xs__dev_start(xs_device *d, xs_hwq *q)
 {
+	XS_ASSERT_HELD(&xs__devs_lock);
 	xs_obj_ref(&q->obj);
 	d->init_q = q;
 	d->stop = false;
@@ -539,6 +541,7 @@ static bool xs__dev_start(xs_device *d, xs_hwq *q)
 /* Stop the threads of @d. Caller holds xs__devs_lock; @d has no XQueue. */
 static void xs__dev_stop(xs_device *d)
 {
+	XS_ASSERT_HELD(&xs__devs_lock);
 	if (!d->started)
 		return;
 	xs_mutex_lock(&d->lock);
@@ -557,6 +560,7 @@ static void xs__dev_stop(xs_device *d)
  * Caller holds xs__devs_lock. */
 static void xs__count_queues(xs_device *d)
 {
+	XS_ASSERT_HELD(&xs__devs_lock);
 	bool over = d->hw_queues && d->nqueues > d->hw_queues;
 	if (over == atomic_load_explicit(&d->oversubscribed, memory_order_relaxed))
 		return;

@@ -49,12 +49,13 @@ void xs_engine_notify(xs_xqueue *xq)
 /* ---- HwQueue binding ---- */
 
 /* Guards xs_hwq.xq, xs_hwq.dead and xs_xqueue.published. A leaf. */
-static xs_mutex xs__bind_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__bind_lock = XS_MUTEX_INITIALIZER;
 
 /* Whether @q may be bound or destroyed: kXSchedErrorNotFound once it is being destroyed,
  * kXSchedErrorNotAllowed while an XQueue is bound. Caller holds xs__bind_lock. */
 static XResult xs__hwq_unused(const xs_hwq *q)
 {
+	XS_ASSERT_HELD(&xs__bind_lock);
 	return q->dead ? kXSchedErrorNotFound : q->xq ? kXSchedErrorNotAllowed : kXSchedSuccess;
 }
 
@@ -195,6 +196,7 @@ static void xs__sleep(xs_xqueue *xq, uint64_t seq, int64_t deadline_ns)
  * for it (all wake and register again). Caller holds xq->lock. */
 static void xs__wake_sleepers(xs_xqueue *xq, uint64_t reached)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (xq->sleepers && reached >= xq->sleep_seq) {
 		xq->sleep_seq = UINT64_MAX;
 		xs_cond_broadcast(&xq->done_cv);
@@ -214,6 +216,7 @@ enum {
  * xq->lock. */
 static int64_t xs__to_mark(const xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	int64_t n = 0;
 	xs_list_for_each(l, &xq->inflight)
 	{
@@ -240,6 +243,7 @@ static int64_t xs__to_mark(const xs_xqueue *xq)
  * moment was not kept before. Caller holds xq->lock. */
 static bool xs__expect(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	int64_t since = xq->busy_since_ns;
 	bool wanted = xq->limited || !xs_list_empty(&xq->pending) || xq->sleepers ||
 		      xq->est_ns >= XS__EXPECT_MIN_NS;
@@ -253,6 +257,7 @@ static bool xs__expect(xs_xqueue *xq)
  * flight, is flagged (xs__to_mark). Caller holds xq->lock. */
 static void xs__note_mark(xs_xqueue *xq, uint64_t seq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xq->marked = seq;
 	for (xs_link *l = xq->inflight.prev; l != &xq->inflight; l = l->prev) {
 		xs_cmd *c = xs_container_of(l, xs_cmd, link);
@@ -266,6 +271,7 @@ static void xs__note_mark(xs_xqueue *xq, uint64_t seq)
 /* Committed work of @xq started at @now (0: none runs). Caller holds xq->lock. */
 static void xs__busy(xs_xqueue *xq, int64_t now)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (now && !xq->busy_since_ns) /* from idle: the progress thread's pace restarts */
 		atomic_store_explicit(&xq->dev->busy_from_ns, now, memory_order_relaxed);
 	xq->busy_since_ns = now;
@@ -278,6 +284,7 @@ static void xs__busy(xs_xqueue *xq, int64_t now)
  * xq->lock. */
 static void xs__top_update(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_budget_top_set(xq, !xq->limited && !xq->closing && xs_engine_ready(xq));
 }
 
@@ -291,6 +298,7 @@ static void xs__top_update(xs_xqueue *xq)
  * completion (deps.c). Caller holds xq->lock. */
 static bool xs__may_hold(const xs_xqueue *xq, const xs_cmd *c, bool gated)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	return gated || c->kind == XS_CMD_HOST_FUNC ||
 	       (c->kind == XS_CMD_CALLBACK && xq->hwq->ops->callbacks_on_queue);
 }
@@ -310,6 +318,7 @@ static bool xs__held_in_flight(const xs_xqueue *xq)
  * (never set apart from a store, so the two cannot disagree). Caller holds xq->lock. */
 static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (c > xq->committed_max) { /* first commits of these commands (not recommits) */
 		if (atomic_load_explicit(&xs_trace_on, memory_order_relaxed))
 			for (uint64_t s = xq->committed_max + 1; s <= c; s++)
@@ -341,6 +350,7 @@ static uint64_t xs__last_enqueued(const xs_xqueue *xq)
  * module lazily at a kernel's first launch). Caller holds xq->lock. */
 static void xs__commit(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	uint64_t top = xs__last_enqueued(xq);
 	/* At Lv1 enqueued means committed, suspended or not: a command enqueued behind the
 	 * counter before the level went down runs as Lv1 work does. */
@@ -379,6 +389,7 @@ static void xs__commit(xs_xqueue *xq)
  * in test_chaos). Caller holds xq->lock. */
 static void xs__decommit(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_hwq *q = xq->hwq;
 	/* What a synchronous XQueueSuspend waits for stays committed (it runs). */
 	uint64_t keep = xq->sync_target < xq->committed ? xq->sync_target : xq->committed;
@@ -490,6 +501,7 @@ static bool xs__window_full(xs_xqueue *xq, int64_t *now)
  * that replaces its launch (a failed dependency). Caller holds xq->lock. */
 static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip, int64_t *now)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	*skip = kXSchedSuccess;
 	/* The dependency first, whatever else holds the queue: `blocked` must clear once the
 	 * record may be depended on even while the queue is suspended, or a policy that
@@ -527,6 +539,7 @@ enum {
  * xq->lock. */
 static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	int64_t est = xq->est_ns > 0 ? xq->est_ns : 0;
 	/* The commands still in flight run first; the end kept for them counts only as far
 	 * as they can reach from now (an end kept for commands that completed, unseen, would
@@ -557,6 +570,7 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
  * kernel (H100, doc/RESULTS.md). Caller holds xq->lock. */
 static bool xs__budget_sees_late(const xs_xqueue *xq, int64_t k)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	return xq->est_ns > 0 && xq->est_ns * k <= XS_BUDGET_LEAD_NS;
 }
 
@@ -578,6 +592,7 @@ static bool xs__budget_sees_late(const xs_xqueue *xq, int64_t k)
  * is asked about at its due time (idle(), xs__tail_enqueued). Caller holds xq->lock. */
 static bool xs__may_leave_mark(const xs_xqueue *xq, const xs_cmd *cmd, uint64_t seq, bool gated)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	int64_t k = xq->batch_size < xq->threshold / 2 ? xq->batch_size : xq->threshold / 2;
 	if (!xq->hwq->lazy_marks || (xq->limited && !gated && !xs__budget_sees_late(xq, k)) ||
 	    xq->closing || xq->objective.goal_pm || xq->level >= kPreemptLevelInterrupt ||
@@ -631,6 +646,7 @@ static unsigned xs__enqueue_flags(const xs_xqueue *xq, const xs_cmd *cmd, uint64
  * the launch thread (the giver may be capturing its stream). Caller holds xq->lock. */
 static void xs__token_take(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	while (xq->launching)
 		xs_cond_wait(&xq->cv, &xq->lock);
 	xq->launching = true;
@@ -796,6 +812,7 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
  * they are then not units of their own. Caller holds xq->lock. */
 static bool xs__in_unit(const xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	const xs_objective *o = &xq->objective;
 	return xq->scopes || o->unit_armed || o->unit_start_ns;
 }
@@ -806,6 +823,7 @@ static bool xs__in_unit(const xs_xqueue *xq)
 static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool timed,
 			      int64_t *now_lazy)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	int64_t now = xs_now_lazy(now_lazy);
 	uint64_t n = done - xq->completed;
 	if (!timed && n)
@@ -965,6 +983,7 @@ enum {
  * (H100, doc/RESULTS.md). Caller holds xq->lock. */
 static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__waiting *w)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (seq > xq->committed)
 		return now + XS__WAIT_IDLE_NS;
 	if (xq->limited && seq - xq->completed > 1)
@@ -1004,6 +1023,7 @@ static int64_t xs__wake_at(const xs_xqueue *xq, uint64_t seq, int64_t now, xs__w
  * (wait_done) need none. Caller holds xq->lock; it is dropped around the enqueue. */
 static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_hwq *q = xq->hwq;
 	bool own = xs__in_enqueue == xq; /* a callback inside our enqueue: the token is ours */
 	if (q->ops->wait_done || own || seq > xq->enqueued)
@@ -1034,6 +1054,7 @@ static void xs__mark_for_waiter(xs_xqueue *xq, uint64_t seq)
  * its own wait_done instead. Caller holds xq->lock; it is dropped meanwhile. */
 static void xs__wait_device(xs_xqueue *xq, uint64_t seq, xs__waiting *w)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_hwq *q = xq->hwq;
 	if (xq->marked < seq)
 		xs__mark_for_waiter(xq, seq);
@@ -1146,6 +1167,7 @@ static bool xs__waits_for_itself(const xs_xqueue *xq, uint64_t seq, const char *
  * Caller holds xq->lock. */
 static void xs__wait_charges(xs_xqueue *xq, bool again)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	int64_t now = xs_now_ns();
 	xs_list_for_each(l, &xq->inflight)
 	{
@@ -1243,6 +1265,7 @@ XResult xs_engine_wait(xs_xqueue *xq, xs_cmd *cmd)
  * behind it). Caller holds xq->lock. */
 static uint64_t xs__next_step(const xs_xqueue *xq, uint64_t target)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	uint64_t step = xq->enqueued < target ? xq->enqueued : target;
 	if (xq->marked > xq->completed && xq->marked < step)
 		step = xq->marked;
@@ -1296,6 +1319,7 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
  * Caller holds xq->lock. */
 static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	struct xs_xqueue *none = NULL;
 	if (xq->closing) {
 		XS_WARN("engine", "XQueueSubmit: XQueue 0x%llx is being destroyed",
@@ -1382,6 +1406,7 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
  * is not measured). Caller holds xq->lock. */
 static void xs__unit_open(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_objective *o = &xq->objective;
 	if (o->goal_pm && !o->unit_start_ns)
 		o->unit_armed = true;
@@ -1391,6 +1416,7 @@ static void xs__unit_open(xs_xqueue *xq)
  * one has completed (none enqueued: no unit). Caller holds xq->lock. */
 static void xs__unit_close(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_objective *o = &xq->objective;
 	o->unit_armed = false;
 	if (!o->unit_start_ns || o->unit_end_seq)
@@ -1474,6 +1500,7 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
  * xq->lock. */
 static void xs__suspend_levels(xs_xqueue *xq, int from, int to)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_hwq *q = xq->hwq;
 	if (from < kPreemptLevelDeactivate && to >= kPreemptLevelDeactivate)
 		xs__decommit(xq);
@@ -1486,6 +1513,7 @@ static void xs__suspend_levels(xs_xqueue *xq, int from, int to)
  * caller then commits (xs_engine_progress). Caller holds xq->lock. */
 static void xs__resume_levels(xs_xqueue *xq, int from, int to)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_hwq *q = xq->hwq;
 	if (from >= kPreemptLevelInterrupt && to < kPreemptLevelInterrupt && q->lv3) {
 		xs_lv3_restore(q->lv3); /* a failure is logged once there; retried later */
@@ -1504,6 +1532,7 @@ static void xs__resume_levels(xs_xqueue *xq, int from, int to)
  * commit. Caller holds xq->lock. */
 static void xs__gate_charges(xs_xqueue *xq, bool open)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_hwq *q = xq->hwq;
 	if (xq->gate_after == UINT64_MAX)
 		return;
@@ -1529,6 +1558,7 @@ static void xs__gate_charges(xs_xqueue *xq, bool open)
  * Caller holds xq->lock. */
 static void xs__set_sole(xs_xqueue *xq, bool sole)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (sole == xq->sole_top)
 		return;
 	xq->sole_top = sole;
@@ -1543,6 +1573,7 @@ static void xs__set_sole(xs_xqueue *xq, bool sole)
  * enqueued without run on). Caller holds xq->lock. */
 static void xs__apply(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	bool run = xq->closing || !(xq->app_suspended || xq->sched_suspended);
 	if (run == xq->running)
 		return;

@@ -34,7 +34,7 @@ struct xs_lv3 {
  * them, so that a queue's KFD state and its flags change together. Every cwsr call is
  * serialised by the cwsr lock anyway, so one lock for all queues costs no concurrency.
  * Taken inside xq->lock; takes the cwsr lock inside. */
-static xs_mutex lv3_lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex lv3_lock = XS_MUTEX_INITIALIZER;
 
 static const char *result_name(XResult r)
 {
@@ -72,6 +72,7 @@ static const char *reason(const char *why, XResult r)
  * Caller holds lv3_lock; @l is degraded. */
 static void settle_locked(xs_lv3 *l)
 {
+	XS_ASSERT_HELD(&lv3_lock);
 	char why[WHY_LEN];
 	XResult r = kXSchedSuccess;
 
@@ -97,6 +98,7 @@ static void settle_locked(xs_lv3 *l)
  * one line. Caller holds lv3_lock. */
 static void degrade_locked(xs_lv3 *l, const char *what, const char *why)
 {
+	XS_ASSERT_HELD(&lv3_lock);
 	l->degraded = true;
 	settle_locked(l);
 	if (!l->q)
@@ -166,6 +168,7 @@ XResult xs_lv3_attach(xs_lv3 **out, uint64_t ring_base_address, int fallback_lev
 /* Suspend one queue, degrading it on failure. Caller holds lv3_lock. */
 static bool interrupt_locked(xs_lv3 *l)
 {
+	XS_ASSERT_HELD(&lv3_lock);
 	char why[WHY_LEN];
 	XResult r;
 

@@ -109,6 +109,7 @@ static int64_t xs__level_ns(int level)
  * Caller holds d->lock. */
 static int xs__dev_level(const xs_device *d)
 {
+	XS_ASSERT_HELD(&d->lock);
 	int level = -1;
 	xs_list_for_each(l, &d->queues)
 	{
@@ -130,6 +131,7 @@ static int64_t xs__in_force(int level)
  * returns whether the budget went from 0 to more or back. Caller holds d->lock. */
 static bool xs__publish(xs_device *d, int level, const xs_xqueue *by)
 {
+	XS_ASSERT_HELD(&d->lock);
 	int old = d->obj_level;
 	if (level == old)
 		return false;
@@ -207,6 +209,7 @@ static void xs__step(xs_objective *o, int in_force, bool violated)
  * Returns whether the budget in force crossed 0. Caller holds xq->lock and d->lock. */
 static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, bool alone, uint64_t n)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_device *d = xq->dev;
 	xs_objective *o = &xq->objective;
 	int64_t *base = scope ? &o->alone_scope_ns : &o->alone_ns;

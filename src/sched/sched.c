@@ -43,13 +43,13 @@ typedef struct xs__sq {
 	size_t dep;
 } xs__sq;
 
-static xs_mutex xs__ctl = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__ctl = XS_MUTEX_INITIALIZER;
 /* Under xs__ctl: */
 static bool xs__configured; /* kind and policy chosen (by a call or the env) */
 static bool xs__thread_running;
 static pthread_t xs__thread;
 
-static xs_mutex xs__lock = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__lock = XS_MUTEX_INITIALIZER;
 /* Under xs__lock: */
 static xs_link xs__queues = {&xs__queues, &xs__queues}; /* xs__sq.link */
 /* A child's: the parent's, reachable for leak checkers (volatile: only ever written, the
@@ -66,7 +66,7 @@ static bool xs__timeslice_given;
 static size_t xs__k = 1; /* XHintKDeadline */
 static xs_sched_stats xs__stats;
 
-static xs_mutex xs__ev = PTHREAD_MUTEX_INITIALIZER;
+static xs_mutex xs__ev = XS_MUTEX_INITIALIZER;
 static xs_cond xs__ev_cv;
 static pthread_once_t xs__ev_once = PTHREAD_ONCE_INIT;
 /* Under xs__ev: */
@@ -133,6 +133,7 @@ static size_t xs__dev_index(const void *const *devs, size_t nd, const void *dev)
  * Caller holds xs__lock; xs__entries[i].rank is set for each i. */
 static void xs__find_tops(size_t n)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	enum { XS__MAX_DEVS = 16 };
 	const void *devs[XS__MAX_DEVS];
 	Priority tops[XS__MAX_DEVS];
@@ -173,6 +174,7 @@ static void xs__find_tops(size_t n)
  * xs__top[] is set. */
 static void xs__serve_tiers(size_t n)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	bool any = false;
 	Priority hold = 0;
 	for (size_t i = 0; i < n; i++)
@@ -196,6 +198,7 @@ static void xs__serve_tiers(size_t n)
  * .suspend and xs__top[i] are set for each i. */
 static void xs__apply_limits(size_t n, bool lift)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	size_t ntop = 0; /* queues of the process's top rank */
 	Priority gtop = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -264,6 +267,7 @@ static bool xs__lend_to(size_t to_i, size_t from, bool pre)
  * were built are looked at. Caller holds xs__lock (which guards xs_xqueue.sched_priv). */
 static void xs__inherit(size_t n, bool pre)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	bool changed = true;
 	for (size_t round = 0; changed && round < n; round++) {
 		changed = false;
@@ -292,6 +296,7 @@ static void xs__inherit(size_t n, bool pre)
  * any is linked. Caller holds xs__lock. */
 static bool xs__link_deps(size_t n)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	bool any = false;
 	for (size_t i = 0; i < n; i++) {
 		xs__sq *sq = xs__entry_q[i];
@@ -310,6 +315,7 @@ static bool xs__link_deps(size_t n)
 /* One scheduling pass. Caller holds xs__lock. Returns the policy's timer (0 = none). */
 static int64_t xs__pass(void)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	if (!xs__active)
 		return 0;
 	size_t n = 0;
@@ -404,6 +410,7 @@ static int64_t xs__pass(void)
 /* Count a timer wake-up @late_ns after its deadline. Caller holds xs__lock. */
 static void xs__count_timer(int64_t late_ns)
 {
+	XS_ASSERT_HELD(&xs__lock);
 	static const int64_t bounds_us[XS_SCHED_LATE_BUCKETS - 1] = {
 	    10, 50, 100, 200, 500, 1000, 2000,
 	};
@@ -453,6 +460,7 @@ static void *xs__main(void *arg)
 /* Stop the thread and lift every scheduler suspension. Caller holds xs__ctl. */
 static void xs__stop_locked(void)
 {
+	XS_ASSERT_HELD(&xs__ctl);
 	xs_mutex_lock(&xs__lock);
 	xs__active = false;
 	xs_engine_set_hold(false);
@@ -488,6 +496,7 @@ static void xs__stop_locked(void)
 /* Make the local scheduler run @policy. Caller holds xs__ctl. */
 static XResult xs__start_locked(const xs_policy_ops *policy)
 {
+	XS_ASSERT_HELD(&xs__ctl);
 	pthread_once(&xs__ev_once, xs__ev_init);
 	xs_mutex_lock(&xs__lock);
 	if (xs__policy != policy) {
@@ -524,6 +533,7 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 /* Configure from XSCHED_SCHEDULER / XSCHED_POLICY. Caller holds xs__ctl. */
 static XResult xs__configure_from_env(void)
 {
+	XS_ASSERT_HELD(&xs__ctl);
 	const xs_config *cfg = xs_config_get();
 	const xs_policy_ops *policy = &xs_policy_hpf;
 	xs_engine_set_notify(xs__on_engine);
