@@ -17,8 +17,41 @@ static void *other(void *arg)
 	return NULL;
 }
 
+static xs_mutex g_m = XS_MUTEX_INITIALIZER;
+
+/* Another thread does not hold a lock this one holds. */
+static void *other_main(void *arg)
+{
+	(void)arg;
+	CHECK(!xs_mutex_held(&g_m));
+	return NULL;
+}
+
+/* The holder record behind XS_ASSERT_HELD (builds with assertions): held by the locking
+ * thread only, and not across a condition wait's unlock. */
+static void held(void)
+{
+#ifndef NDEBUG
+	CHECK(!xs_mutex_held(&g_m));
+	xs_mutex_lock(&g_m);
+	CHECK(xs_mutex_held(&g_m));
+	XS_ASSERT_HELD(&g_m);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, other_main, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	xs_cond c;
+	xs_cond_init(&c);
+	CHECK(!xs_cond_timedwait(&c, &g_m, xs_now_ns() + 1000000));
+	CHECK(xs_mutex_held(&g_m)); /* locked again after the wait */
+	xs_cond_destroy(&c);
+	xs_mutex_unlock(&g_m);
+	CHECK(!xs_mutex_held(&g_m));
+#endif
+}
+
 int main(void)
 {
+	held();
 	CHECK(xs_thread_timer_slack_ns() >= 0); /* 0 for a real-time thread on recent kernels */
 	CHECK(prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) == 0);
 	CHECK(xs_thread_timer_slack_ns() == 1);
