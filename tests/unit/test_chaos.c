@@ -1,8 +1,9 @@
 /* Randomized lifecycle stress on the host backend, seeded and bounded in time.
  *
  * Four queue slots. Submitter threads submit commands (host functions and launch
- * callbacks, each returning a result of its own) and cross-queue event record/wait pairs,
- * and wait for some of their commands; waiter threads submit and wait for each command.
+ * callbacks, each returning a result of its own, one in 16 running for up to 0.5 ms) and
+ * cross-queue event record/wait pairs to the slots the chaos thread makes hot, and wait for
+ * some of their commands; waiter threads submit to any slot and wait for each command.
  * A command may reach another slot's XQueue from inside it, as a model's host code does:
  * - XQueueWait on a command it submits there itself (checked: its own result);
  * - XQueueWaitAll on that XQueue;
@@ -11,7 +12,8 @@
  * higher, equal or lower priority than the waiter's, as the priorities move: each kind of
  * wait is counted per relation, each inline launch per pair of priorities.
  * A chaos thread suspends (also with SyncHwQueue) and resumes queues; changes priorities
- * (0..3 over four slots: three or four tiers most of the time, the middle ones busy),
+ * (0..3 over four slots: three or four tiers most of the time) and which slots are hot (a
+ * busy middle tier under an idle top one, a lone busy bottom one, all of them ...),
  * launch configs, levels, deadlines, laxities, policies (all of them), the commitment and
  * co-run budgets, latency objectives (1.2..3.0, or 0 to clear) on queues of any rank and
  * strict priority (on and off); enqueues run gate checks among commands charged to the
@@ -113,7 +115,8 @@ struct item {
 	atomic_int runs;
 	int gen, index;
 	XResult want;
-	unsigned seed; /* for what the command does when it runs */
+	unsigned seed;  /* for what the command does when it runs */
+	short sleep_us; /* how long it runs (most: 0) */
 	signed char slot, kind, op, target;
 	bool accepted;
 };
@@ -135,6 +138,9 @@ static atomic_int g_tier_samples, g_tier3_samples;
 /* The scopes the chaos thread holds open on all slots: the sum of their `scopes`, each
  * change made under the slot's lock. */
 static atomic_int g_open_scopes;
+/* The slots the submitters feed (a bit per slot; 0: all of them), changed by the chaos
+ * thread: a busy middle tier below an idle top one, a lone busy bottom one, and so on. */
+static atomic_int g_hot;
 /* Process-wide settings as the chaos thread last set them, for the watchdog's report. */
 static atomic_int g_policy = kPolicyHighestPriorityFirst, g_strict, g_budget_us = -1,
 		  g_corun_us = -1;
@@ -176,6 +182,18 @@ static struct item *item_at(int i)
 			free(fresh);
 	}
 	return &chunk[i % CHUNK];
+}
+
+/* A slot the submitters feed now: one of the hot ones (the others get only what commands
+ * and waiters submit, and go idle now and then), or any when none is hot. */
+static int hot_slot(unsigned *seed)
+{
+	unsigned hot = (unsigned)atomic_load(&g_hot);
+	int k = (int)(rand_r(seed) % SLOTS);
+	for (int i = 0; i < SLOTS && hot; i++, k = (k + 1) % SLOTS)
+		if (hot & 1u << k)
+			return k;
+	return k;
 }
 
 static enum rel rel_of(int from, int to)
@@ -260,6 +278,8 @@ static XResult item_run(struct item *it)
 	atomic_store(&s->last_index, it->index);
 	atomic_fetch_add(&it->runs, 1);
 	atomic_fetch_add(&g_progress, 1);
+	if (it->sleep_us)
+		t_sleep_us(it->sleep_us);
 	if (it->op != OP_NONE)
 		reach(it, &s->running);
 	return it->want;
@@ -317,6 +337,7 @@ static HwCommandHandle submit_item(int k, unsigned *seed, const XResult *results
 	it->want = results[rand_r(seed) % n];
 	it->kind = rand_r(seed) % 3 ? K_HOST_FUNC : K_CALLBACK;
 	it->seed = rand_r(seed);
+	it->sleep_us = (short)(rand_r(seed) % 16 ? 0 : 20 + rand_r(seed) % 500);
 	it->op = OP_NONE;
 	if (k < SLOTS - 1 && rand_r(seed) % 4 == 0) {
 		static const signed char ops[] = {OP_WAIT, OP_WAIT, OP_WAIT_ALL, OP_INLINE,
@@ -352,7 +373,7 @@ static void *submitter(void *arg)
 	struct wait_rec *w = &g_thread_waits[T_SUBMITTER + t];
 	unsigned seed = g_seed + (unsigned)t;
 	while (!atomic_load(&g_stop)) {
-		int k = (int)(rand_r(&seed) % SLOTS);
+		int k = hot_slot(&seed);
 		if (rand_r(&seed) % 8 == 0 && k > 0) {
 			/* An event pair: a record on slot k, its wait on an earlier slot j (a
 			 * command waits only for later slots: see the top of the file). */
@@ -456,7 +477,7 @@ static void *chaos(void *arg)
 			continue;
 		}
 		XQueueHandle xq = s->xq;
-		switch (rand_r(&seed) % 14) {
+		switch (rand_r(&seed) % 16) {
 		case 0: {
 			/* No synchronous suspension while a scope this thread left open holds
 			 * queues back: it may wait for a command that waits for such a queue (a
@@ -478,8 +499,12 @@ static void *chaos(void *arg)
 			t_sleep_us(rand_r(&seed) % 500);
 			continue;
 		}
-		case 1:
-		case 2: {
+		case 1: /* which slots the submitters feed */
+			atomic_store(&g_hot, (int)(rand_r(&seed) % (1u << SLOTS)));
+			break;
+		case 2:
+		case 13:
+		case 14: {
 			int prio = (int)(rand_r(&seed) % NPRIO);
 			CHECK_OK(XHintPriority(xq, prio));
 			atomic_store(&s->prio, prio);
@@ -512,17 +537,20 @@ static void *chaos(void *arg)
 			atomic_store(&g_budget_us, -1);
 			atomic_store(&g_corun_us, -1);
 			break;
-		case 7:
+		case 7: { /* the commitment or co-run budget: 0, small, 1 ms or any */
+			static const int some[] = {0, 0, 50, 200, 1000, -1};
+			int us = some[rand_r(&seed) % 6];
 			if (rand_r(&seed) % 2) {
-				int us = (int)(rand_r(&seed) % 3000);
+				us = us < 0 ? (int)(rand_r(&seed) % 3000) : us;
 				CHECK_OK(XHintCommitBudget(us));
 				atomic_store(&g_budget_us, us);
 			} else {
-				int us = (int)(rand_r(&seed) % 500);
+				us = us < 0 ? (int)(rand_r(&seed) % 500) : us;
 				CHECK_OK(XHintCorunBudget(us));
 				atomic_store(&g_corun_us, us);
 			}
 			break;
+		}
 		case 8: /* a run gate check among commands charged to the budget */
 			CHECK_OK(XQueueEnqueueGateCheck(xq));
 			break;
