@@ -137,7 +137,7 @@ void xs_dev_kick(xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
-	/* Not once detached: a kicker that holds a reference (deps.c kicks blocked queues
+	/* Not once detached: a kicker that holds a reference (engine.c kicks blocked queues
 	 * with no XQueue lock held) may come after xs_dev_detach, and a queue left on the
 	 * kick list would be drained by the launch thread after it was freed (a use after
 	 * free the randomized stress found under the thread sanitizer). */
@@ -368,6 +368,137 @@ static int64_t xs__next_look(int64_t now, int64_t since, int64_t expect)
 	return at;
 }
 
+/* What the progress thread carries from one round to the next. */
+typedef struct xs__pace {
+	int64_t last_progress; /* the last completion seen */
+	int64_t last_check;    /* the last stall and health look (XS_HEALTH_CHECK_NS) */
+	xs__stall st;          /* the stall release's clock */
+	bool woke;             /* waited for work since the last look */
+	int64_t looked_for;    /* the expected completion the last sleep ended at */
+} xs__pace;
+
+/* One round's view: the active queues (d->snap, with references), what was asked. */
+typedef struct xs__round {
+	xs_xqueue **v;
+	size_t n;
+	bool grant;       /* a hand-on of budget was asked for */
+	int64_t bnext;    /* when the first budget waiter fits by time alone, 0 = none */
+	bool look, check; /* a stall look this round; and a health check of silent queues */
+	bool progressed;  /* something completed */
+	int64_t expect;   /* the earliest expected completion worth a look */
+} xs__round;
+
+/* Phase 1: sleep until there is active work or budget to hand on, then take the round's
+ * snapshot. Returns false when the thread should exit. */
+static bool xs__await_work(xs_device *d, xs__pace *p, xs__round *r)
+{
+	xs_mutex_lock(&d->lock);
+	while (!d->stop && xs_list_empty(&d->active) && !d->budget.grant) {
+		xs_cond_wait(&d->progress_cv, &d->lock);
+		p->woke = true;
+	}
+	if (d->stop && xs_list_empty(&d->active)) {
+		xs_mutex_unlock(&d->lock);
+		return false;
+	}
+	d->poke = false;
+	*r = (xs__round){.grant = d->budget.grant, .expect = INT64_MAX};
+	d->budget.grant = false;
+	d->wakeups++;
+	r->n = xs__snapshot(d);
+	r->v = d->snap;
+	r->bnext = xs_budget_next_ns(d);
+	xs_mutex_unlock(&d->lock);
+	return true;
+}
+
+/* Phase 2, once per XS_HEALTH_CHECK_NS: the stall release, then (GPU) whether silent
+ * queues are asked for faults this round. */
+static void xs__look_phase(xs_device *d, xs__pace *p, xs__round *r, int64_t now)
+{
+	r->look = now - p->last_check >= XS_HEALTH_CHECK_NS;
+	if (!r->look)
+		return;
+	if (p->woke)
+		p->st.since_ns = now; /* busy from idle: the stall clock starts here */
+	bool holds = xs__stall_look(d, r->v, r->n, now, &p->st);
+	r->check = !d->ops->pushes_done && !holds;
+	p->last_check = now;
+	p->woke = false;
+}
+
+/* Phase 3, per queue: reap what completed (the lock only where a done number moved, where
+ * an unmarked tail is due, and on each look, which also takes idle queues off the active
+ * list), and when to look at it next. A backend that pushes (host) woke this thread for the
+ * change: its idle() is cheap, and nothing else would look again before the next push or
+ * stall check (xs__idle_wait_ns), so each of its queues is reaped, under the lock (not on
+ * the strength of the lock-free tail_unmarked, which the enqueuer's store need not have
+ * reached). Drops the snapshot's references. */
+static void xs__reap_phase(const xs_device *d, xs__round *r, int64_t now)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		xs_xqueue *xq = r->v[i];
+		bool due = d->ops->pushes_done || xs_engine_tail_due(xq, now);
+		int64_t turn = xs_engine_reaper_until(xq); /* its submitter reaps */
+		if (r->look || due || (now >= turn && xs_engine_done_moved(xq))) {
+			xs_mutex_lock(&xq->lock);
+			r->progressed |= xs_engine_reap(xq, r->check, due);
+			xs_mutex_unlock(&xq->lock);
+		} else if (now < turn && xs_engine_done_moved(xq)) {
+			r->progressed = true; /* its submitter completes it; the pace stays */
+		}
+		/* Not before its submitter's turn ends: it sees those completions. And while it
+		 * has one, not sooner than the shortest pace: a stream of microsecond kernels
+		 * renews the turn at each enqueue, and a look at each turn's end (every 20 us,
+		 * XS__TAIL_QUIET_NS) found only a new turn, at about 1 us of this thread's CPU
+		 * per 5 us kernel (H200, 2026-11-26, benchmarks/hotpath_profile.c). A submitter
+		 * that stops has its tail seen at most this much later. */
+		int64_t e = xs_engine_expect_ns(xq, now);
+		if (e < turn)
+			e = turn;
+		if (now < turn && e < now + XS__POLL_MIN_NS)
+			e = now + XS__POLL_MIN_NS;
+		if (e < r->expect)
+			r->expect = e;
+		xs_obj_unref(&xq->obj);
+	}
+}
+
+/* Phase 4: hand budget on where it was asked for or a waiter now fits by time. */
+static void xs__grant_phase(xs_device *d, xs__round *r, int64_t now)
+{
+	if (!r->grant && !(r->bnext && now >= r->bnext))
+		return;
+	xs__grant(d);
+	xs_mutex_lock(&d->lock);
+	r->bnext = xs_budget_next_ns(d);
+	xs_mutex_unlock(&d->lock);
+}
+
+/* Phase 5: sleep until the next look (the pace, an expected completion, the budget's
+ * next admission), unless poked meanwhile. */
+static void xs__sleep_phase(xs_device *d, xs__pace *p, const xs__round *r, int64_t now)
+{
+	if (r->progressed)
+		p->last_progress = now;
+	int64_t since = p->last_progress;
+	int64_t from = atomic_load_explicit(&d->busy_from_ns, memory_order_relaxed);
+	if (from > since)
+		since = from;
+	if (p->looked_for <= now && p->looked_for > since)
+		since = p->looked_for;
+	p->looked_for = r->expect;
+	int64_t at =
+	    d->ops->pushes_done ? now + xs__idle_wait_ns(d) : xs__next_look(now, since, r->expect);
+	if (r->bnext && r->bnext < at)
+		at = r->bnext;
+	xs_mutex_lock(&d->lock);
+	if (!d->poke && !d->stop && !d->budget.grant && at > now)
+		xs_cond_timedwait(&d->progress_cv, &d->lock, at);
+	xs_mutex_unlock(&d->lock);
+}
+
+/* The progress thread: rounds of named phases until the device stops. */
 static void *xs__progress_main(void *arg)
 {
 	xs_device *d = arg;
@@ -380,102 +511,22 @@ static void *xs__progress_main(void *arg)
 	if (init != kXSchedSuccess)
 		XS_ERROR("engine", "the progress thread cannot use the %s device (%s)",
 			 d->ops->name, xs_result_name(init));
-	bool pushes = d->ops->pushes_done;
-	int64_t last_progress = xs_now_ns(), last_check = last_progress;
-	xs__stall st = {.mark = 0, .since_ns = last_progress, .release_ns = 0};
-	bool woke = false;              /* waited for work since the last look */
-	int64_t looked_for = INT64_MAX; /* the expected completion the last sleep ended at */
-	for (;;) {
-		xs_mutex_lock(&d->lock);
-		while (!d->stop && xs_list_empty(&d->active) && !d->budget.grant) {
-			xs_cond_wait(&d->progress_cv, &d->lock);
-			woke = true;
-		}
-		if (d->stop && xs_list_empty(&d->active)) {
-			xs_mutex_unlock(&d->lock);
-			break;
-		}
-		d->poke = false;
-		bool grant = d->budget.grant;
-		d->budget.grant = false;
-		d->wakeups++;
-		size_t n = xs__snapshot(d);
-		xs_xqueue **v = d->snap;
-		int64_t bnext = xs_budget_next_ns(d);
-		xs_mutex_unlock(&d->lock);
-
+	int64_t start = xs_now_ns();
+	xs__pace p = {
+	    .last_progress = start,
+	    .last_check = start,
+	    .st = {.mark = 0, .since_ns = start, .release_ns = 0},
+	    .looked_for = INT64_MAX,
+	};
+	xs__round r;
+	while (xs__await_work(d, &p, &r)) {
 		int64_t now = xs_now_ns();
-		/* Once per XS_HEALTH_CHECK_NS: the stall release, then (GPU) the health check. */
-		bool look = now - last_check >= XS_HEALTH_CHECK_NS, check = false;
-		if (look) {
-			if (woke)
-				st.since_ns = now; /* busy from idle: the stall clock starts here */
-			bool holds = xs__stall_look(d, v, n, now, &st);
-			check = !pushes && !holds;
-		}
-		bool progressed = false;
-		int64_t expect = INT64_MAX;
-		xs__batching = true;
-		for (size_t i = 0; i < n; i++) {
-			/* The lock only where a done number moved, where an unmarked tail is
-			 * due, and on each look (which also takes idle queues off the active
-			 * list). A backend that pushes (host) woke this thread for the change:
-			 * its idle() is cheap, and nothing else would look again before the next
-			 * push or stall check (xs__idle_wait_ns), so each of its queues is
-			 * reaped, under the lock (not on the strength of the lock-free
-			 * tail_unmarked, which the enqueuer's store need not have reached). */
-			bool due = pushes || xs_engine_tail_due(v[i], now);
-			int64_t turn = xs_engine_reaper_until(v[i]); /* its submitter reaps */
-			if (look || due || (now >= turn && xs_engine_done_moved(v[i]))) {
-				xs_mutex_lock(&v[i]->lock);
-				progressed |= xs_engine_reap(v[i], check, due);
-				xs_mutex_unlock(&v[i]->lock);
-			} else if (now < turn && xs_engine_done_moved(v[i])) {
-				progressed = true; /* its submitter completes it; the pace stays */
-			}
-			/* Not before its submitter's turn ends: it sees those completions. And
-			 * while it has one, not sooner than the shortest pace: a stream of
-			 * microsecond kernels renews the turn at each enqueue, and a look at
-			 * each turn's end (every 20 us, XS__TAIL_QUIET_NS) found only a new turn,
-			 * at about 1 us of this thread's CPU per 5 us kernel (H200, 2026-11-26,
-			 * benchmarks/hotpath_profile.c). A submitter that stops has its tail
-			 * seen at most this much later. */
-			int64_t e = xs_engine_expect_ns(v[i], now);
-			if (e < turn)
-				e = turn;
-			if (now < turn && e < now + XS__POLL_MIN_NS)
-				e = now + XS__POLL_MIN_NS;
-			if (e < expect)
-				expect = e;
-			xs_obj_unref(&v[i]->obj);
-		}
-		if (look) {
-			last_check = now;
-			woke = false;
-		}
-		if (grant || (bnext && now >= bnext)) {
-			xs__grant(d);
-			xs_mutex_lock(&d->lock);
-			bnext = xs_budget_next_ns(d);
-			xs_mutex_unlock(&d->lock);
-		}
+		xs__look_phase(d, &p, &r, now);
+		xs__batching = true; /* kicks wait for xs__flush_kicks */
+		xs__reap_phase(d, &r, now);
+		xs__grant_phase(d, &r, now);
 		xs__flush_kicks(d);
-		if (progressed)
-			last_progress = now;
-		int64_t since = last_progress;
-		int64_t from = atomic_load_explicit(&d->busy_from_ns, memory_order_relaxed);
-		if (from > since)
-			since = from;
-		if (looked_for <= now && looked_for > since)
-			since = looked_for;
-		looked_for = expect;
-		int64_t at = pushes ? now + xs__idle_wait_ns(d) : xs__next_look(now, since, expect);
-		if (bnext && bnext < at)
-			at = bnext;
-		xs_mutex_lock(&d->lock);
-		if (!d->poke && !d->stop && !d->budget.grant && at > now)
-			xs_cond_timedwait(&d->progress_cv, &d->lock, at);
-		xs_mutex_unlock(&d->lock);
+		xs__sleep_phase(d, &p, &r, now);
 	}
 	xs_mutex_lock(&d->lock);
 	free(d->snap);
