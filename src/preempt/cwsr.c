@@ -293,52 +293,44 @@ static void cwsr_at_exit(void)
 	xs_cwsr_release_all();
 }
 
-/* Make sure /dev/kfd is open and the debug trap enabled for this process.
- * On failure everything opened here is undone and one line is logged. */
-static XResult session_get_locked(void)
+/* Whether KFD's ioctl version has the debugger API (1.13+); logs why not. */
+static bool kfd_version_ok_locked(void)
 {
-	struct xs_kfd_dbg_trap_args args;
-	struct xs_kfd_runtime_info rinfo;
 	uint32_t major = 0, minor = 0;
-	XResult res;
-	int r;
-
-	if (trap_enabled)
-		return kXSchedSuccess;
-	if (released) {
-		CWSR_WARN("Lv3 unavailable: the process is exiting (KFD session released)");
-		return kXSchedErrorNotSupported;
-	}
-	res = kfd_open_locked();
-	if (res != kXSchedSuccess)
-		return res;
-
-	r = kfd_get_version_locked(&major, &minor);
+	int r = kfd_get_version_locked(&major, &minor);
 	if (r < 0) {
 		CWSR_WARN("Lv3 unavailable: AMDKFD_IOC_GET_VERSION failed (-%s, %d)",
 			  errno_name(-r), r);
-		goto fail;
+		return false;
 	}
 	if (major != XS_KFD_MAJOR_REQUIRED || minor < XS_KFD_MINOR_REQUIRED) {
 		CWSR_WARN("Lv3 unavailable: KFD ioctl version %u.%u; the debugger API needs "
 			  "%d.%d or later (Linux 6.5+, or a recent amdgpu-dkms driver)",
 			  major, minor, XS_KFD_MAJOR_REQUIRED, XS_KFD_MINOR_REQUIRED);
-		goto fail;
+		return false;
 	}
+	XS_DEBUG(TOPIC, "KFD %u.%u", major, minor);
+	return true;
+}
 
+/* Enable the debug trap on the open /dev/kfd (into @rinfo: the runtime's state); logs
+ * why not. */
+static bool trap_enable_locked(struct xs_kfd_runtime_info *rinfo)
+{
+	struct xs_kfd_dbg_trap_args args;
 	memset(&args, 0, sizeof(args));
-	memset(&rinfo, 0, sizeof(rinfo));
+	memset(rinfo, 0, sizeof(*rinfo));
 	args.enable.exception_mask = 0;
-	args.enable.rinfo_ptr = (uint64_t)(uintptr_t)&rinfo;
-	args.enable.rinfo_size = sizeof(rinfo);
+	args.enable.rinfo_ptr = (uint64_t)(uintptr_t)rinfo;
+	args.enable.rinfo_size = sizeof(*rinfo);
 	/* KFD needs a valid fd to report exceptions on; with an empty exception
 	 * mask it never writes to it. libhsakmt passes the KFD fd itself too. */
 	args.enable.dbg_fd = (uint32_t)kfd_fd;
-	r = dbg_trap(&args, XS_KFD_DBG_TRAP_ENABLE);
+	int r = dbg_trap(&args, XS_KFD_DBG_TRAP_ENABLE);
 	if (r < 0) {
 		CWSR_WARN("Lv3 unavailable: DBG_TRAP ENABLE failed (-%s, %d): %s", errno_name(-r),
 			  r, enable_failure_reason(-r));
-		goto fail;
+		return false;
 	}
 	trap_enabled = true;
 	/* KFD's runtime_disable, which the HSA runtime calls at its teardown (hsa_shut_down
@@ -347,7 +339,25 @@ static XResult session_get_locked(void)
 	 * before any queue could be attached: ours runs first. */
 	if (!exit_registered && atexit(cwsr_at_exit) == 0)
 		exit_registered = true;
+	return true;
+}
 
+/* Make sure /dev/kfd is open and the debug trap enabled for this process.
+ * On failure everything opened here is undone and one line is logged. */
+static XResult session_get_locked(void)
+{
+	struct xs_kfd_runtime_info rinfo;
+	if (trap_enabled)
+		return kXSchedSuccess;
+	if (released) {
+		CWSR_WARN("Lv3 unavailable: the process is exiting (KFD session released)");
+		return kXSchedErrorNotSupported;
+	}
+	XResult res = kfd_open_locked();
+	if (res != kXSchedSuccess)
+		return res;
+	if (!kfd_version_ok_locked() || !trap_enable_locked(&rinfo))
+		goto fail;
 	/* SUSPEND/RESUME need the runtime's debug support (-EPERM otherwise);
 	 * ROCr turns it on at start-up when the kernel and firmware allow it. */
 	if (rinfo.runtime_state != XS_KFD_RUNTIME_STATE_ENABLED) {
@@ -357,7 +367,7 @@ static XResult session_get_locked(void)
 		trap_disable_locked();
 		goto fail;
 	}
-	XS_DEBUG(TOPIC, "KFD %u.%u: debug trap enabled for pid %d", major, minor, (int)getpid());
+	XS_DEBUG(TOPIC, "debug trap enabled for pid %d", (int)getpid());
 	return kXSchedSuccess;
 
 fail:
@@ -665,12 +675,44 @@ static int resume_ioctl_locked(uint32_t *ids, size_t k)
 	return dbg_trap(&args, XS_KFD_DBG_TRAP_RESUME_QUEUES);
 }
 
+/* Read RESUME_QUEUES' per-queue status in @ids (@r: what the ioctl returned, the queues
+ * resumed): a queue is resumed unless flagged ERROR (INVALID alone: KFD has no such queue,
+ * so nothing is suspended). Logs what went wrong. */
+static XResult resume_status_locked(xs_cwsr_queue *const *todo, const uint32_t *ids, size_t k,
+				    int r)
+{
+	size_t failed = 0, first_bad = 0;
+	for (size_t i = 0; i < k; i++) {
+		uint32_t st = ids[i] & QUEUE_STATUS_MASK;
+		if (!(st & XS_KFD_DBG_QUEUE_ERROR_MASK))
+			todo[i]->suspended = false;
+		if (st && failed++ == 0)
+			first_bad = i;
+	}
+	if (!failed && (size_t)r == k)
+		return kXSchedSuccess;
+	if (failed)
+		CWSR_ERROR("DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s); queue %u "
+			   "flagged%s%s; %s",
+			   r, k, todo[first_bad]->queue_id,
+			   (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
+			   (ids[first_bad] & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid" : "",
+			   (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK)
+			       ? "it stays suspended"
+			       : "KFD has no such queue");
+	else
+		CWSR_ERROR("DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s) with no queue "
+			   "flagged",
+			   r, k);
+	return kXSchedErrorHardware;
+}
+
 /* Resume the @k queues of @todo that are marked suspended. Logs one line on
  * failure. */
 static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 {
 	uint32_t stack_ids[STACK_BATCH], *ids = stack_ids;
-	size_t i, failed = 0, first_bad = 0;
+	size_t i;
 	XResult res = kXSchedSuccess;
 	int r;
 
@@ -698,33 +740,7 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 		res = kXSchedErrorHardware;
 		goto out;
 	}
-	for (i = 0; i < k; i++) {
-		uint32_t st = ids[i] & QUEUE_STATUS_MASK;
-
-		/* ERROR: the hardware failed, the queue is still suspended.
-		 * INVALID alone: KFD has no such queue, so nothing is suspended. */
-		if (!(st & XS_KFD_DBG_QUEUE_ERROR_MASK))
-			todo[i]->suspended = false;
-		if (st && failed++ == 0)
-			first_bad = i;
-	}
-	if (failed || (size_t)r != k) {
-		if (failed)
-			CWSR_ERROR(
-			    "DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s); queue %u "
-			    "flagged%s%s; %s",
-			    r, k, todo[first_bad]->queue_id,
-			    (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK) ? " hardware-error" : "",
-			    (ids[first_bad] & XS_KFD_DBG_QUEUE_INVALID_MASK) ? " invalid" : "",
-			    (ids[first_bad] & XS_KFD_DBG_QUEUE_ERROR_MASK)
-				? "it stays suspended"
-				: "KFD has no such queue");
-		else
-			CWSR_ERROR("DBG_TRAP RESUME_QUEUES resumed %d of %zu queue(s) with no "
-				   "queue flagged",
-				   r, k);
-		res = kXSchedErrorHardware;
-	}
+	res = resume_status_locked(todo, ids, k, r);
 out:
 	if (ids != stack_ids)
 		free(ids);

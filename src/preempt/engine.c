@@ -659,96 +659,144 @@ static void xs__token_give(xs_xqueue *xq)
 	xs_engine_progress(xq, false);
 }
 
+/* One command's enqueue, carried across the backend call (xs__drain). */
+typedef struct xs__issue {
+	xs_cmd *cmd;
+	uint64_t seq;
+	XResult skip;    /* a result to give it instead of launching it */
+	bool broken;     /* the HwQueue failed: not launched */
+	bool gated;      /* behind a counter wait */
+	bool record;     /* an event record */
+	bool needs_done; /* its waiters must wait for its completion */
+	unsigned flags;  /* XS_ENQ_* */
+	bool pushes;     /* the backend pushes completions */
+	uint64_t pushed; /* its push count before the call */
+} xs__issue;
+
+/* The head pending command if it may be enqueued now, else NULL (@it filled). Caller holds
+ * xq->lock. */
+static xs_cmd *xs__issue_next(xs_xqueue *xq, xs__issue *it, int64_t *now)
+{
+	xs_link *l = xs_list_first(&xq->pending);
+	if (!l)
+		return NULL;
+	xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
+	if (cmd->kind == XS_CMD_INLINE && !pthread_equal(cmd->owner, pthread_self())) {
+		xs_cond_broadcast(&xq->cv); /* its owner enqueues it */
+		return NULL;
+	}
+	*it = (xs__issue){.cmd = cmd, .skip = kXSchedSuccess};
+	it->broken = atomic_load_explicit(&xq->hwq->broken, memory_order_relaxed);
+	if (!it->broken && !xs__may_enqueue(xq, cmd, &it->skip, now))
+		return NULL;
+	return cmd;
+}
+
+/* Before the backend call: the command moves to in flight, its number, gate, marks and
+ * commit (at Lv1 enqueuing commits: counted, and traced, before). Caller holds xq->lock. */
+static void xs__issue_begin(xs_xqueue *xq, xs__issue *it)
+{
+	xs_cmd *cmd = it->cmd;
+	xs_hwq *q = xq->hwq;
+	xs_list_remove(&cmd->link);
+	xs_list_push_back(&xq->inflight, &cmd->link);
+	cmd->state = XS_CMD_IN_FLIGHT;
+	it->seq = xq->enqueued + 1;
+	it->gated = xs_engine_gated(xq);
+	cmd->gated = it->gated;
+	if (!it->gated && xq->level >= kPreemptLevelDeactivate)
+		xq->ungated_upto = it->seq;
+	it->record = cmd->kind == XS_CMD_EVENT_RECORD;
+	it->needs_done = it->record && (it->gated || xs__held_in_flight(xq));
+	if (it->record)
+		cmd->u.record.ops = q->ops;
+	it->flags = xs__enqueue_flags(xq, cmd, it->seq, it->gated, it->skip);
+	cmd->has_mark = it->flags & XS_ENQ_MARK;
+	xs_dev_activate(xq);
+	xs_obj_ref(&cmd->obj);
+	xq->issuing = it->seq;
+	xs__commit(xq);
+	/* A pushing backend may run the command and push its end before its number is
+	 * stored (xs__issue_end); the progress thread then found nothing to complete. */
+	it->pushes = q->ops->pushes_done;
+	it->pushed = it->pushes ? atomic_load(&q->pushes) : 0;
+}
+
+/* The backend call, with no lock held. Returns its result. */
+static XResult xs__issue_call(xs_xqueue *xq, const xs__issue *it)
+{
+	xs_hwq *q = xq->hwq;
+	XResult res = kXSchedErrorHardware;
+	if (!it->broken) {
+		const xs_xqueue *outer = xs__in_enqueue; /* an inline callback's, or NULL */
+		xs__in_enqueue = xq;
+		res = q->ops->enqueue(q, it->skip == kXSchedSuccess ? it->cmd : NULL, it->seq,
+				      it->flags);
+		xs__in_enqueue = outer;
+	}
+	if (it->skip != kXSchedSuccess)
+		res = it->skip;
+	else if (res != kXSchedSuccess)
+		XS_WARN("engine", "command %llu on the %s HwQueue failed to launch (%s)",
+			(unsigned long long)it->seq, q->ops->name, xs_result_name(res));
+	return res;
+}
+
+/* After the backend call: its number stored, marks noted, a scope unit started, waiters
+ * woken. Caller holds xq->lock. */
+static void xs__issue_end(xs_xqueue *xq, const xs__issue *it, XResult res)
+{
+	xs_cmd *cmd = it->cmd;
+	uint64_t seq = it->seq;
+	if (res != kXSchedSuccess)
+		cmd->result = res;
+	xq->enqueued = seq;
+	xq->issuing = 0;
+	if (it->flags & XS_ENQ_MARK)
+		xq->marked = seq;
+	else if ((it->flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1)
+		xs__note_mark(xq, seq - 1);
+	if ((it->flags & (XS_ENQ_MARK | XS_ENQ_MARK_PREV)) &&
+	    atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) == INT64_MAX)
+		xs__expect(xq); /* kept none: none of its commands had a mark */
+	int64_t now = xs_now_ns();
+	if (xq->objective.unit_armed)
+		xs_objective_unit_begin(xq, now); /* a scope unit starts */
+	xs__tail_enqueued(xq, seq, now);
+	if (it->pushes && atomic_load(&xq->hwq->pushes) != it->pushed)
+		xs_dev_look(xq); /* look again, now that the number is stored */
+	if (!it->gated && !xq->busy_since_ns)
+		xs__busy(xq, now);
+	XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
+	if (it->record && xs_dep_enqueued(cmd, res == kXSchedSuccess, it->needs_done, res))
+		xs__kick_blocked();
+	xs_obj_unref(&cmd->obj);
+	xs_cond_broadcast(&xq->cv);
+	xs__wake_sleepers(xq, seq);
+}
+
 /* Enqueue pending commands in order while they may go, on the calling thread. Caller
  * holds xq->lock, which is dropped around each backend call. */
 static void xs__drain(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (xq->launching)
 		return; /* the holder of the token sees our commands */
 	xq->launching = true;
-	xs_hwq *q = xq->hwq;
 	for (;;) {
 		xs__commit(xq);
 		/* xs_now_lazy: read at most once before the enqueue (a reap, a budget charge),
 		 * after this pass's commit, so that a completion is never seen before the
 		 * commit's start; and once after it. */
 		int64_t now = 0;
-		xs_link *l = xs_list_first(&xq->pending);
-		if (!l)
+		xs__issue it;
+		if (!xs__issue_next(xq, &it, &now))
 			break;
-		xs_cmd *cmd = xs_container_of(l, xs_cmd, link);
-		if (cmd->kind == XS_CMD_INLINE && !pthread_equal(cmd->owner, pthread_self())) {
-			xs_cond_broadcast(&xq->cv); /* its owner enqueues it */
-			break;
-		}
-		XResult skip = kXSchedSuccess;
-		bool broken = atomic_load_explicit(&q->broken, memory_order_relaxed);
-		if (!broken && !xs__may_enqueue(xq, cmd, &skip, &now))
-			break;
-		xs_list_remove(&cmd->link);
-		xs_list_push_back(&xq->inflight, &cmd->link);
-		cmd->state = XS_CMD_IN_FLIGHT;
-		uint64_t seq = xq->enqueued + 1;
-		bool gated = xs_engine_gated(xq);
-		cmd->gated = gated;
-		if (!gated && xq->level >= kPreemptLevelDeactivate)
-			xq->ungated_upto = seq;
-		bool record = cmd->kind == XS_CMD_EVENT_RECORD;
-		bool needs_done = record && (gated || xs__held_in_flight(xq));
-		if (record)
-			cmd->u.record.ops = q->ops;
-		unsigned flags = xs__enqueue_flags(xq, cmd, seq, gated, skip);
-		cmd->has_mark = flags & XS_ENQ_MARK;
-		xs_dev_activate(xq);
-		xs_obj_ref(&cmd->obj);
-		xq->issuing = seq;
-		xs__commit(xq); /* at Lv1 enqueuing commits: counted (and traced) before */
+		xs__issue_begin(xq, &it);
 		xs_mutex_unlock(&xq->lock);
-
-		/* A pushing backend may run the command and push its end before its number
-		 * is stored below; the progress thread then found nothing to complete. */
-		bool pushes = q->ops->pushes_done;
-		uint64_t pushed = pushes ? atomic_load(&q->pushes) : 0;
-		XResult res = kXSchedErrorHardware;
-		if (!broken) {
-			const xs_xqueue *outer = xs__in_enqueue; /* an inline callback's, or NULL */
-			xs__in_enqueue = xq;
-			res = q->ops->enqueue(q, skip == kXSchedSuccess ? cmd : NULL, seq, flags);
-			xs__in_enqueue = outer;
-		}
-		if (skip != kXSchedSuccess)
-			res = skip;
-		else if (res != kXSchedSuccess)
-			XS_WARN("engine", "command %llu on the %s HwQueue failed to launch (%s)",
-				(unsigned long long)seq, q->ops->name, xs_result_name(res));
-
+		XResult res = xs__issue_call(xq, &it);
 		xs_mutex_lock(&xq->lock);
-		if (res != kXSchedSuccess)
-			cmd->result = res;
-		xq->enqueued = seq;
-		xq->issuing = 0;
-		if (flags & XS_ENQ_MARK)
-			xq->marked = seq;
-		else if ((flags & XS_ENQ_MARK_PREV) && xq->marked < seq - 1)
-			xs__note_mark(xq, seq - 1);
-		if ((flags & (XS_ENQ_MARK | XS_ENQ_MARK_PREV)) &&
-		    atomic_load_explicit(&xq->expect_ns, memory_order_relaxed) == INT64_MAX)
-			xs__expect(xq); /* kept none: none of its commands had a mark */
-		now = xs_now_ns();
-		if (xq->objective.unit_armed)
-			xs_objective_unit_begin(xq, now); /* a scope unit starts */
-		xs__tail_enqueued(xq, seq, now);
-		if (pushes && atomic_load(&q->pushes) != pushed)
-			xs_dev_look(xq); /* look again, now that the number is stored */
-		if (!gated && !xq->busy_since_ns)
-			xs__busy(xq, now);
-		XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
-		if (record)
-			if (xs_dep_enqueued(cmd, res == kXSchedSuccess, needs_done, res))
-				xs__kick_blocked();
-		xs_obj_unref(&cmd->obj);
-		xs_cond_broadcast(&xq->cv);
-		xs__wake_sleepers(xq, seq);
+		xs__issue_end(xq, &it, res);
 	}
 	xq->launching = false;
 	xs_cond_broadcast(&xq->cv);
@@ -817,6 +865,30 @@ static bool xs__in_unit(const xs_xqueue *xq)
 	return xq->scopes || o->unit_armed || o->unit_start_ns;
 }
 
+/* The estimate's sample for @n commands of @xq seen done at @now: the moving average
+ * (1/8) of the device time per command: the time since work was committed, less the
+ * charged work of other queues that was expected to run before it (else a queue of short
+ * commands behind long ones would be taken for a queue of long commands, and charged, and
+ * served, as one). What a commit of this queue costs the device. A command unit of a
+ * latency objective is sampled with it. Caller holds xq->lock. */
+static void xs__sample(xs_xqueue *xq, uint64_t n, int64_t now)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	xs_cmd *head = xs_container_of(xq->inflight.next, xs_cmd, link);
+	int64_t start = xq->busy_since_ns;
+	if (head->ready_ns > start && head->ready_ns < now)
+		start = head->ready_ns;
+	int64_t per = (now - start) / (int64_t)n;
+	if (per < 1000)
+		per = 1000; /* 1 us: no command is free */
+	xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
+	xq->last_per_ns = per;
+	xq->busy_ns += per * (int64_t)n;
+	if (xq->objective.goal_pm && !xs__in_unit(xq) &&
+	    xs_objective_sample(xq, start, per, n, now))
+		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+}
+
 /* Complete every in-flight command with seq <= @done, with @fail for those that have no
  * failure of their own. @timed: *@now (xs_now_lazy) is when they were seen to end, a sample
  * of the estimate; else they count with the estimate. Caller holds xq->lock. */
@@ -828,26 +900,8 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 	uint64_t n = done - xq->completed;
 	if (!timed && n)
 		xq->busy_ns += xq->est_ns * (int64_t)n;
-	if (timed && xq->busy_since_ns && n) {
-		/* The moving average (1/8) of the device time per command: the time since work
-		 * was committed, less the charged work of other queues that was expected to run
-		 * before it (else a queue of short commands behind long ones would be taken for
-		 * a queue of long commands, and charged, and served, as one). What a commit of
-		 * this queue costs the device. */
-		xs_cmd *head = xs_container_of(xq->inflight.next, xs_cmd, link);
-		int64_t start = xq->busy_since_ns;
-		if (head->ready_ns > start && head->ready_ns < now)
-			start = head->ready_ns;
-		int64_t per = (now - start) / (int64_t)n;
-		if (per < 1000)
-			per = 1000; /* 1 us: no command is free */
-		xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
-		xq->last_per_ns = per;
-		xq->busy_ns += per * (int64_t)n;
-		if (xq->objective.goal_pm && !xs__in_unit(xq) &&
-		    xs_objective_sample(xq, start, per, n, now))
-			xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
-	}
+	if (timed && xq->busy_since_ns && n)
+		xs__sample(xq, n, now);
 	while (!xs_list_empty(&xq->inflight)) {
 		xs_cmd *cmd = xs_container_of(xq->inflight.next, xs_cmd, link);
 		if (cmd->seq > done)

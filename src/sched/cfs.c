@@ -61,17 +61,15 @@ static void xs__cfs_reset(void)
 	xs__min_vruntime = 0.0;
 }
 
-static int64_t xs__cfs_schedule(xs_sched_entry *e, size_t n, const xs_sched_params *p)
+/* Charge the running queue up to @now, place the queues that just became ready at the
+ * least vruntime of those that were ready, and return the running queue (NULL: none);
+ * *@nready is the number of ready queues. */
+static xs_sched_entry *xs__cfs_account(xs_sched_entry *e, size_t n, int64_t now, size_t *nready)
 {
-	int64_t now = p->now_ns;
-	int64_t slice = (p->timeslice_given ? p->timeslice_us : XS__CFS_SLICE_DEFAULT_US) * 1000;
 	xs_sched_entry *cur = NULL;
-	size_t nready = 0;
 	bool have_min = false;
 	double min = 0.0;
-
-	/* Charge the running queue, and find the least vruntime of the queues that were
-	 * already ready. */
+	*nready = 0;
 	for (size_t i = 0; i < n; i++) {
 		xs__cfs_q *q = xs_policy_slot(&e[i], sizeof(*q));
 		if (!q)
@@ -82,7 +80,7 @@ static int64_t xs__cfs_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 			q->charged_ns = now;
 		}
 		if (e[i].ready) {
-			nready++;
+			(*nready)++;
 			if (q->was_ready && (!have_min || q->vruntime < min)) {
 				min = q->vruntime;
 				have_min = true;
@@ -91,7 +89,6 @@ static int64_t xs__cfs_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 	}
 	if (have_min && min > xs__min_vruntime)
 		xs__min_vruntime = min;
-	/* Place queues that just became ready. */
 	for (size_t i = 0; i < n; i++) {
 		if (!*e[i].slot)
 			continue;
@@ -100,6 +97,37 @@ static int64_t xs__cfs_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 			q->vruntime = xs__min_vruntime;
 		q->was_ready = e[i].ready;
 	}
+	return cur;
+}
+
+/* The ready queue of least vruntime (the running one @cur on a tie) becomes the running
+ * one from @now. */
+static xs_sched_entry *xs__cfs_pick(xs_sched_entry *e, size_t n, xs_sched_entry *cur, int64_t now)
+{
+	xs_sched_entry *next = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!e[i].ready || !*e[i].slot)
+			continue;
+		double v = xs__cfs(&e[i])->vruntime;
+		if (!next || v < xs__cfs(next)->vruntime ||
+		    (v == xs__cfs(next)->vruntime && next == cur))
+			next = &e[i];
+	}
+	if (cur)
+		xs__cfs(cur)->current = false;
+	xs__cfs_q *q = xs__cfs(next);
+	q->current = true;
+	q->run_start_ns = now;
+	q->charged_ns = now;
+	return next;
+}
+
+static int64_t xs__cfs_schedule(xs_sched_entry *e, size_t n, const xs_sched_params *p)
+{
+	int64_t now = p->now_ns;
+	int64_t slice = (p->timeslice_given ? p->timeslice_us : XS__CFS_SLICE_DEFAULT_US) * 1000;
+	size_t nready;
+	xs_sched_entry *cur = xs__cfs_account(e, n, now, &nready);
 	if (!nready) {
 		if (cur)
 			xs__cfs(cur)->current = false;
@@ -108,24 +136,8 @@ static int64_t xs__cfs_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 		return 0;
 	}
 	bool keep = cur && cur->ready && now - xs__cfs(cur)->run_start_ns < slice;
-	if (!keep) {
-		xs_sched_entry *next = NULL;
-		for (size_t i = 0; i < n; i++) {
-			if (!e[i].ready || !*e[i].slot)
-				continue;
-			double v = xs__cfs(&e[i])->vruntime;
-			if (!next || v < xs__cfs(next)->vruntime ||
-			    (v == xs__cfs(next)->vruntime && next == cur))
-				next = &e[i];
-		}
-		if (cur)
-			xs__cfs(cur)->current = false;
-		xs__cfs_q *q = xs__cfs(next);
-		q->current = true;
-		q->run_start_ns = now;
-		q->charged_ns = now;
-		cur = next;
-	}
+	if (!keep)
+		cur = xs__cfs_pick(e, n, cur, now);
 	for (size_t i = 0; i < n; i++)
 		e[i].suspend = &e[i] != cur && *e[i].slot;
 	return nready > 1 ? xs__cfs(cur)->run_start_ns + slice : 0;

@@ -312,7 +312,110 @@ static bool xs__link_deps(size_t n)
 	return any;
 }
 
-/* One scheduling pass. Caller holds xs__lock. Returns the policy's timer (0 = none). */
+/* Phase 1: the policy's snapshot of queue @sq as entry @i (its engine state read under
+ * its lock, its hints under xs__lock). Sets *@lent and *@deps when it is lent to or
+ * blocked on a record (inheritance to do). Caller holds xs__lock. */
+static void xs__snapshot_one(xs__sq *sq, size_t i, bool *lent, bool *deps)
+{
+	XS_ASSERT_HELD(&xs__lock);
+	xs_sched_entry *e = &xs__entries[i];
+	const xs_sched_hints *h = &sq->h;
+	sq->pass = i;
+	xs__entry_q[i] = sq;
+	xs_mutex_lock(&sq->xq->lock);
+	e->ready = xs_engine_ready(sq->xq);
+	e->ready_since_ns = sq->xq->ready_since_ns;
+	e->suspend = sq->xq->sched_suspended;
+	e->level = sq->xq->level;
+	e->busy_ns = sq->xq->busy_ns;
+	sq->lent = !xs_list_empty(&sq->xq->lenders);
+	sq->closing = sq->xq->closing;
+	sq->serves_closing = false;
+	sq->dep_xq = xs_engine_blocked_on(sq->xq);
+	sq->dep = SIZE_MAX;
+	*deps |= sq->dep_xq != NULL;
+	*lent |= sq->lent;
+	xs_mutex_unlock(&sq->xq->lock);
+	e->id = sq->id;
+	e->prio = e->rank = h->prio;
+	if (h->prio == PRIORITY_NO_EXECUTE)
+		e->ready = false; /* out of the policy's sight: suspended below */
+	e->holds = e->ready;
+	e->util = h->has_util ? h->util : UTILIZATION_DEFAULT;
+	e->deadline_us = h->has_deadline ? h->deadline_us : NO_DEADLINE;
+	e->laxity_us = h->has_laxity ? h->laxity_us : NO_LAXITY;
+	e->lax_prio = h->lax_prio;
+	e->crit_prio = h->crit_prio;
+	e->slot = &sq->policy_slot;
+}
+
+/* Phase 2: the policy decides, between the two halves of priority inheritance (@inherit:
+ * some queue is lent to or blocked on another). Returns the policy's timer. Caller holds
+ * xs__lock. */
+static int64_t xs__decide(size_t n, bool inherit)
+{
+	XS_ASSERT_HELD(&xs__lock);
+	xs_sched_params params = {
+	    .now_ns = xs_now_ns(),
+	    .timeslice_us = xs__timeslice_us,
+	    .timeslice_given = xs__timeslice_given,
+	    .k = xs__k,
+	};
+	if (inherit)
+		xs__inherit(n, true);
+	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
+	if (inherit)
+		xs__inherit(n, false);
+	return timer;
+}
+
+/* Phase 3: the engine's rules over the policy's suspensions. Every tier served (below a
+ * busy queue that is itself limited, the budget holds the others: xs__serve_tiers). Under
+ * HPF and MLFQ with a co-run budget on the queue's device (the process's, or a latency
+ * objective's: preempt/objective.c, which asks for a pass when it moves between 0 and
+ * more), the engine's hold carries out the suspensions of queues below Lv3: they co-run
+ * within that budget instead of stopping (preempt/budget.c). Lv3 stops its queues
+ * outright, as it exists to, and so does every level with a co-run budget of 0. And
+ * PRIORITY_NO_EXECUTE suspends. Caller holds xs__lock. */
+static void xs__engine_rules(size_t n)
+{
+	XS_ASSERT_HELD(&xs__lock);
+	xs__find_tops(n);
+	if (xs__policy->hold && !xs_engine_strict())
+		xs__serve_tiers(n);
+	for (size_t i = 0; i < n; i++) {
+		xs_sched_entry *e = &xs__entries[i];
+		if (xs__policy->hold && e->level < kPreemptLevelInterrupt &&
+		    xs_engine_corun_of(xs__entry_q[i]->xq) > 0)
+			e->suspend = false;
+		if (xs__entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
+			e->suspend = true; /* XSched: "the XQueue will not be executed" */
+	}
+}
+
+/* Phase 4: apply: suspend first, then resume (a moment with both running would defeat the
+ * policy), then the limits and hardware priorities; trace the pass. Caller holds
+ * xs__lock. */
+static void xs__apply_pass(size_t n)
+{
+	XS_ASSERT_HELD(&xs__lock);
+	for (size_t i = 0; i < n; i++)
+		if (xs__entries[i].suspend)
+			xs_engine_sched_suspend(xs__entry_q[i]->xq, true);
+	for (size_t i = 0; i < n; i++)
+		if (!xs__entries[i].suspend)
+			xs_engine_sched_suspend(xs__entry_q[i]->xq, false);
+	xs__apply_limits(n, false);
+	if (atomic_load_explicit(&xs_trace_on, memory_order_relaxed)) {
+		uint64_t held = 0;
+		for (size_t q = 0; q < n; q++)
+			held += xs__entries[q].suspend;
+		xs_trace_emit(XS_TR_PASS, 0, n, (int64_t)held);
+	}
+}
+
+/* One scheduling pass, as its phases. Caller holds xs__lock. Returns the policy's timer
+ * (0 = none). */
 static int64_t xs__pass(void)
 {
 	XS_ASSERT_HELD(&xs__lock);
@@ -327,83 +430,11 @@ static int64_t xs__pass(void)
 	size_t i = 0;
 	bool lent = false, deps = false;
 	xs_list_for_each(l, &xs__queues)
-	{
-		xs__sq *sq = xs_container_of(l, xs__sq, link);
-		xs_sched_entry *e = &xs__entries[i];
-		sq->pass = i;
-		xs__entry_q[i++] = sq;
-		const xs_sched_hints *h = &sq->h;
-		xs_mutex_lock(&sq->xq->lock);
-		e->ready = xs_engine_ready(sq->xq);
-		e->ready_since_ns = sq->xq->ready_since_ns;
-		e->suspend = sq->xq->sched_suspended;
-		e->level = sq->xq->level;
-		e->busy_ns = sq->xq->busy_ns;
-		sq->lent = !xs_list_empty(&sq->xq->lenders);
-		sq->closing = sq->xq->closing;
-		sq->serves_closing = false;
-		sq->dep_xq = xs_engine_blocked_on(sq->xq);
-		sq->dep = SIZE_MAX;
-		deps |= sq->dep_xq != NULL;
-		lent |= sq->lent;
-		xs_mutex_unlock(&sq->xq->lock);
-		e->id = sq->id;
-		e->prio = e->rank = h->prio;
-		if (h->prio == PRIORITY_NO_EXECUTE)
-			e->ready = false; /* out of the policy's sight: suspended below */
-		e->holds = e->ready;
-		e->util = h->has_util ? h->util : UTILIZATION_DEFAULT;
-		e->deadline_us = h->has_deadline ? h->deadline_us : NO_DEADLINE;
-		e->laxity_us = h->has_laxity ? h->laxity_us : NO_LAXITY;
-		e->lax_prio = h->lax_prio;
-		e->crit_prio = h->crit_prio;
-		e->slot = &sq->policy_slot;
-	}
-	xs_sched_params params = {
-	    .now_ns = xs_now_ns(),
-	    .timeslice_us = xs__timeslice_us,
-	    .timeslice_given = xs__timeslice_given,
-	    .k = xs__k,
-	};
+	    xs__snapshot_one(xs_container_of(l, xs__sq, link), i++, &lent, &deps);
 	xs__stats.passes++;
-	bool inherit = lent | (deps && xs__link_deps(n));
-	if (inherit)
-		xs__inherit(n, true);
-	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
-	if (inherit)
-		xs__inherit(n, false);
-	xs__find_tops(n);
-	if (xs__policy->hold && !xs_engine_strict())
-		xs__serve_tiers(n);
-	/* Under HPF and MLFQ with a co-run budget on the queue's device (the process's, or a
-	 * latency objective's: preempt/objective.c, which asks for a pass when it moves
-	 * between 0 and more), the engine's hold carries out the suspensions of queues below
-	 * Lv3: they co-run within that budget instead of stopping (preempt/budget.c). Lv3
-	 * stops its queues outright, as it exists to, and so does every level with a co-run
-	 * budget of 0. */
-	if (xs__policy->hold)
-		for (i = 0; i < n; i++)
-			if (xs__entries[i].level < kPreemptLevelInterrupt &&
-			    xs_engine_corun_of(xs__entry_q[i]->xq) > 0)
-				xs__entries[i].suspend = false;
-	for (i = 0; i < n; i++)
-		if (xs__entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
-			xs__entries[i].suspend =
-			    true; /* XSched: "the XQueue will not be executed" */
-	/* Suspend first, then resume: a moment with both running would defeat the policy. */
-	for (i = 0; i < n; i++)
-		if (xs__entries[i].suspend)
-			xs_engine_sched_suspend(xs__entry_q[i]->xq, true);
-	for (i = 0; i < n; i++)
-		if (!xs__entries[i].suspend)
-			xs_engine_sched_suspend(xs__entry_q[i]->xq, false);
-	xs__apply_limits(n, false);
-	if (atomic_load_explicit(&xs_trace_on, memory_order_relaxed)) {
-		uint64_t held = 0;
-		for (size_t q = 0; q < n; q++)
-			held += xs__entries[q].suspend;
-		xs_trace_emit(XS_TR_PASS, 0, n, (int64_t)held);
-	}
+	int64_t timer = xs__decide(n, lent | (deps && xs__link_deps(n)));
+	xs__engine_rules(n);
+	xs__apply_pass(n);
 	return timer;
 }
 

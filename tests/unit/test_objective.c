@@ -376,6 +376,19 @@ static void widens(void)
 	printf("objective 3.0: not limited after %d commands, for %d of the %d after; mean factor "
 	       "%.3f after %d; measured slowdown at most %.3f since\n",
 	       first, kept, first < 0 ? 0 : N - first, f, BY, worst / 1000.0);
+	uint64_t looked = 0;
+	for (int i = 0; i < N; i++)
+		looked |= g_slow_pm[i];
+	if (!looked) {
+		/* No command ran alone (lower work charged at some moment of each: a host so
+		 * loaded that the low commands' ends are seen late), so there is no alone
+		 * estimate, no slowdown and no step: the budget rightly stays at 0. */
+		printf("  (an overloaded host: no alone estimate, the controller never looked)\n");
+		close_lane(&g_high[0]);
+		CHECK_OK(XSchedTraceStop());
+		remove(path);
+		return;
+	}
 	CHECK(first >= 0 && first <= BY);
 	if (over)
 		printf("  (an overloaded host: %d samples above 3.0, so steps down were due)\n",
