@@ -70,8 +70,8 @@ extern "C" {
 /** @name Version (read by meson from this header) */
 /**@{*/
 #define XSCHED_VERSION_MAJOR 0
-#define XSCHED_VERSION_MINOR 5
-#define XSCHED_VERSION_PATCH 3
+#define XSCHED_VERSION_MINOR 6
+#define XSCHED_VERSION_PATCH 0
 /**@}*/
 
 /** Handle to an XQueue. 0 is never a valid handle. */
@@ -1014,8 +1014,13 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
  *
  * With any policy, an XQueue below the highest priority present on its device is subject
  * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
- * priority has work, the others commit nothing new (what they committed runs on). MLFQ
- * does the same by level instead of priority.
+ * priority has work, the others commit nothing new (what they committed runs on, and
+ * XHintCorunBudget() or XHintLatencyObjective() may let them co-run). Below the top,
+ * priorities are tiers that share the budget by weight: a busy queue of middle priority
+ * gets about 4/5 of what it and a lower one both wait for, and the lower one is not
+ * suspended for it; for strict priority at every level (a busy middle queue keeps the
+ * lower ones from running at all, as in 0.5) call XHintStrictPriority(1). MLFQ does the
+ * same by level instead of priority.
  * @param xq   [in] The XQueue.
  * @param prio [in] PRIORITY_MIN..PRIORITY_MAX, higher is more important; or PRIORITY_NO_EXECUTE.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;

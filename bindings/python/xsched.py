@@ -57,7 +57,7 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_int, c_int32, c_int6
                     c_uint8, c_uint32, c_uint64, c_void_p)
 from typing import Any, Callable, Optional
 
-__version__ = "0.5.3"  # follows the library it was written with
+__version__ = "0.6.0"  # follows the library it was written with
 
 __all__ = [
     "Result", "PreemptLevel", "QueueState", "Scheduler", "Policy", "QueueCreateFlag",
