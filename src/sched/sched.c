@@ -1,13 +1,13 @@
 /* The local scheduler thread and its configuration. See sched.h for the wake-up model.
  *
- * Locks, outermost first:
- *   xs__ctl    serializes configuration: start/stop of the thread, scheduler kind, policy
+ * State: one struct (xs__s), re-initialised in a fork child. Locks, outermost first:
+ *   xs__s.ctl  serializes configuration: start/stop of the thread, scheduler kind, policy
  *              choice (XHintSetScheduler, XSchedShutdown, first XQueueCreate);
- *   xs__lock   guards the registered queues (xs__sq: hints, policy state), the policy
+ *   xs__s.lock guards the registered queues (xs__sq: hints, policy state), the policy
  *              (and its own state), the process-wide hints, the statistics and the
  *              scratch entries; a scheduling pass runs under it;
  *   xq->lock   of each XQueue, taken inside a pass through the engine's calls;
- *   xs__ev     a leaf: guards the dirty/stop flags the thread sleeps on.
+ *   xs__s.ev   a leaf: guards the dirty/stop flags the thread sleeps on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,7 @@ typedef struct xs__sq {
 	xs_xqueue *xq; /* holds a reference while registered */
 	xs_link link;  /* xs__queues */
 	uint64_t id;   /* registration order, from 1: the policies' tie-breaker */
-	/* Under xs__lock: */
+	/* Under xs__s.lock: */
 	xs_sched_hints h;
 	void *policy_slot;   /* per-queue state of the current policy */
 	int limited;         /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
@@ -43,34 +43,50 @@ typedef struct xs__sq {
 	size_t dep;
 } xs__sq;
 
-static xs_mutex xs__ctl = XS_MUTEX_INITIALIZER;
-/* Under xs__ctl: */
-static bool xs__configured; /* kind and policy chosen (by a call or the env) */
-static bool xs__thread_running;
-static pthread_t xs__thread;
+/* The scheduler's process-wide state, one struct, made anew in a fork child by one
+ * re-initialisation (xs_sched_forked). The locks, outermost first, and what each guards: */
+struct xs__sched {
+	xs_mutex ctl;    /* configuration: the fields below it, up to `lock` */
+	bool configured; /* kind and policy chosen (by a call or the env) */
+	bool thread_running;
+	pthread_t thread;
 
-static xs_mutex xs__lock = XS_MUTEX_INITIALIZER;
-/* Under xs__lock: */
-static xs_link xs__queues = {&xs__queues, &xs__queues}; /* xs__sq.link */
-/* A child's: the parent's, reachable for leak checkers (volatile: only ever written, the
- * store must stay). */
-static xs_link *volatile xs__parent_queues;
-static const xs_policy_ops *xs__policy = &xs_policy_hpf;
-static bool xs__active; /* a local scheduler decides (else app-managed) */
-static xs_sched_entry *xs__entries;
-static xs__sq **xs__entry_q;
-static Priority *xs__top; /* per entry during a pass: the top rank of its device */
-static size_t xs__entries_cap;
-static Timeslice xs__timeslice_us = TIMESLICE_DEFAULT; /* XHintTimeslice */
-static bool xs__timeslice_given;
-static size_t xs__k = 1; /* XHintKDeadline */
-static xs_sched_stats xs__stats;
+	xs_mutex lock;  /* the registered queues and a pass: the fields below it, up to `ev` */
+	xs_link queues; /* xs__sq.link */
+	const xs_policy_ops *policy;
+	bool active;            /* a local scheduler decides (else app-managed) */
+	uint64_t next_id;       /* the last registration's id */
+	Timeslice timeslice_us; /* XHintTimeslice */
+	bool timeslice_given;
+	size_t k; /* XHintKDeadline */
+	xs_sched_stats stats;
 
-static xs_mutex xs__ev = XS_MUTEX_INITIALIZER;
+	xs_mutex ev; /* the thread's wake-up: the fields below it */
+	bool dirty, stop;
+};
+
+#define XS__SCHED_INIT                                                                             \
+	{                                                                                          \
+		.ctl = XS_MUTEX_INITIALIZER, .lock = XS_MUTEX_INITIALIZER,                         \
+		.queues = {&xs__s.queues, &xs__s.queues}, .policy = &xs_policy_hpf,                \
+		.timeslice_us = TIMESLICE_DEFAULT, .k = 1, .ev = XS_MUTEX_INITIALIZER,             \
+	}
+
+static struct xs__sched xs__s = XS__SCHED_INIT;
+
+/* Kept across a fork, not state: the pass's scratch arrays (under xs__s.lock; grown, never
+ * freed), the condition variable the thread sleeps on (made once, CLOCK_MONOTONIC), and
+ * in a child the parent's queue list, reachable for leak checkers (volatile: only ever
+ * written, the store must stay). */
+static struct xs__scratch {
+	xs_sched_entry *entries;
+	xs__sq **entry_q;
+	Priority *top; /* per entry during a pass: the top rank of its device */
+	size_t cap;
+} xs__x;
 static xs_cond xs__ev_cv;
 static pthread_once_t xs__ev_once = PTHREAD_ONCE_INIT;
-/* Under xs__ev: */
-static bool xs__dirty, xs__stop;
+static xs_link *volatile xs__parent_queues;
 
 static void xs__ev_init(void)
 {
@@ -81,34 +97,34 @@ static void xs__ev_init(void)
 static void xs__wake(void)
 {
 	pthread_once(&xs__ev_once, xs__ev_init);
-	xs_mutex_lock(&xs__ev);
-	if (!xs__dirty) {
-		xs__dirty = true;
+	xs_mutex_lock(&xs__s.ev);
+	if (!xs__s.dirty) {
+		xs__s.dirty = true;
 		xs_cond_signal(&xs__ev_cv);
 	}
-	xs_mutex_unlock(&xs__ev);
+	xs_mutex_unlock(&xs__s.ev);
 }
 
 static bool xs__grow(size_t n)
 {
-	if (n <= xs__entries_cap)
+	if (n <= xs__x.cap)
 		return true;
-	size_t cap = xs__entries_cap ? xs__entries_cap * 2 : 16;
+	size_t cap = xs__x.cap ? xs__x.cap * 2 : 16;
 	while (cap < n)
 		cap *= 2;
-	xs_sched_entry *e = realloc(xs__entries, cap * sizeof(*e));
+	xs_sched_entry *e = realloc(xs__x.entries, cap * sizeof(*e));
 	if (!e)
 		return false;
-	xs__entries = e;
-	xs__sq **q = realloc(xs__entry_q, cap * sizeof(*q));
+	xs__x.entries = e;
+	xs__sq **q = realloc(xs__x.entry_q, cap * sizeof(*q));
 	if (!q)
 		return false;
-	xs__entry_q = q;
-	Priority *t = realloc(xs__top, cap * sizeof(*t));
+	xs__x.entry_q = q;
+	Priority *t = realloc(xs__x.top, cap * sizeof(*t));
 	if (!t)
 		return false;
-	xs__top = t;
-	xs__entries_cap = cap;
+	xs__x.top = t;
+	xs__x.cap = cap;
 	return true;
 }
 
@@ -128,19 +144,19 @@ static size_t xs__dev_index(const void *const *devs, size_t nd, const void *dev)
 }
 
 /* The top rank present on each entry's device (idle queues count: a queue of higher rank
- * may submit at any moment), into xs__top[i]: one pass for the devices' top ranks (a
+ * may submit at any moment), into xs__x.top[i]: one pass for the devices' top ranks (a
  * process has few devices; past XS__MAX_DEVS the rest are looked up queue by queue).
- * Caller holds xs__lock; xs__entries[i].rank is set for each i. */
+ * Caller holds xs__s.lock; xs__x.entries[i].rank is set for each i. */
 static void xs__find_tops(size_t n)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	enum { XS__MAX_DEVS = 16 };
 	const void *devs[XS__MAX_DEVS];
 	Priority tops[XS__MAX_DEVS];
 	size_t nd = 0;
 	for (size_t i = 0; i < n; i++) {
-		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
-		Priority p = xs__entries[i].rank;
+		const void *dev = xs_engine_device(xs__x.entry_q[i]->xq);
+		Priority p = xs__x.entries[i].rank;
 		size_t d = xs__dev_index(devs, nd, dev);
 		if (d == nd && nd < XS__MAX_DEVS) {
 			devs[nd] = dev;
@@ -150,17 +166,17 @@ static void xs__find_tops(size_t n)
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		const void *dev = xs_engine_device(xs__entry_q[i]->xq);
+		const void *dev = xs_engine_device(xs__x.entry_q[i]->xq);
 		size_t d = xs__dev_index(devs, nd, dev);
-		Priority top = xs__entries[i].rank;
+		Priority top = xs__x.entries[i].rank;
 		if (d < nd)
 			top = tops[d];
 		else
 			for (size_t j = 0; j < n; j++)
-				if (xs_engine_device(xs__entry_q[j]->xq) == dev &&
-				    xs__entries[j].rank > top)
-					top = xs__entries[j].rank;
-		xs__top[i] = top;
+				if (xs_engine_device(xs__x.entry_q[j]->xq) == dev &&
+				    xs__x.entries[j].rank > top)
+					top = xs__x.entries[j].rank;
+		xs__x.top[i] = top;
 	}
 }
 
@@ -170,39 +186,39 @@ static void xs__find_tops(size_t n)
  * limited, the others are not suspended: the commitment budget holds them all, and shares
  * itself among their priorities by weight (preempt/budget.c, "Tiers"), so that a busy
  * middle priority does not take the whole device from the lower ones. Under strict
- * priority (XHintStrictPriority) the policy's suspensions stand. Caller holds xs__lock;
- * xs__top[] is set. */
+ * priority (XHintStrictPriority) the policy's suspensions stand. Caller holds xs__s.lock;
+ * xs__x.top[] is set. */
 static void xs__serve_tiers(size_t n)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	bool any = false;
 	Priority hold = 0;
 	for (size_t i = 0; i < n; i++)
-		if (xs__entries[i].holds && xs__entries[i].rank >= xs__top[i] &&
-		    (!any || xs__entries[i].rank > hold)) {
-			hold = xs__entries[i].rank;
+		if (xs__x.entries[i].holds && xs__x.entries[i].rank >= xs__x.top[i] &&
+		    (!any || xs__x.entries[i].rank > hold)) {
+			hold = xs__x.entries[i].rank;
 			any = true;
 		}
 	for (size_t i = 0; i < n; i++)
-		if (xs__entries[i].suspend && (!any || xs__entries[i].rank >= hold))
-			xs__entries[i].suspend = false;
+		if (xs__x.entries[i].suspend && (!any || xs__x.entries[i].rank >= hold))
+			xs__x.entries[i].suspend = false;
 }
 
-/* Mark as limited every queue below the top rank present on its device (xs__top). The
+/* Mark as limited every queue below the top rank present on its device (xs__x.top). The
  * rank is the policy's output (xs_sched_entry.rank): the priority hint, or MLFQ's level.
  * Under a policy whose ranks are the hints (HPF), a queue whose rank is above every other
  * queue's of the process (HPF compares priorities across devices; inheritance gives a lent
  * queue its lender's rank, so neither is alone), not suspended, is also marked *sole*: no
  * pass suspends it until a hint changes or a queue is created, so its commands need no
- * counter wait (xs_engine_set_limited). Caller holds xs__lock; xs__entries[i].rank and
- * .suspend and xs__top[i] are set for each i. */
+ * counter wait (xs_engine_set_limited). Caller holds xs__s.lock; xs__x.entries[i].rank and
+ * .suspend and xs__x.top[i] are set for each i. */
 static void xs__apply_limits(size_t n, bool lift)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	size_t ntop = 0; /* queues of the process's top rank */
 	Priority gtop = 0;
 	for (size_t i = 0; i < n; i++) {
-		Priority p = xs__entries[i].rank;
+		Priority p = xs__x.entries[i].rank;
 		if (!ntop || p > gtop) {
 			gtop = p;
 			ntop = 1;
@@ -211,11 +227,11 @@ static void xs__apply_limits(size_t n, bool lift)
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		xs__sq *sq = xs__entry_q[i];
-		Priority rank = xs__entries[i].rank;
-		int limited = !lift && !sq->serves_closing && rank < xs__top[i];
-		bool sole = !lift && xs__policy->hint_ranks && rank == gtop && ntop == 1 &&
-			    !xs__entries[i].suspend;
+		xs__sq *sq = xs__x.entry_q[i];
+		Priority rank = xs__x.entries[i].rank;
+		int limited = !lift && !sq->serves_closing && rank < xs__x.top[i];
+		bool sole = !lift && xs__s.policy->hint_ranks && rank == gtop && ntop == 1 &&
+			    !xs__x.entries[i].suspend;
 		if (limited != sq->limited || rank != sq->applied || sole != sq->sole) {
 			sq->limited = limited;
 			sq->applied = rank;
@@ -234,10 +250,10 @@ static void xs__apply_limits(size_t n, bool lift)
  * surely). Returns whether @to_i changed. */
 static bool xs__lend_to(size_t to_i, size_t from, bool pre)
 {
-	xs_sched_entry *to = &xs__entries[to_i];
-	const xs_sched_entry *b = &xs__entries[from];
-	const xs__sq *f = xs__entry_q[from];
-	xs__sq *t = xs__entry_q[to_i];
+	xs_sched_entry *to = &xs__x.entries[to_i];
+	const xs_sched_entry *b = &xs__x.entries[from];
+	const xs__sq *f = xs__x.entry_q[from];
+	xs__sq *t = xs__x.entry_q[to_i];
 	bool changed = false;
 	if ((f->closing || f->serves_closing) && !t->serves_closing) {
 		t->serves_closing = true; /* the budget's hold must not keep it either */
@@ -264,15 +280,15 @@ static bool xs__lend_to(size_t to_i, size_t from, bool pre)
  * blocked queue's head command waits for (preempt/deps.c). The served queue ranks as
  * the most important of those it serves (xs__lend_to). Chains pass it on (repeated until
  * nothing changes). Both are rare: only queues found lent or blocked while the entries
- * were built are looked at. Caller holds xs__lock (which guards xs_xqueue.sched_priv). */
+ * were built are looked at. Caller holds xs__s.lock (which guards xs_xqueue.sched_priv). */
 static void xs__inherit(size_t n, bool pre)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	bool changed = true;
 	for (size_t round = 0; changed && round < n; round++) {
 		changed = false;
 		for (size_t i = 0; i < n; i++) {
-			xs__sq *sq = xs__entry_q[i];
+			xs__sq *sq = xs__x.entry_q[i];
 			if (sq->dep < n)
 				changed |= xs__lend_to(sq->dep, i, pre);
 			if (!sq->lent)
@@ -282,7 +298,7 @@ static void xs__inherit(size_t n, bool pre)
 			{
 				const xs__sq *f =
 				    xs_container_of(l, xs_lend, link)->from->sched_priv;
-				if (!f || f->pass >= n || xs__entry_q[f->pass] != f)
+				if (!f || f->pass >= n || xs__x.entry_q[f->pass] != f)
 					continue; /* not registered, or since this pass began */
 				changed |= xs__lend_to(i, f->pass, pre);
 			}
@@ -293,17 +309,17 @@ static void xs__inherit(size_t n, bool pre)
 
 /* Link each blocked queue of this pass to the entry of the queue it waits for (by
  * address: that queue may be gone, and is then not among the entries). Returns whether
- * any is linked. Caller holds xs__lock. */
+ * any is linked. Caller holds xs__s.lock. */
 static bool xs__link_deps(size_t n)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	bool any = false;
 	for (size_t i = 0; i < n; i++) {
-		xs__sq *sq = xs__entry_q[i];
+		xs__sq *sq = xs__x.entry_q[i];
 		if (!sq->dep_xq)
 			continue;
 		for (size_t j = 0; j < n; j++)
-			if (j != i && xs__entry_q[j]->xq == sq->dep_xq) {
+			if (j != i && xs__x.entry_q[j]->xq == sq->dep_xq) {
 				sq->dep = j;
 				any = true;
 				break;
@@ -313,15 +329,15 @@ static bool xs__link_deps(size_t n)
 }
 
 /* Phase 1: the policy's snapshot of queue @sq as entry @i (its engine state read under
- * its lock, its hints under xs__lock). Sets *@lent and *@deps when it is lent to or
- * blocked on a record (inheritance to do). Caller holds xs__lock. */
+ * its lock, its hints under xs__s.lock). Sets *@lent and *@deps when it is lent to or
+ * blocked on a record (inheritance to do). Caller holds xs__s.lock. */
 static void xs__snapshot_one(xs__sq *sq, size_t i, bool *lent, bool *deps)
 {
-	XS_ASSERT_HELD(&xs__lock);
-	xs_sched_entry *e = &xs__entries[i];
+	XS_ASSERT_HELD(&xs__s.lock);
+	xs_sched_entry *e = &xs__x.entries[i];
 	const xs_sched_hints *h = &sq->h;
 	sq->pass = i;
-	xs__entry_q[i] = sq;
+	xs__x.entry_q[i] = sq;
 	xs_mutex_lock(&sq->xq->lock);
 	e->ready = xs_engine_ready(sq->xq);
 	e->ready_since_ns = sq->xq->ready_since_ns;
@@ -351,19 +367,19 @@ static void xs__snapshot_one(xs__sq *sq, size_t i, bool *lent, bool *deps)
 
 /* Phase 2: the policy decides, between the two halves of priority inheritance (@inherit:
  * some queue is lent to or blocked on another). Returns the policy's timer. Caller holds
- * xs__lock. */
+ * xs__s.lock. */
 static int64_t xs__decide(size_t n, bool inherit)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	xs_sched_params params = {
 	    .now_ns = xs_now_ns(),
-	    .timeslice_us = xs__timeslice_us,
-	    .timeslice_given = xs__timeslice_given,
-	    .k = xs__k,
+	    .timeslice_us = xs__s.timeslice_us,
+	    .timeslice_given = xs__s.timeslice_given,
+	    .k = xs__s.k,
 	};
 	if (inherit)
 		xs__inherit(n, true);
-	int64_t timer = xs__policy->schedule(xs__entries, n, &params);
+	int64_t timer = xs__s.policy->schedule(xs__x.entries, n, &params);
 	if (inherit)
 		xs__inherit(n, false);
 	return timer;
@@ -376,83 +392,83 @@ static int64_t xs__decide(size_t n, bool inherit)
  * more), the engine's hold carries out the suspensions of queues below Lv3: they co-run
  * within that budget instead of stopping (preempt/budget.c). Lv3 stops its queues
  * outright, as it exists to, and so does every level with a co-run budget of 0. And
- * PRIORITY_NO_EXECUTE suspends. Caller holds xs__lock. */
+ * PRIORITY_NO_EXECUTE suspends. Caller holds xs__s.lock. */
 static void xs__engine_rules(size_t n)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	xs__find_tops(n);
-	if (xs__policy->hold && !xs_engine_strict())
+	if (xs__s.policy->hold && !xs_engine_strict())
 		xs__serve_tiers(n);
 	for (size_t i = 0; i < n; i++) {
-		xs_sched_entry *e = &xs__entries[i];
-		if (xs__policy->hold && e->level < kPreemptLevelInterrupt &&
-		    xs_engine_corun_of(xs__entry_q[i]->xq) > 0)
+		xs_sched_entry *e = &xs__x.entries[i];
+		if (xs__s.policy->hold && e->level < kPreemptLevelInterrupt &&
+		    xs_engine_corun_of(xs__x.entry_q[i]->xq) > 0)
 			e->suspend = false;
-		if (xs__entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
+		if (xs__x.entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
 			e->suspend = true; /* XSched: "the XQueue will not be executed" */
 	}
 }
 
 /* Phase 4: apply: suspend first, then resume (a moment with both running would defeat the
  * policy), then the limits and hardware priorities; trace the pass. Caller holds
- * xs__lock. */
+ * xs__s.lock. */
 static void xs__apply_pass(size_t n)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	for (size_t i = 0; i < n; i++)
-		if (xs__entries[i].suspend)
-			xs_engine_sched_suspend(xs__entry_q[i]->xq, true);
+		if (xs__x.entries[i].suspend)
+			xs_engine_sched_suspend(xs__x.entry_q[i]->xq, true);
 	for (size_t i = 0; i < n; i++)
-		if (!xs__entries[i].suspend)
-			xs_engine_sched_suspend(xs__entry_q[i]->xq, false);
+		if (!xs__x.entries[i].suspend)
+			xs_engine_sched_suspend(xs__x.entry_q[i]->xq, false);
 	xs__apply_limits(n, false);
 	if (atomic_load_explicit(&xs_trace_on, memory_order_relaxed)) {
 		uint64_t held = 0;
 		for (size_t q = 0; q < n; q++)
-			held += xs__entries[q].suspend;
+			held += xs__x.entries[q].suspend;
 		xs_trace_emit(XS_TR_PASS, 0, n, (int64_t)held);
 	}
 }
 
-/* One scheduling pass, as its phases. Caller holds xs__lock. Returns the policy's timer
+/* One scheduling pass, as its phases. Caller holds xs__s.lock. Returns the policy's timer
  * (0 = none). */
 static int64_t xs__pass(void)
 {
-	XS_ASSERT_HELD(&xs__lock);
-	if (!xs__active)
+	XS_ASSERT_HELD(&xs__s.lock);
+	if (!xs__s.active)
 		return 0;
 	size_t n = 0;
-	xs_list_for_each(l, &xs__queues) n++;
+	xs_list_for_each(l, &xs__s.queues) n++;
 	if (!xs__grow(n)) {
 		XS_ERROR("sched", "out of memory for %zu queue entries; pass skipped", n);
 		return xs_now_ns() + 1000000; /* try again in 1 ms */
 	}
 	size_t i = 0;
 	bool lent = false, deps = false;
-	xs_list_for_each(l, &xs__queues)
+	xs_list_for_each(l, &xs__s.queues)
 	    xs__snapshot_one(xs_container_of(l, xs__sq, link), i++, &lent, &deps);
-	xs__stats.passes++;
+	xs__s.stats.passes++;
 	int64_t timer = xs__decide(n, lent | (deps && xs__link_deps(n)));
 	xs__engine_rules(n);
 	xs__apply_pass(n);
 	return timer;
 }
 
-/* Count a timer wake-up @late_ns after its deadline. Caller holds xs__lock. */
+/* Count a timer wake-up @late_ns after its deadline. Caller holds xs__s.lock. */
 static void xs__count_timer(int64_t late_ns)
 {
-	XS_ASSERT_HELD(&xs__lock);
+	XS_ASSERT_HELD(&xs__s.lock);
 	static const int64_t bounds_us[XS_SCHED_LATE_BUCKETS - 1] = {
 	    10, 50, 100, 200, 500, 1000, 2000,
 	};
 	size_t b = 0;
 	while (b < XS_SCHED_LATE_BUCKETS - 1 && late_ns >= bounds_us[b] * 1000)
 		b++;
-	xs__stats.timer_wakeups++;
-	xs__stats.late_hist[b]++;
-	xs__stats.late_sum_ns += late_ns;
-	if (late_ns > xs__stats.late_max_ns)
-		xs__stats.late_max_ns = late_ns;
+	xs__s.stats.timer_wakeups++;
+	xs__s.stats.late_hist[b]++;
+	xs__s.stats.late_sum_ns += late_ns;
+	if (late_ns > xs__s.stats.late_max_ns)
+		xs__s.stats.late_max_ns = late_ns;
 }
 
 static void *xs__main(void *arg)
@@ -465,106 +481,106 @@ static void *xs__main(void *arg)
 	int64_t timer = 0;
 	for (;;) {
 		int64_t late_ns = -1;
-		xs_mutex_lock(&xs__ev);
-		while (!xs__dirty && !xs__stop) {
+		xs_mutex_lock(&xs__s.ev);
+		while (!xs__s.dirty && !xs__s.stop) {
 			if (!timer) {
-				xs_cond_wait(&xs__ev_cv, &xs__ev);
-			} else if (!xs_cond_timedwait(&xs__ev_cv, &xs__ev, timer)) {
+				xs_cond_wait(&xs__ev_cv, &xs__s.ev);
+			} else if (!xs_cond_timedwait(&xs__ev_cv, &xs__s.ev, timer)) {
 				late_ns = xs_now_ns() - timer;
 				break;
 			}
 		}
-		bool stop = xs__stop;
-		xs__dirty = false;
-		xs_mutex_unlock(&xs__ev);
+		bool stop = xs__s.stop;
+		xs__s.dirty = false;
+		xs_mutex_unlock(&xs__s.ev);
 		if (stop)
 			break;
-		xs_mutex_lock(&xs__lock);
+		xs_mutex_lock(&xs__s.lock);
 		if (late_ns >= 0)
 			xs__count_timer(late_ns);
 		timer = xs__pass();
-		xs_mutex_unlock(&xs__lock);
+		xs_mutex_unlock(&xs__s.lock);
 	}
 	return NULL;
 }
 
-/* Stop the thread and lift every scheduler suspension. Caller holds xs__ctl. */
+/* Stop the thread and lift every scheduler suspension. Caller holds xs__s.ctl. */
 static void xs__stop_locked(void)
 {
-	XS_ASSERT_HELD(&xs__ctl);
-	xs_mutex_lock(&xs__lock);
-	xs__active = false;
+	XS_ASSERT_HELD(&xs__s.ctl);
+	xs_mutex_lock(&xs__s.lock);
+	xs__s.active = false;
 	xs_engine_set_hold(false);
-	xs_mutex_unlock(&xs__lock);
-	if (xs__thread_running) {
-		xs_mutex_lock(&xs__ev);
-		xs__stop = true;
+	xs_mutex_unlock(&xs__s.lock);
+	if (xs__s.thread_running) {
+		xs_mutex_lock(&xs__s.ev);
+		xs__s.stop = true;
 		xs_cond_signal(&xs__ev_cv);
-		xs_mutex_unlock(&xs__ev);
-		xs_thread_join(xs__thread);
-		xs__thread_running = false;
-		xs_mutex_lock(&xs__ev);
-		xs__stop = false;
-		xs_mutex_unlock(&xs__ev);
+		xs_mutex_unlock(&xs__s.ev);
+		xs_thread_join(xs__s.thread);
+		xs__s.thread_running = false;
+		xs_mutex_lock(&xs__s.ev);
+		xs__s.stop = false;
+		xs_mutex_unlock(&xs__s.ev);
 		XS_INFO("sched", "scheduler thread stopped");
 	}
-	xs_mutex_lock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
 	size_t n = 0;
-	xs_list_for_each(l, &xs__queues)
+	xs_list_for_each(l, &xs__s.queues)
 	{
 		xs__sq *sq = xs_container_of(l, xs__sq, link);
 		xs_engine_sched_suspend(sq->xq, false);
 		if (xs__grow(n + 1)) {
-			xs__entries[n].rank = sq->h.prio;
-			xs__entry_q[n++] = sq;
+			xs__x.entries[n].rank = sq->h.prio;
+			xs__x.entry_q[n++] = sq;
 		}
 	}
 	xs__find_tops(n);
 	xs__apply_limits(n, true);
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__s.lock);
 }
 
-/* Make the local scheduler run @policy. Caller holds xs__ctl. */
+/* Make the local scheduler run @policy. Caller holds xs__s.ctl. */
 static XResult xs__start_locked(const xs_policy_ops *policy)
 {
-	XS_ASSERT_HELD(&xs__ctl);
+	XS_ASSERT_HELD(&xs__s.ctl);
 	pthread_once(&xs__ev_once, xs__ev_init);
-	xs_mutex_lock(&xs__lock);
-	if (xs__policy != policy) {
-		if (xs__policy->forget)
-			xs_list_for_each(l, &xs__queues)
-			    xs__policy->forget(&xs_container_of(l, xs__sq, link)->policy_slot);
-		xs_list_for_each(l, &xs__queues) xs_container_of(l, xs__sq, link)->policy_slot =
+	xs_mutex_lock(&xs__s.lock);
+	if (xs__s.policy != policy) {
+		if (xs__s.policy->forget)
+			xs_list_for_each(l, &xs__s.queues)
+			    xs__s.policy->forget(&xs_container_of(l, xs__sq, link)->policy_slot);
+		xs_list_for_each(l, &xs__s.queues) xs_container_of(l, xs__sq, link)->policy_slot =
 		    NULL;
-		xs__policy = policy;
+		xs__s.policy = policy;
 		if (policy->reset)
 			policy->reset();
 		XS_INFO("sched", "policy %s", policy->name);
 	}
-	xs__active = true;
+	xs__s.active = true;
 	xs_engine_set_hold(policy->hold);
-	xs_mutex_unlock(&xs__lock);
-	if (!xs__thread_running) {
-		int err = xs_thread_start(&xs__thread, "xsched-sched", xs__main, NULL);
+	xs_mutex_unlock(&xs__s.lock);
+	if (!xs__s.thread_running) {
+		int err = xs_thread_start(&xs__s.thread, "xsched-sched", xs__main, NULL);
 		if (err) {
 			XS_ERROR("sched", "cannot start the scheduler thread (errno %d)", err);
-			xs_mutex_lock(&xs__lock);
-			xs__active = false;
-			xs_mutex_unlock(&xs__lock);
+			xs_mutex_lock(&xs__s.lock);
+			xs__s.active = false;
+			xs_mutex_unlock(&xs__s.lock);
 			return kXSchedErrorUnknown;
 		}
-		xs__thread_running = true;
+		xs__s.thread_running = true;
 		XS_INFO("sched", "scheduler thread started with policy %s", policy->name);
 	}
-	xs__configured = true;
+	xs__s.configured = true;
 	xs__wake();
 	return kXSchedSuccess;
 }
 
-/* Configure from XSCHED_SCHEDULER / XSCHED_POLICY. Caller holds xs__ctl. */
+/* Configure from XSCHED_SCHEDULER / XSCHED_POLICY. Caller holds xs__s.ctl. */
 static XResult xs__configure_from_env(void)
 {
-	XS_ASSERT_HELD(&xs__ctl);
+	XS_ASSERT_HELD(&xs__s.ctl);
 	const xs_config *cfg = xs_config_get();
 	const xs_policy_ops *policy = &xs_policy_hpf;
 	xs_engine_set_notify(xs__on_engine);
@@ -577,7 +593,7 @@ static XResult xs__configure_from_env(void)
 			policy = &xs_policy_hpf;
 		}
 	} else if (cfg->app_managed) {
-		xs__configured = true;
+		xs__s.configured = true;
 		XS_INFO("sched", "application-managed scheduling (XSCHED_SCHEDULER=APP)");
 		return kXSchedSuccess;
 	}
@@ -594,18 +610,17 @@ XResult xs_sched_add(xs_xqueue *xq)
 	xs_obj_ref(&xq->obj);
 	sq->xq = xq;
 	XResult res = kXSchedSuccess;
-	xs_mutex_lock(&xs__ctl);
-	if (!xs__configured)
+	xs_mutex_lock(&xs__s.ctl);
+	if (!xs__s.configured)
 		res = xs__configure_from_env();
 	if (res == kXSchedSuccess) {
-		xs_mutex_lock(&xs__lock);
-		static uint64_t next_id; /* under xs__lock */
-		sq->id = ++next_id;
+		xs_mutex_lock(&xs__s.lock);
+		sq->id = ++xs__s.next_id;
 		xq->sched_priv = sq;
-		xs_list_push_back(&xs__queues, &sq->link);
-		xs_mutex_unlock(&xs__lock);
+		xs_list_push_back(&xs__s.queues, &sq->link);
+		xs_mutex_unlock(&xs__s.lock);
 	}
-	xs_mutex_unlock(&xs__ctl);
+	xs_mutex_unlock(&xs__s.ctl);
 	if (res != kXSchedSuccess) {
 		xs_obj_unref(&xq->obj);
 		free(sq);
@@ -617,15 +632,15 @@ XResult xs_sched_add(xs_xqueue *xq)
 
 void xs_sched_remove(xs_xqueue *xq)
 {
-	xs_mutex_lock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
 	xs__sq *sq = xq->sched_priv;
 	xq->sched_priv = NULL;
 	if (sq) {
 		xs_list_remove(&sq->link);
-		if (xs__policy->forget)
-			xs__policy->forget(&sq->policy_slot);
+		if (xs__s.policy->forget)
+			xs__s.policy->forget(&sq->policy_slot);
 	}
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__s.lock);
 	if (sq) {
 		xs_obj_unref(&sq->xq->obj);
 		free(sq);
@@ -635,22 +650,22 @@ void xs_sched_remove(xs_xqueue *xq)
 
 void xs_sched_get_hints(xs_xqueue *xq, xs_sched_hints *out)
 {
-	xs_mutex_lock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
 	const xs__sq *sq = xq->sched_priv;
 	if (sq)
 		*out = sq->h;
 	else
 		memset(out, 0, sizeof(*out));
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__s.lock);
 }
 
 void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h)
 {
-	xs_mutex_lock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
 	xs__sq *sq = xq->sched_priv;
 	if (sq)
 		sq->h = *h;
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__s.lock);
 	xs__wake();
 }
 
@@ -668,31 +683,31 @@ XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy)
 		}
 	}
 	XResult res = kXSchedSuccess;
-	xs_mutex_lock(&xs__ctl);
+	xs_mutex_lock(&xs__s.ctl);
 	xs_engine_set_notify(xs__on_engine);
 	if (ops) {
 		res = xs__start_locked(ops);
 	} else {
 		xs__stop_locked();
-		xs__configured = true;
+		xs__s.configured = true;
 	}
-	xs_mutex_unlock(&xs__ctl);
+	xs_mutex_unlock(&xs__s.ctl);
 	return res;
 }
 
 void xs_sched_shutdown(void)
 {
-	xs_mutex_lock(&xs__ctl);
+	xs_mutex_lock(&xs__s.ctl);
 	xs__stop_locked();
-	xs__configured = false;
-	xs_mutex_lock(&xs__lock);
-	if (xs__policy->reset)
-		xs__policy->reset(); /* policies re-read their settings on the next start */
-	xs__timeslice_us = TIMESLICE_DEFAULT;
-	xs__timeslice_given = false;
-	xs__k = 1;
-	xs_mutex_unlock(&xs__lock);
-	xs_mutex_unlock(&xs__ctl);
+	xs__s.configured = false;
+	xs_mutex_lock(&xs__s.lock);
+	if (xs__s.policy->reset)
+		xs__s.policy->reset(); /* policies re-read their settings on the next start */
+	xs__s.timeslice_us = TIMESLICE_DEFAULT;
+	xs__s.timeslice_given = false;
+	xs__s.k = 1;
+	xs_mutex_unlock(&xs__s.lock);
+	xs_mutex_unlock(&xs__s.ctl);
 }
 
 void xs_sched_set_strict(bool strict)
@@ -703,54 +718,44 @@ void xs_sched_set_strict(bool strict)
 
 void xs_sched_set_timeslice(Timeslice ts_us)
 {
-	xs_mutex_lock(&xs__lock);
-	xs__timeslice_us = ts_us;
-	xs__timeslice_given = true;
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
+	xs__s.timeslice_us = ts_us;
+	xs__s.timeslice_given = true;
+	xs_mutex_unlock(&xs__s.lock);
 	xs__wake();
 }
 
 void xs_sched_set_k(size_t k)
 {
-	xs_mutex_lock(&xs__lock);
-	xs__k = k;
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
+	xs__s.k = k;
+	xs_mutex_unlock(&xs__s.lock);
 	xs__wake();
 }
 
 void xs_sched_get_stats(xs_sched_stats *out)
 {
-	xs_mutex_lock(&xs__lock);
-	*out = xs__stats;
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
+	*out = xs__s.stats;
+	xs_mutex_unlock(&xs__s.lock);
 }
 
 void xs_sched_forked(void)
 {
 	/* The parent's threads do not exist here: no thread to join, no queue registered
-	 * (the parent's XQueues are unreachable); the scheduler starts again on first use. */
-	xs_mutex_init(&xs__ctl);
-	xs_mutex_init(&xs__lock);
-	xs_mutex_init(&xs__ev);
+	 * (the parent's XQueues are unreachable, kept reachable for leak checkers); the
+	 * scheduler starts again on first use, from its initial state. */
+	if (xs__s.policy->reset)
+		xs__s.policy->reset();
+	xs__parent_queues = xs_list_first(&xs__s.queues);
+	xs__s = (struct xs__sched)XS__SCHED_INIT;
 	xs__ev_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* the condition variable anew */
-	xs__configured = false;
-	xs__thread_running = false;
-	xs__active = false;
-	xs__dirty = xs__stop = false;
-	xs__parent_queues = xs_list_first(&xs__queues);
-	xs_list_init(&xs__queues);
-	if (xs__policy->reset)
-		xs__policy->reset();
-	xs__policy = &xs_policy_hpf;
-	xs__timeslice_us = TIMESLICE_DEFAULT;
-	xs__timeslice_given = false;
-	xs__k = 1;
 }
 
 XPolicyType xs_sched_current_policy(void)
 {
-	xs_mutex_lock(&xs__lock);
-	XPolicyType t = xs__active ? xs__policy->type : kPolicyUnknown;
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_lock(&xs__s.lock);
+	XPolicyType t = xs__s.active ? xs__s.policy->type : kPolicyUnknown;
+	xs_mutex_unlock(&xs__s.lock);
 	return t;
 }
