@@ -72,9 +72,13 @@
 #include "preempt/engine_int.h"
 
 /* The process-wide settings, -1 = from the configuration at first use. */
-static _Atomic int64_t xs__budget_ns = -1, xs__corun_ns = -1;
-static atomic_bool xs__hold;       /* xs_engine_set_hold */
-static atomic_int xs__strict = -1; /* xs_engine_set_strict; -1 = from the configuration */
+/* The process-wide settings, one struct, made anew in a fork child (xs_budget_forked);
+ * relaxed atomics read on the hot path. */
+static struct xs__settings {
+	_Atomic int64_t budget_ns, corun_ns; /* -1 = from the configuration at first use */
+	atomic_bool hold;                    /* xs_engine_set_hold */
+	atomic_int strict;                   /* xs_engine_set_strict; -1 = configuration */
+} xs__set = {-1, -1, false, -1};
 
 static int64_t xs__setting(_Atomic int64_t *v, bool corun)
 {
@@ -89,29 +93,29 @@ static int64_t xs__setting(_Atomic int64_t *v, bool corun)
 
 static int64_t xs__budget(void)
 {
-	return xs__setting(&xs__budget_ns, false);
+	return xs__setting(&xs__set.budget_ns, false);
 }
 
 int64_t xs_engine_corun_ns(void)
 {
-	return xs__setting(&xs__corun_ns, true);
+	return xs__setting(&xs__set.corun_ns, true);
 }
 
 bool xs_budget_set(enum xs_budget_setting which, int64_t value)
 {
 	switch (which) {
 	case XS_BUDGET_COMMIT:
-		atomic_store_explicit(&xs__budget_ns, value, memory_order_relaxed);
+		atomic_store_explicit(&xs__set.budget_ns, value, memory_order_relaxed);
 		return true; /* waiters may fit now */
 	case XS_BUDGET_CORUN:
-		atomic_store_explicit(&xs__corun_ns, value, memory_order_relaxed);
+		atomic_store_explicit(&xs__set.corun_ns, value, memory_order_relaxed);
 		return true;
 	case XS_BUDGET_STRICT:
-		atomic_store_explicit(&xs__strict, (int)value, memory_order_relaxed);
+		atomic_store_explicit(&xs__set.strict, (int)value, memory_order_relaxed);
 		return true; /* another waiter may come first now */
 	case XS_BUDGET_HOLD:
 		/* Queues held back may commit now that the hold is off. */
-		return atomic_exchange_explicit(&xs__hold, value != 0, memory_order_relaxed) &&
+		return atomic_exchange_explicit(&xs__set.hold, value != 0, memory_order_relaxed) &&
 		       !value;
 	}
 	return false;
@@ -119,25 +123,24 @@ bool xs_budget_set(enum xs_budget_setting which, int64_t value)
 
 bool xs_engine_strict(void)
 {
-	int strict = atomic_load_explicit(&xs__strict, memory_order_relaxed);
+	int strict = atomic_load_explicit(&xs__set.strict, memory_order_relaxed);
 	if (strict < 0) {
 		strict = xs_config_get()->strict_priority;
-		atomic_store_explicit(&xs__strict, strict, memory_order_relaxed);
+		atomic_store_explicit(&xs__set.strict, strict, memory_order_relaxed);
 	}
 	return strict;
 }
 
 void xs_budget_reset(void)
 {
-	atomic_store_explicit(&xs__strict, -1, memory_order_relaxed);
-	atomic_store_explicit(&xs__budget_ns, -1, memory_order_relaxed);
-	atomic_store_explicit(&xs__corun_ns, -1, memory_order_relaxed);
+	atomic_store_explicit(&xs__set.strict, -1, memory_order_relaxed);
+	atomic_store_explicit(&xs__set.budget_ns, -1, memory_order_relaxed);
+	atomic_store_explicit(&xs__set.corun_ns, -1, memory_order_relaxed);
 }
 
 void xs_budget_forked(void)
 {
-	xs_budget_reset();
-	atomic_store_explicit(&xs__hold, false, memory_order_relaxed);
+	xs__set = (struct xs__settings){-1, -1, false, -1}; /* one thread here: no race */
 }
 
 /* Ask the progress thread to hand budget on. Caller holds d->lock. */
@@ -155,7 +158,7 @@ static void xs__want_grant(xs_device *d)
 static bool xs__held(const xs_device *d)
 {
 	XS_ASSERT_HELD(&d->lock);
-	return d->top_busy && atomic_load_explicit(&xs__hold, memory_order_relaxed);
+	return d->top_busy && atomic_load_explicit(&xs__set.hold, memory_order_relaxed);
 }
 
 /* The cap in force on @d, in ns; -1 = nothing new may be committed. The co-run budget is

@@ -20,46 +20,49 @@
  * (xs_dep_advance's result) and hands them out (xs_dep_pop_blocked); it calls nobody.
  * Wake-ups coalesce; each XQueue re-checks its own head.
  *
- * Lock: xs__dep_lock guards u.record.dep/needs_done/dep_result of every record and the
+ * Lock: xs__d.lock guards u.record.dep/needs_done/dep_result of every record and the
  * blocked list. It is a leaf: taken with at most one XQueue lock held, nothing under it.
  */
 #include "core/log.h"
 #include "preempt/engine_int.h"
 
-static xs_mutex xs__dep_lock = XS_MUTEX_INITIALIZER;
-static xs_link xs__blocked = {&xs__blocked, &xs__blocked}; /* xs_xqueue.dep_link */
+/* The file's state, made anew in a fork child (xs_dep_forked). */
+static struct xs__deps {
+	xs_mutex lock;   /* the dependency lock: every record's dep fields, the blocked list */
+	xs_link blocked; /* xs_xqueue.dep_link */
+} xs__d = {XS_MUTEX_INITIALIZER, {&xs__d.blocked, &xs__d.blocked}};
 
 size_t xs_dep_blocked_count(void)
 {
-	xs_mutex_lock(&xs__dep_lock);
+	xs_mutex_lock(&xs__d.lock);
 	size_t n = 0;
-	xs_list_for_each(l, &xs__blocked) n++;
-	xs_mutex_unlock(&xs__dep_lock);
+	xs_list_for_each(l, &xs__d.blocked) n++;
+	xs_mutex_unlock(&xs__d.lock);
 	return n;
 }
 
 xs_xqueue *xs_dep_pop_blocked(void)
 {
-	xs_mutex_lock(&xs__dep_lock);
-	xs_link *l = xs_list_pop_front(&xs__blocked);
+	xs_mutex_lock(&xs__d.lock);
+	xs_link *l = xs_list_pop_front(&xs__d.blocked);
 	xs_xqueue *xq = l ? xs_container_of(l, xs_xqueue, dep_link) : NULL;
 	if (xq)
 		xs_obj_ref(&xq->obj);
-	xs_mutex_unlock(&xs__dep_lock);
+	xs_mutex_unlock(&xs__d.lock);
 	return xq;
 }
 
 bool xs_dep_advance(xs_cmd *record, enum xs_dep_state state, XResult res)
 {
 	bool changed = false;
-	xs_mutex_lock(&xs__dep_lock);
+	xs_mutex_lock(&xs__d.lock);
 	if (state > record->u.record.dep) {
 		record->u.record.dep = state;
 		if (state == XS_DEP_FAILED)
 			record->u.record.dep_result = res;
 		changed = true;
 	}
-	xs_mutex_unlock(&xs__dep_lock);
+	xs_mutex_unlock(&xs__d.lock);
 	return changed;
 }
 
@@ -67,17 +70,17 @@ bool xs_dep_enqueued(xs_cmd *rec, bool ok, bool needs_done, XResult res)
 {
 	if (!ok)
 		return xs_dep_advance(rec, XS_DEP_FAILED, res);
-	xs_mutex_lock(&xs__dep_lock);
+	xs_mutex_lock(&xs__d.lock);
 	rec->u.record.needs_done = needs_done;
-	xs_mutex_unlock(&xs__dep_lock);
+	xs_mutex_unlock(&xs__d.lock);
 	return xs_dep_advance(rec, XS_DEP_LAUNCHED, kXSchedSuccess);
 }
 
 /* Whether a wait on @rec may be enqueued on a queue of backend @ops now; on a failed
- * record, also its result in *res. Caller holds xs__dep_lock. */
+ * record, also its result in *res. Caller holds xs__d.lock. */
 static bool xs__may_go(const xs_cmd *rec, const xs_hal_ops *ops, XResult *res)
 {
-	XS_ASSERT_HELD(&xs__dep_lock);
+	XS_ASSERT_HELD(&xs__d.lock);
 	switch (rec->u.record.dep) {
 	case XS_DEP_FAILED:
 		*res = rec->u.record.dep_result;
@@ -106,31 +109,30 @@ bool xs_dep_check(xs_xqueue *xq, xs_cmd *cmd, XResult *res)
 			*res = kXSchedErrorInvalidValue;
 			return true;
 		}
-		xs_mutex_lock(&xs__dep_lock);
+		xs_mutex_lock(&xs__d.lock);
 		if (rec->u.record.dep == XS_DEP_FAILED)
 			*res = rec->u.record.dep_result;
-		xs_mutex_unlock(&xs__dep_lock);
+		xs_mutex_unlock(&xs__d.lock);
 		return true;
 	}
-	xs_mutex_lock(&xs__dep_lock);
+	xs_mutex_lock(&xs__d.lock);
 	bool go = xs__may_go(rec, xq->hwq->ops, res);
 	/* Enlist under the same lock as the check: a change after it finds us listed. */
 	if (!go && !xs_linked(&xq->dep_link))
-		xs_list_push_back(&xs__blocked, &xq->dep_link);
-	xs_mutex_unlock(&xs__dep_lock);
+		xs_list_push_back(&xs__d.blocked, &xq->dep_link);
+	xs_mutex_unlock(&xs__d.lock);
 	return go;
 }
 
 void xs_dep_unblock(xs_xqueue *xq)
 {
-	xs_mutex_lock(&xs__dep_lock);
+	xs_mutex_lock(&xs__d.lock);
 	if (xs_linked(&xq->dep_link))
 		xs_list_remove(&xq->dep_link);
-	xs_mutex_unlock(&xs__dep_lock);
+	xs_mutex_unlock(&xs__d.lock);
 }
 
 void xs_dep_forked(void)
 {
-	xs_mutex_init(&xs__dep_lock);
-	xs_list_init(&xs__blocked);
+	xs__d = (struct xs__deps){XS_MUTEX_INITIALIZER, {&xs__d.blocked, &xs__d.blocked}};
 }

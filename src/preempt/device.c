@@ -54,13 +54,16 @@ enum {
 	XS__POLL_MAX_NS = 1000000,
 };
 
-/* Guards xs__devices and each device's nqueues, hw_queues and oversubscribed changes. */
-static xs_mutex xs__devs_lock = XS_MUTEX_INITIALIZER;
-static xs_link xs__devices = {&xs__devices, &xs__devices};
-/* A child's: the parent's, reachable for leak checkers (volatile: only ever written, the
- * store must stay). */
+/* The devices, one struct, made anew in a fork child (xs_dev_forked). */
+static struct xs__devs {
+	/* Guards the list and each device's nqueues, hw_queues and oversubscribed changes. */
+	xs_mutex lock;
+	xs_link list;             /* xs_device.link */
+	atomic_bool stall_warned; /* the first stall release is a warning, later ones debug */
+} xs__dv = {XS_MUTEX_INITIALIZER, {&xs__dv.list, &xs__dv.list}, false};
+/* A child's: the parent's devices, reachable for leak checkers (volatile: only ever
+ * written, the store must stay). Not state: it outlives the re-initialisation. */
 static xs_link *volatile xs__parent_devices;
-static atomic_bool xs__stall_warned; /* the first stall release is a warning, later ones debug */
 
 void xs_engine_set_budget(int64_t budget_ns)
 {
@@ -105,8 +108,8 @@ static void xs__grant(xs_device *d)
 
 void xs_dev_grant_all(void)
 {
-	xs_mutex_lock(&xs__devs_lock);
-	xs_list_for_each(l, &xs__devices)
+	xs_mutex_lock(&xs__dv.lock);
+	xs_list_for_each(l, &xs__dv.list)
 	{
 		xs_device *d = xs_container_of(l, xs_device, link);
 		xs_mutex_lock(&d->lock);
@@ -116,7 +119,7 @@ void xs_dev_grant_all(void)
 		}
 		xs_mutex_unlock(&d->lock);
 	}
-	xs_mutex_unlock(&xs__devs_lock);
+	xs_mutex_unlock(&xs__dv.lock);
 }
 
 /* The device the calling thread serves, if it is a device thread. */
@@ -307,7 +310,7 @@ static void xs__release(xs_device *d, xs_xqueue **v, size_t n, int64_t quiet_ns)
 	if (!released)
 		return;
 	atomic_store_explicit(&d->draining, true, memory_order_relaxed);
-	if (!atomic_exchange_explicit(&xs__stall_warned, true, memory_order_relaxed))
+	if (!atomic_exchange_explicit(&xs__dv.stall_warned, true, memory_order_relaxed))
 		XS_WARN("engine",
 			"%s device: no progress for %lld ms while %zu XQueue(s) held "
 			"enqueued commands: committing them (a runtime call may be waiting for "
@@ -559,10 +562,10 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 	return d;
 }
 
-/* Start the device's threads with @q to bind them. Caller holds xs__devs_lock. */
+/* Start the device's threads with @q to bind them. Caller holds xs__dv.lock. */
 static bool xs__dev_start(xs_device *d, xs_hwq *q)
 {
-	XS_ASSERT_HELD(&xs__devs_lock);
+	XS_ASSERT_HELD(&xs__dv.lock);
 	xs_obj_ref(&q->obj);
 	d->init_q = q;
 	d->stop = false;
@@ -589,10 +592,10 @@ static bool xs__dev_start(xs_device *d, xs_hwq *q)
 	return true;
 }
 
-/* Stop the threads of @d. Caller holds xs__devs_lock; @d has no XQueue. */
+/* Stop the threads of @d. Caller holds xs__dv.lock; @d has no XQueue. */
 static void xs__dev_stop(xs_device *d)
 {
-	XS_ASSERT_HELD(&xs__devs_lock);
+	XS_ASSERT_HELD(&xs__dv.lock);
 	if (!d->started)
 		return;
 	xs_mutex_lock(&d->lock);
@@ -608,10 +611,10 @@ static void xs__dev_stop(xs_device *d)
 }
 
 /* Mark @d oversubscribed or not after its XQueue count changed; one log line per spell.
- * Caller holds xs__devs_lock. */
+ * Caller holds xs__dv.lock. */
 static void xs__count_queues(xs_device *d)
 {
-	XS_ASSERT_HELD(&xs__devs_lock);
+	XS_ASSERT_HELD(&xs__dv.lock);
 	bool over = d->hw_queues && d->nqueues > d->hw_queues;
 	if (over == atomic_load_explicit(&d->oversubscribed, memory_order_relaxed))
 		return;
@@ -631,9 +634,9 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
 	uint64_t key = q->ops->device_key(q);
-	xs_mutex_lock(&xs__devs_lock);
+	xs_mutex_lock(&xs__dv.lock);
 	xs_device *d = NULL;
-	xs_list_for_each(l, &xs__devices)
+	xs_list_for_each(l, &xs__dv.list)
 	{
 		xs_device *c = xs_container_of(l, xs_device, link);
 		if (c->ops == q->ops && c->key == key) {
@@ -644,7 +647,7 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 	if (!d) {
 		d = xs__dev_new(q, key);
 		if (d)
-			xs_list_push_back(&xs__devices, &d->link);
+			xs_list_push_back(&xs__dv.list, &d->link);
 	}
 	if (d && !d->started && !xs__dev_start(d, q))
 		d = NULL;
@@ -660,14 +663,14 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 		xs_list_push_back(&d->queues, &xq->dev_link);
 		xs_mutex_unlock(&d->lock);
 	}
-	xs_mutex_unlock(&xs__devs_lock);
+	xs_mutex_unlock(&xs__dv.lock);
 	return d;
 }
 
 void xs_dev_detach(xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
-	xs_mutex_lock(&xs__devs_lock);
+	xs_mutex_lock(&xs__dv.lock);
 	xs_mutex_lock(&d->lock);
 	xs_list_remove(&xq->dev_link);
 	if (xq->active) /* not after xs_engine_destroy's drain (xs_dev_deactivate) */
@@ -683,13 +686,13 @@ void xs_dev_detach(xs_xqueue *xq)
 	if (--d->nqueues == 0 && !xs_dev_is_own_thread(d))
 		xs__dev_stop(d);
 	xs__count_queues(d);
-	xs_mutex_unlock(&xs__devs_lock);
+	xs_mutex_unlock(&xs__dv.lock);
 }
 
 void xs_engine_shutdown(void)
 {
-	xs_mutex_lock(&xs__devs_lock);
-	for (xs_link *l = xs__devices.next; l != &xs__devices;) {
+	xs_mutex_lock(&xs__dv.lock);
+	for (xs_link *l = xs__dv.list.next; l != &xs__dv.list;) {
 		xs_device *d = xs_container_of(l, xs_device, link);
 		l = l->next;
 		if (d->nqueues || xs_dev_is_own_thread(d))
@@ -700,17 +703,15 @@ void xs_engine_shutdown(void)
 		xs__dev_stop(d);
 	}
 	xs_budget_reset();
-	xs_mutex_unlock(&xs__devs_lock);
+	xs_mutex_unlock(&xs__dv.lock);
 }
 
 void xs_dev_forked(void)
 {
 	/* Devices of the parent are abandoned with their (absent) threads. */
-	xs_mutex_init(&xs__devs_lock);
-	xs__parent_devices = xs_list_first(&xs__devices);
-	xs_list_init(&xs__devices);
+	xs__parent_devices = xs_list_first(&xs__dv.list);
+	xs__dv = (struct xs__devs){XS_MUTEX_INITIALIZER, {&xs__dv.list, &xs__dv.list}, false};
 	xs_budget_forked();
-	atomic_store_explicit(&xs__stall_warned, false, memory_order_relaxed);
 }
 
 const void *xs_engine_device(const xs_xqueue *xq)
