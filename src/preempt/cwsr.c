@@ -40,7 +40,7 @@
 #define CWSR_ERROR(...) cwsr_log(XS_LOG_ERROR, __VA_ARGS__)
 
 struct xs_cwsr_queue {
-	struct xs_cwsr_queue *next; /* in attached_list */
+	struct xs_cwsr_queue *next; /* in xs__k.attached_list */
 	uint64_t ring_base_address;
 	uint32_t queue_id;
 	uint32_t gpu_id;
@@ -118,18 +118,20 @@ static const xs_kfd_sys real_sys = {
     .ioctl = real_ioctl,
 };
 
-/* cwsr_lock guards every variable below: the syscall table, the KFD fd, the
- * debug-trap state and the list of attached queues (including each queue's
- * suspended flag). It is held across the ioctls, so that the kernel state and
- * ours change together. */
-static pthread_mutex_t cwsr_lock = PTHREAD_MUTEX_INITIALIZER;
-static const xs_kfd_sys *cwsr_sys = &real_sys;
-static int kfd_fd = -1;
-static bool trap_enabled;
-static xs_cwsr_queue *attached_list;
-static size_t n_attached;
-static bool exit_registered; /* the exit handler is registered (once per process) */
-static bool released;        /* xs_cwsr_release_all ran: nothing is enabled again */
+/* The process's KFD session, one struct. Its lock (the lock map's cwsr_lock, a plain
+ * pthread mutex taken under lv3_lock) guards every field: the syscall table, the KFD fd,
+ * the debug-trap state and the list of attached queues (including each queue's suspended
+ * flag). It is held across the ioctls, so that the kernel state and ours change together. */
+static struct xs__kfd {
+	pthread_mutex_t lock;
+	const xs_kfd_sys *sys; /* the system calls: real, or a test's fake (xs_cwsr_set_sys) */
+	int fd;                /* /dev/kfd, -1 = closed */
+	bool trap_enabled;
+	xs_cwsr_queue *attached_list;
+	size_t n_attached;
+	bool exit_registered; /* the exit handler is registered (once per process) */
+	bool released;        /* xs_cwsr_release_all ran: nothing is enabled again */
+} xs__k = {PTHREAD_MUTEX_INITIALIZER, &real_sys, -1, false, NULL, 0, false, false};
 
 static const char *errno_name(int err)
 {
@@ -173,18 +175,18 @@ static int dbg_trap(struct xs_kfd_dbg_trap_args *args, uint32_t op)
 {
 	args->pid = (uint32_t)getpid();
 	args->op = op;
-	return cwsr_sys->ioctl(kfd_fd, XS_AMDKFD_IOC_DBG_TRAP, args);
+	return xs__k.sys->ioctl(xs__k.fd, XS_AMDKFD_IOC_DBG_TRAP, args);
 }
 
 static XResult kfd_open_locked(void)
 {
 	int fd;
 
-	if (kfd_fd >= 0)
+	if (xs__k.fd >= 0)
 		return kXSchedSuccess;
-	fd = cwsr_sys->open(XS_KFD_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	fd = xs__k.sys->open(XS_KFD_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd >= 0) {
-		kfd_fd = fd;
+		xs__k.fd = fd;
 		return kXSchedSuccess;
 	}
 	if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
@@ -204,12 +206,12 @@ static void kfd_close_locked(void)
 {
 	int r;
 
-	if (kfd_fd < 0)
+	if (xs__k.fd < 0)
 		return;
-	r = cwsr_sys->close(kfd_fd);
+	r = xs__k.sys->close(xs__k.fd);
 	if (r < 0)
 		XS_DEBUG(TOPIC, "close(%s) failed (-%s)", XS_KFD_DEVICE_PATH, errno_name(-r));
-	kfd_fd = -1;
+	xs__k.fd = -1;
 }
 
 /* Returns 0 or -errno; logs nothing. */
@@ -219,7 +221,7 @@ static int kfd_get_version_locked(uint32_t *major, uint32_t *minor)
 	int r;
 
 	memset(&args, 0, sizeof(args));
-	r = cwsr_sys->ioctl(kfd_fd, XS_AMDKFD_IOC_GET_VERSION, &args);
+	r = xs__k.sys->ioctl(xs__k.fd, XS_AMDKFD_IOC_GET_VERSION, &args);
 	if (r < 0)
 		return r;
 	*major = args.major_version;
@@ -279,13 +281,13 @@ static void trap_disable_locked(void)
 	struct xs_kfd_dbg_trap_args args;
 	int r;
 
-	if (!trap_enabled)
+	if (!xs__k.trap_enabled)
 		return;
 	memset(&args, 0, sizeof(args));
 	r = dbg_trap(&args, XS_KFD_DBG_TRAP_DISABLE);
 	if (r < 0)
 		CWSR_WARN("DBG_TRAP DISABLE failed (-%s, %d)", errno_name(-r), r);
-	trap_enabled = false;
+	xs__k.trap_enabled = false;
 }
 
 static void cwsr_at_exit(void)
@@ -325,20 +327,20 @@ static bool trap_enable_locked(struct xs_kfd_runtime_info *rinfo)
 	args.enable.rinfo_size = sizeof(*rinfo);
 	/* KFD needs a valid fd to report exceptions on; with an empty exception
 	 * mask it never writes to it. libhsakmt passes the KFD fd itself too. */
-	args.enable.dbg_fd = (uint32_t)kfd_fd;
+	args.enable.dbg_fd = (uint32_t)xs__k.fd;
 	int r = dbg_trap(&args, XS_KFD_DBG_TRAP_ENABLE);
 	if (r < 0) {
 		CWSR_WARN("Lv3 unavailable: DBG_TRAP ENABLE failed (-%s, %d): %s", errno_name(-r),
 			  r, enable_failure_reason(-r));
 		return false;
 	}
-	trap_enabled = true;
+	xs__k.trap_enabled = true;
 	/* KFD's runtime_disable, which the HSA runtime calls at its teardown (hsa_shut_down
 	 * from HIP's exit handler), waits for ever while the debug trap is enabled. Handlers
 	 * run in reverse order of registration and HIP registered its own when it loaded,
 	 * before any queue could be attached: ours runs first. */
-	if (!exit_registered && atexit(cwsr_at_exit) == 0)
-		exit_registered = true;
+	if (!xs__k.exit_registered && atexit(cwsr_at_exit) == 0)
+		xs__k.exit_registered = true;
 	return true;
 }
 
@@ -347,9 +349,9 @@ static bool trap_enable_locked(struct xs_kfd_runtime_info *rinfo)
 static XResult session_get_locked(void)
 {
 	struct xs_kfd_runtime_info rinfo;
-	if (trap_enabled)
+	if (xs__k.trap_enabled)
 		return kXSchedSuccess;
-	if (released) {
+	if (xs__k.released) {
 		CWSR_WARN("Lv3 unavailable: the process is exiting (KFD session released)");
 		return kXSchedErrorNotSupported;
 	}
@@ -378,7 +380,7 @@ fail:
 /* Undo session_get_locked() once no queue needs the debug trap. */
 static void session_put_locked(void)
 {
-	if (n_attached > 0)
+	if (xs__k.n_attached > 0)
 		return;
 	trap_disable_locked();
 	kfd_close_locked();
@@ -439,9 +441,9 @@ static bool is_compute_queue(uint32_t type)
 
 void xs_cwsr_set_sys(const xs_kfd_sys *sys)
 {
-	pthread_mutex_lock(&cwsr_lock);
-	cwsr_sys = sys ? sys : &real_sys;
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
+	xs__k.sys = sys ? sys : &real_sys;
+	pthread_mutex_unlock(&xs__k.lock);
 }
 
 XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
@@ -452,8 +454,8 @@ XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
 
 	if (!major || !minor)
 		return kXSchedErrorInvalidValue;
-	pthread_mutex_lock(&cwsr_lock);
-	opened_here = kfd_fd < 0;
+	pthread_mutex_lock(&xs__k.lock);
+	opened_here = xs__k.fd < 0;
 	res = kfd_open_locked();
 	if (res == kXSchedSuccess) {
 		r = kfd_get_version_locked(major, minor);
@@ -464,7 +466,7 @@ XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
 		if (opened_here)
 			kfd_close_locked();
 	}
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 	return res;
 }
 
@@ -472,16 +474,16 @@ XResult xs_cwsr_probe(void)
 {
 	XResult res;
 
-	pthread_mutex_lock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
 	res = session_get_locked();
 	if (res == kXSchedSuccess)
 		session_put_locked();
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 	return res;
 }
 
 /* A snapshot of this process's queues for a reader, with a session just for the call.
- * Caller holds cwsr_lock and frees *out (also on failure). */
+ * Caller holds xs__k.lock and frees *out (also on failure). */
 static XResult snapshot_once_locked(struct xs_kfd_queue_snapshot_entry **out, size_t *n)
 {
 	XResult res = session_get_locked();
@@ -501,9 +503,9 @@ XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count)
 	if (!count || (cap > 0 && !out))
 		return kXSchedErrorInvalidValue;
 	*count = 0;
-	pthread_mutex_lock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
 	res = snapshot_once_locked(&entries, &n);
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 	if (res == kXSchedSuccess) {
 		for (i = 0; i < n && i < cap; i++) {
 			out[i].ring_base_address = entries[i].ring_base_address;
@@ -543,9 +545,9 @@ XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
 			  (unsigned long long)ring_a);
 		return kXSchedErrorNotAllowed;
 	}
-	pthread_mutex_lock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
 	res = snapshot_once_locked(&entries, &n);
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 	if (res == kXSchedSuccess) {
 		a = find_ring(entries, n, ring_a);
 		b = find_ring(entries, n, ring_b);
@@ -575,7 +577,7 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 		CWSR_WARN("attach: ring base address 0 names no queue");
 		return kXSchedErrorInvalidValue;
 	}
-	pthread_mutex_lock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
 	res = session_get_locked();
 	if (res != kXSchedSuccess)
 		goto out;
@@ -598,7 +600,7 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 		res = kXSchedErrorNotSupported;
 		goto put;
 	}
-	for (q = attached_list; q; q = q->next) {
+	for (q = xs__k.attached_list; q; q = q->next) {
 		if (q->queue_id == e->queue_id) {
 			CWSR_WARN("attach: KFD queue %u is already attached (streams sharing one "
 				  "hardware queue cannot be preempted apart)",
@@ -616,9 +618,9 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 	q->ring_base_address = ring_base_address;
 	q->queue_id = e->queue_id;
 	q->gpu_id = e->gpu_id;
-	q->next = attached_list;
-	attached_list = q;
-	n_attached++;
+	q->next = xs__k.attached_list;
+	xs__k.attached_list = q;
+	xs__k.n_attached++;
 	*out = q;
 	XS_DEBUG(TOPIC, "attached KFD queue %u (gpu %u, ring 0x%llx, %u bytes)", q->queue_id,
 		 q->gpu_id, (unsigned long long)ring_base_address, e->ring_size);
@@ -626,7 +628,7 @@ put:
 	free(entries);
 	session_put_locked();
 out:
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 	return res;
 }
 
@@ -641,9 +643,9 @@ bool xs_cwsr_is_suspended(const xs_cwsr_queue *q)
 
 	if (!q)
 		return false;
-	pthread_mutex_lock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
 	s = q->suspended;
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 	return s;
 }
 
@@ -718,7 +720,7 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 
 	if (k == 0)
 		return kXSchedSuccess;
-	if (!trap_enabled) { /* released: DISABLE resumed every queue */
+	if (!xs__k.trap_enabled) { /* released: DISABLE resumed every queue */
 		for (i = 0; i < k; i++)
 			todo[i]->suspended = false;
 		return kXSchedSuccess;
@@ -770,13 +772,13 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 			goto free_out;
 		}
 	}
-	pthread_mutex_lock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
 	for (i = 0; i < n; i++)
 		if (!qs[i]->suspended)
 			todo[k++] = qs[i];
 	if (k == 0)
 		goto out;
-	if (!trap_enabled) {
+	if (!xs__k.trap_enabled) {
 		CWSR_WARN("suspend refused: the KFD session was released (process exiting)");
 		res = kXSchedErrorNotSupported;
 		goto out;
@@ -853,7 +855,7 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 					    : "could not resume them all (the last detach will)");
 	res = kXSchedErrorHardware;
 out:
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 free_out:
 	if (todo != stack_todo)
 		free(todo);
@@ -878,12 +880,12 @@ XResult xs_cwsr_resume_many(xs_cwsr_queue *const *qs, size_t n)
 			return kXSchedErrorUnknown;
 		}
 	}
-	pthread_mutex_lock(&cwsr_lock);
+	pthread_mutex_lock(&xs__k.lock);
 	for (i = 0; i < n; i++)
 		if (qs[i]->suspended)
 			todo[k++] = qs[i];
 	res = resume_locked(todo, k);
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 	if (todo != stack_todo)
 		free(todo);
 	return res;
@@ -903,16 +905,17 @@ void xs_cwsr_release_all(void)
 {
 	xs_cwsr_queue *q;
 
-	pthread_mutex_lock(&cwsr_lock);
-	released = true;
-	if (trap_enabled) {
-		XS_DEBUG(TOPIC, "releasing the KFD session with %zu queue(s) attached", n_attached);
+	pthread_mutex_lock(&xs__k.lock);
+	xs__k.released = true;
+	if (xs__k.trap_enabled) {
+		XS_DEBUG(TOPIC, "releasing the KFD session with %zu queue(s) attached",
+			 xs__k.n_attached);
 		trap_disable_locked(); /* KFD resumes every queue it had suspended */
-		for (q = attached_list; q; q = q->next)
+		for (q = xs__k.attached_list; q; q = q->next)
 			q->suspended = false;
 	}
 	kfd_close_locked();
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 }
 
 void xs_cwsr_detach(xs_cwsr_queue *q)
@@ -921,19 +924,19 @@ void xs_cwsr_detach(xs_cwsr_queue *q)
 
 	if (!q)
 		return;
-	pthread_mutex_lock(&cwsr_lock);
-	if (q->suspended && resume_locked(&q, 1) != kXSchedSuccess && n_attached > 1)
+	pthread_mutex_lock(&xs__k.lock);
+	if (q->suspended && resume_locked(&q, 1) != kXSchedSuccess && xs__k.n_attached > 1)
 		CWSR_ERROR("detach: KFD queue %u may stay suspended until the last detach",
 			   q->queue_id);
-	for (pp = &attached_list; *pp; pp = &(*pp)->next) {
+	for (pp = &xs__k.attached_list; *pp; pp = &(*pp)->next) {
 		if (*pp == q) {
 			*pp = q->next;
-			n_attached--;
+			xs__k.n_attached--;
 			break;
 		}
 	}
 	XS_DEBUG(TOPIC, "detached KFD queue %u", q->queue_id);
 	free(q);
 	session_put_locked();
-	pthread_mutex_unlock(&cwsr_lock);
+	pthread_mutex_unlock(&xs__k.lock);
 }
