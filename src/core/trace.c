@@ -17,43 +17,46 @@ typedef struct xs__ring {
 	uint64_t cap, head, count, dropped; /* head: next slot; count: events kept */
 	uint64_t gen;                       /* the trace its events belong to */
 	/* Under xs__lock: */
-	struct xs__ring *next; /* xs__rings */
+	struct xs__ring *next; /* xs__t.rings */
 	bool owned;            /* a live thread records into it (its xs__mine) */
 } xs__ring;
 
-/* Guards the list of rings, their owned flags and the trace's path. A ring belongs to one
- * thread while that thread lives (the thread keeps a pointer to it without a lock); when
- * the thread exits, the ring goes back (xs__ring_release) with the events it holds: a
- * thread that records later takes it over and adds its own events, and a ring nobody owns
- * is freed once its events are written (xs_trace_stop). So the memory of the rings follows
- * the number of recording threads alive at once, not of every thread that ever recorded. */
-static xs_mutex xs__lock = XS_MUTEX_INITIALIZER;
-static xs__ring *xs__rings;
-static char *xs__path;
-static _Atomic uint64_t xs__gen = 1; /* the current trace; changed under xs__lock */
-/* The ring size: stored under xs__lock before the generation changes, read by recording
- * threads without it (relaxed: a thread that sees an older generation may still take the
- * new size, which is harmless). */
-static _Atomic uint64_t xs__cap = 65536;
+/* The trace's process-wide state, one struct (xs__t). Its lock guards the list of rings,
+ * their owned flags and the trace's path. A ring belongs to one thread while that thread
+ * lives (the thread keeps a pointer to it without a lock, xs__mine); when the thread exits,
+ * the ring goes back (xs__ring_release) with the events it holds: a thread that records
+ * later takes it over and adds its own events, and a ring nobody owns is freed once its
+ * events are written (xs_trace_stop). So the memory of the rings follows the number of
+ * recording threads alive at once, not of every thread that ever recorded. */
+static struct xs__trace {
+	xs_mutex lock;
+	xs__ring *rings;
+	char *path;
+	_Atomic uint64_t gen; /* the current trace; changed under lock */
+	/* The ring size: stored under lock before the generation changes, read by recording
+	 * threads without it (relaxed: a thread that sees an older generation may still take
+	 * the new size, which is harmless). */
+	_Atomic uint64_t cap;
+	pthread_key_t key; /* its destructor gives a thread's ring back */
+	bool key_ok;       /* key was made (under xs__key_once) */
+} xs__t = {.lock = XS_MUTEX_INITIALIZER, .gen = 1, .cap = 65536};
 static _Thread_local xs__ring *xs__mine;
-static pthread_key_t xs__key; /* its destructor gives a thread's ring back */
 static pthread_once_t xs__key_once = PTHREAD_ONCE_INIT;
-static bool xs__key_ok;
 
 /* The pthread key's destructor, at the exit of a thread that recorded: the ring keeps
  * its events for the file and goes to the next thread that records. */
 static void xs__ring_release(void *arg)
 {
 	xs__ring *r = arg;
-	xs_mutex_lock(&xs__lock);
+	xs_mutex_lock(&xs__t.lock);
 	r->owned = false;
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__t.lock);
 	xs__mine = NULL;
 }
 
 static void xs__key_init(void)
 {
-	xs__key_ok = pthread_key_create(&xs__key, xs__ring_release) == 0;
+	xs__t.key_ok = pthread_key_create(&xs__t.key, xs__ring_release) == 0;
 }
 
 /* A ring that no live thread owns, taken for the calling thread, or a new one (not locked,
@@ -61,15 +64,15 @@ static void xs__key_init(void)
 static xs__ring *xs__ring_take(void)
 {
 	pthread_once(&xs__key_once, xs__key_init);
-	xs_mutex_lock(&xs__lock);
-	xs__ring *r = xs__rings;
+	xs_mutex_lock(&xs__t.lock);
+	xs__ring *r = xs__t.rings;
 	while (r && r->owned)
 		r = r->next;
 	if (r)
 		r->owned = true;
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__t.lock);
 	if (!r) {
-		uint64_t cap = atomic_load_explicit(&xs__cap, memory_order_relaxed);
+		uint64_t cap = atomic_load_explicit(&xs__t.cap, memory_order_relaxed);
 		r = calloc(1, sizeof(*r));
 		if (r)
 			r->ev = calloc(cap, sizeof(*r->ev));
@@ -80,14 +83,14 @@ static xs__ring *xs__ring_take(void)
 		xs_mutex_init(&r->lock);
 		r->cap = cap;
 		r->owned = true;
-		xs_mutex_lock(&xs__lock);
-		r->next = xs__rings;
-		xs__rings = r;
-		xs_mutex_unlock(&xs__lock);
+		xs_mutex_lock(&xs__t.lock);
+		r->next = xs__t.rings;
+		xs__t.rings = r;
+		xs_mutex_unlock(&xs__t.lock);
 	}
 	/* Without the key the ring stays owned for the life of the process (as before). */
-	if (xs__key_ok)
-		pthread_setspecific(xs__key, r);
+	if (xs__t.key_ok)
+		pthread_setspecific(xs__t.key, r);
 	xs__mine = r;
 	return r;
 }
@@ -95,14 +98,14 @@ static xs__ring *xs__ring_take(void)
 /* The calling thread's ring for the current trace, locked; NULL when out of memory. */
 static xs__ring *xs__ring_get(void)
 {
-	uint64_t gen = atomic_load_explicit(&xs__gen, memory_order_acquire);
+	uint64_t gen = atomic_load_explicit(&xs__t.gen, memory_order_acquire);
 	xs__ring *r = xs__mine ? xs__mine : xs__ring_take();
 	if (!r)
 		return NULL;
 	xs_mutex_lock(&r->lock);
 	if (r->gen == gen)
 		return r; /* this trace's: its events (an earlier owner's too) stay */
-	uint64_t cap = atomic_load_explicit(&xs__cap, memory_order_relaxed);
+	uint64_t cap = atomic_load_explicit(&xs__t.cap, memory_order_relaxed);
 	if (cap != r->cap) {
 		xs_trace_ev *ev = calloc(cap, sizeof(*ev));
 		if (!ev) {
@@ -136,22 +139,22 @@ void xs_trace_emit(enum xs_trace_kind kind, uint64_t xq, uint64_t a, int64_t b)
 XResult xs_trace_start(const char *path, int64_t ring_events)
 {
 	XS_CHECK(path && *path, kXSchedErrorInvalidValue, "trace", "XSchedTraceStart: no path");
-	xs_mutex_lock(&xs__lock);
-	if (xs__path) {
-		xs_mutex_unlock(&xs__lock);
-		XS_WARN("trace", "XSchedTraceStart: a trace into %s runs already", xs__path);
+	xs_mutex_lock(&xs__t.lock);
+	if (xs__t.path) {
+		xs_mutex_unlock(&xs__t.lock);
+		XS_WARN("trace", "XSchedTraceStart: a trace into %s runs already", xs__t.path);
 		return kXSchedErrorNotAllowed;
 	}
-	xs__path = strdup(path);
-	if (!xs__path) {
-		xs_mutex_unlock(&xs__lock);
+	xs__t.path = strdup(path);
+	if (!xs__t.path) {
+		xs_mutex_unlock(&xs__t.lock);
 		return kXSchedErrorUnknown;
 	}
 	if (ring_events > 0)
-		atomic_store_explicit(&xs__cap, (uint64_t)ring_events, memory_order_relaxed);
-	atomic_fetch_add_explicit(&xs__gen, 1, memory_order_acq_rel); /* rings start empty */
+		atomic_store_explicit(&xs__t.cap, (uint64_t)ring_events, memory_order_relaxed);
+	atomic_fetch_add_explicit(&xs__t.gen, 1, memory_order_acq_rel); /* rings start empty */
 	atomic_store_explicit(&xs_trace_on, true, memory_order_release);
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__t.lock);
 	return kXSchedSuccess;
 }
 
@@ -220,11 +223,11 @@ static uint64_t xs__keep_last_names(xs_trace_ev *ev, uint64_t n)
 }
 
 /* Free the rings of exited threads (their events were copied out). Caller holds
- * xs__lock. */
+ * xs__t.lock. */
 static void xs__free_unowned(void)
 {
-	XS_ASSERT_HELD(&xs__lock);
-	for (xs__ring **p = &xs__rings; *p;) {
+	XS_ASSERT_HELD(&xs__t.lock);
+	for (xs__ring **p = &xs__t.rings; *p;) {
 		xs__ring *r = *p;
 		if (r->owned) {
 			p = &r->next;
@@ -239,26 +242,26 @@ static void xs__free_unowned(void)
 
 XResult xs_trace_stop(void)
 {
-	xs_mutex_lock(&xs__lock);
-	char *path = xs__path;
+	xs_mutex_lock(&xs__t.lock);
+	char *path = xs__t.path;
 	if (!path) {
-		xs_mutex_unlock(&xs__lock);
+		xs_mutex_unlock(&xs__t.lock);
 		return kXSchedErrorNotFound;
 	}
 	atomic_store_explicit(&xs_trace_on, false, memory_order_release);
-	xs__path = NULL;
-	uint64_t gen = atomic_fetch_add_explicit(&xs__gen, 1, memory_order_acq_rel);
+	xs__t.path = NULL;
+	uint64_t gen = atomic_fetch_add_explicit(&xs__t.gen, 1, memory_order_acq_rel);
 
 	/* Copy out every ring's events of this trace; a thread still inside an emit holds
 	 * its ring's lock, so each copy sees whole events. */
 	uint64_t n = 0, dropped = 0, k = 0;
-	for (xs__ring *r = xs__rings; r; r = r->next) {
+	for (xs__ring *r = xs__t.rings; r; r = r->next) {
 		xs_mutex_lock(&r->lock); /* its thread may be resizing it for the next trace */
 		n += r->gen == gen ? r->count : 0;
 		xs_mutex_unlock(&r->lock);
 	}
 	xs_trace_ev *all = malloc((n ? n : 1) * sizeof(*all));
-	for (xs__ring *r = xs__rings; r && all; r = r->next) {
+	for (xs__ring *r = xs__t.rings; r && all; r = r->next) {
 		xs_mutex_lock(&r->lock);
 		if (r->gen == gen) {
 			uint64_t first = (r->head + r->cap - r->count) % r->cap;
@@ -269,7 +272,7 @@ XResult xs_trace_stop(void)
 		xs_mutex_unlock(&r->lock);
 	}
 	xs__free_unowned();
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__t.lock);
 
 	XResult res = kXSchedSuccess;
 	FILE *f = all ? fopen(path, "w") : NULL;
@@ -305,9 +308,9 @@ XResult xs_trace_stop(void)
 void xs_trace_counts(uint64_t *kept, uint64_t *dropped)
 {
 	*kept = *dropped = 0;
-	xs_mutex_lock(&xs__lock);
-	uint64_t gen = atomic_load_explicit(&xs__gen, memory_order_acquire);
-	for (xs__ring *r = xs__rings; r; r = r->next) {
+	xs_mutex_lock(&xs__t.lock);
+	uint64_t gen = atomic_load_explicit(&xs__t.gen, memory_order_acquire);
+	for (xs__ring *r = xs__t.rings; r; r = r->next) {
 		xs_mutex_lock(&r->lock);
 		if (r->gen == gen) {
 			*kept += r->count;
@@ -315,7 +318,7 @@ void xs_trace_counts(uint64_t *kept, uint64_t *dropped)
 		}
 		xs_mutex_unlock(&r->lock);
 	}
-	xs_mutex_unlock(&xs__lock);
+	xs_mutex_unlock(&xs__t.lock);
 }
 
 void xs_trace_forked(void)
@@ -324,12 +327,12 @@ void xs_trace_forked(void)
 	 * dropped at the child's first trace. Only the forking thread lives on: the rings of
 	 * the parent's other threads go to the child's threads. */
 	atomic_store_explicit(&xs_trace_on, false, memory_order_relaxed);
-	xs_mutex_init(&xs__lock);
-	for (xs__ring *r = xs__rings; r; r = r->next) {
+	xs_mutex_init(&xs__t.lock);
+	for (xs__ring *r = xs__t.rings; r; r = r->next) {
 		xs_mutex_init(&r->lock); /* a parent's thread may have held one */
 		r->owned = r == xs__mine;
 	}
-	free(xs__path);
-	xs__path = NULL;
-	atomic_fetch_add_explicit(&xs__gen, 1, memory_order_relaxed);
+	free(xs__t.path);
+	xs__t.path = NULL;
+	atomic_fetch_add_explicit(&xs__t.gen, 1, memory_order_relaxed);
 }

@@ -118,7 +118,7 @@ static const xs_kfd_sys real_sys = {
     .ioctl = real_ioctl,
 };
 
-/* The process's KFD session, one struct. Its lock (the lock map's cwsr_lock, a plain
+/* The process's KFD session, one struct. Its lock (`xs__k.lock` in the lock map, a plain
  * pthread mutex taken under lv3_lock) guards every field: the syscall table, the KFD fd,
  * the debug-trap state and the list of attached queues (including each queue's suspended
  * flag). It is held across the ioctls, so that the kernel state and ours change together. */
