@@ -276,6 +276,14 @@ typedef struct XQueueStats {
 	 *  controller's while a queue of the device has one, else XHintCorunBudget()'s;
 	 *  UINT64_MAX = not limited. */
 	uint64_t corun_budget_ns;
+	/** For an XQueue with a latency objective: the longest lower-priority command (its
+	 *  estimate, ns) charged on its device during the controller's last window (0 without
+	 *  an objective or before the first look). Where it exceeds the objective's allowed
+	 *  excess over the queue's alone time (alone x (objective - 1)), no co-run budget
+	 *  above 0 can hold the objective while such commands run: a committed command holds
+	 *  the device until it ends. Each look that finds one is a "lower command too long"
+	 *  trace event. Appended in 0.6. */
+	uint64_t lower_longest_ns;
 } XQueueStats;
 
 /* ---------------------------------------------------------------------------------------

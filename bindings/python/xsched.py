@@ -364,7 +364,7 @@ class XQueueStats(Structure):
                 ("suspensions", c_uint64), ("suspended_ns", c_uint64),
                 ("committed", c_uint64), ("est_command_ns", c_uint64),
                 ("slowdown_permille", c_uint64), ("alone_command_ns", c_uint64),
-                ("corun_budget_ns", c_uint64)]
+                ("corun_budget_ns", c_uint64), ("lower_longest_ns", c_uint64)]
 
 
 class XDim3(Structure):
@@ -711,11 +711,14 @@ class QueueStats:
     suspended_ns: int
     committed: int  # highest command number the device may run
     est_command_ns: int  # estimated device time of one command (ns), 0 before the first
-    # With a latency objective (XQueue.objective): the last window's slowdown against the
-    # alone estimate, per mille (0 = none yet), and that estimate (ns).
+    # With a latency objective (XQueue.objective): the p99 slowdown of its units at the
+    # controller's last look, per mille (0 = none yet), and the alone estimate (ns).
     slowdown_permille: int
     alone_command_ns: int
     corun_budget_ns: int  # co-run budget in force on the device (ns); 2**64 - 1: no limit
+    # With an objective: the longest lower command charged in the last window (ns); longer
+    # than the objective allows over alone, no co-run budget can hold it (0.6; 0 before).
+    lower_longest_ns: int = 0
 
     @property
     def slowdown(self) -> float:

@@ -332,10 +332,11 @@ XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 	stats->suspended_ns = (uint64_t)ns;
 	stats->committed = x->committed;
 	stats->est_command_ns = (uint64_t)x->est_ns;
-	int64_t slow_pm, alone_ns;
-	xs_engine_objective_state(x, &slow_pm, &alone_ns);
+	int64_t slow_pm, alone_ns, longest;
+	xs_engine_objective_state(x, &slow_pm, &alone_ns, &longest);
 	stats->slowdown_permille = (uint64_t)slow_pm;
 	stats->alone_command_ns = (uint64_t)alone_ns;
+	stats->lower_longest_ns = (uint64_t)longest;
 	int64_t corun = xs_engine_corun_of(x);
 	stats->corun_budget_ns = corun == INT64_MAX ? UINT64_MAX : (uint64_t)corun;
 	xs_mutex_unlock(&x->lock);

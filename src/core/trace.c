@@ -165,8 +165,9 @@ static int xs__cmp(const void *x, const void *y)
 }
 
 static const char *const xs__names[XS_TR_KIND_COUNT] = {
-    "queue",    "submit", "enqueue", "commit", "complete",      "suspend",      "resume",
-    "priority", "scope",  "pass",    "policy", "stall release", "corun budget", "sole top",
+    "queue",   "submit",        "enqueue",      "commit",   "complete",
+    "suspend", "resume",        "priority",     "scope",    "pass",
+    "policy",  "stall release", "corun budget", "sole top", "lower command too long",
 };
 
 /* One event as a JSON object on its own line. */

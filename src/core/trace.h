@@ -29,23 +29,26 @@
 #include "xsched.h"
 
 enum xs_trace_kind {
-	XS_TR_QUEUE,    /* an XQueue's track: a = stream (0 host), b = priority */
-	XS_TR_SUBMIT,   /* a = seq */
-	XS_TR_ENQUEUE,  /* a = seq (launch on the HwQueue) */
-	XS_TR_COMMIT,   /* a = seq: the device may run it (async slice begins) */
-	XS_TR_COMPLETE, /* a = seq, b = XResult (async slice ends) */
-	XS_TR_SUSPEND,  /* a = the application suspends it (0/1), b = the scheduler does */
-	XS_TR_RESUME,   /* a, b: as for SUSPEND, after the change */
-	XS_TR_PRIORITY, /* b = the new priority */
-	XS_TR_SCOPE,    /* a = 1 begin, 0 end */
-	XS_TR_PASS,     /* the scheduler's pass: a = queues, b = suspended after it */
-	XS_TR_POLICY,   /* a = XSchedulerType, b = XPolicyType */
-	XS_TR_RELEASE,  /* stall release: a = first seq committed, b = last */
-	XS_TR_CORUN,    /* a latency objective moved the device's co-run budget: a = the
-			 * queue's last slowdown (per mille), b = the budget (ns, INT64_MAX =
-			 * not limited) */
-	XS_TR_SOLE,     /* a = 1: the sole top queue, enqueuing without counter waits; 0: no
-			 * longer (preempt/engine.c, xs_engine_set_limited) */
+	XS_TR_QUEUE,      /* an XQueue's track: a = stream (0 host), b = priority */
+	XS_TR_SUBMIT,     /* a = seq */
+	XS_TR_ENQUEUE,    /* a = seq (launch on the HwQueue) */
+	XS_TR_COMMIT,     /* a = seq: the device may run it (async slice begins) */
+	XS_TR_COMPLETE,   /* a = seq, b = XResult (async slice ends) */
+	XS_TR_SUSPEND,    /* a = the application suspends it (0/1), b = the scheduler does */
+	XS_TR_RESUME,     /* a, b: as for SUSPEND, after the change */
+	XS_TR_PRIORITY,   /* b = the new priority */
+	XS_TR_SCOPE,      /* a = 1 begin, 0 end */
+	XS_TR_PASS,       /* the scheduler's pass: a = queues, b = suspended after it */
+	XS_TR_POLICY,     /* a = XSchedulerType, b = XPolicyType */
+	XS_TR_RELEASE,    /* stall release: a = first seq committed, b = last */
+	XS_TR_CORUN,      /* a latency objective moved the device's co-run budget: a = the
+			   * queue's last slowdown (per mille), b = the budget (ns, INT64_MAX =
+			   * not limited) */
+	XS_TR_SOLE,       /* a = 1: the sole top queue, enqueuing without counter waits; 0: no
+			   * longer (preempt/engine.c, xs_engine_set_limited) */
+	XS_TR_LONG_LOWER, /* a protected queue's look found a lower command longer than its
+			   * objective allows: a = that command's estimate (ns), b = the allowed
+			   * excess (alone x (objective - 1), ns) (preempt/objective.c) */
 	XS_TR_KIND_COUNT,
 };
 

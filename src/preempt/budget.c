@@ -392,6 +392,8 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 	}
 	b->charged_ns += est;
 	b->charged_cmds++;
+	if (est > b->lower_longest_ns)
+		b->lower_longest_ns = est; /* objective.c: a command too long for an objective */
 	if (b->charged_cmds > b->max_cmds)
 		b->max_cmds = b->charged_cmds;
 	cmd->charge_ns = est;

@@ -76,6 +76,7 @@ typedef struct xs_objective {
 	int64_t alone_scope_ns;     /* the same for scope units */
 	int64_t slow_pm;            /* the p99 slowdown of the units since the last move, per
 				     * mille, at the last look; 0 = none yet */
+	int64_t lower_longest_ns;   /* the longest lower command charged in the last window */
 	uint16_t ring[XS_OBJ_RING]; /* the units' slowdowns since the last move, per mille
 				     * (at most 65535), oldest overwritten */
 	uint32_t n;       /* units since the last move (the ring holds min(n, XS_OBJ_RING)) */
@@ -325,9 +326,11 @@ int64_t xs_engine_corun_of(const xs_xqueue *xq);
 /* Give @xq a latency objective: its commands may take @goal_pm per mille of their time
  * alone (>= 1000); 0 clears it. Any thread but the device's own, no lock held. */
 void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm);
-/* The measured slowdown of @xq (per mille, 0 = not measured: no objective or no full
- * window yet) and its alone estimate (ns). Caller holds xq->lock. */
-void xs_engine_objective_state(xs_xqueue *xq, int64_t *slow_pm, int64_t *alone_ns);
+/* The measured p99 slowdown of @xq (per mille, 0 = not measured: no objective or no look
+ * yet), its alone estimate (ns), and the longest lower command charged in its last window
+ * (ns, 0 without an objective). Caller holds xq->lock. */
+void xs_engine_objective_state(xs_xqueue *xq, int64_t *slow_pm, int64_t *alone_ns,
+			       int64_t *lower_longest_ns);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
  * queues now (ns, commands) and the most commands charged at once since the last call. */

@@ -49,9 +49,10 @@ typedef struct xs_budget {
 	int64_t lower_busy_ns; /* the lower-work clock: time with charged_cmds > 0, summed up
 				* to lower_from_ns (objective.c: how much of a unit co-ran) */
 	int64_t lower_from_ns; /* when charged_cmds last rose from 0 */
-	xs_xqueue *granting;   /* the waiter xs_budget_grant is serving now, or NULL */
-	bool grant;            /* the progress thread should hand budget on */
-	bool grant_blocked;    /* the one being granted found the budget full */
+	int64_t lower_longest_ns; /* the longest charge since a protected queue last looked */
+	xs_xqueue *granting;      /* the waiter xs_budget_grant is serving now, or NULL */
+	bool grant;               /* the progress thread should hand budget on */
+	bool grant_blocked;       /* the one being granted found the budget full */
 } xs_budget;
 
 /* A device: the HwQueues that share one device key (hal.h), their commitment budget and

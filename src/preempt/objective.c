@@ -204,6 +204,23 @@ static void xs__step(xs_objective *o, int in_force, bool violated)
 	o->level = next > cur ? next : cur;
 }
 
+/* At a look: the longest lower command charged in the window (the device's, taken and
+ * cleared). Where it exceeds what the objective allows over the alone time @alone_ns, no
+ * co-run budget above 0 can hold the objective while such commands run (what a committed
+ * command holds it holds until it ends): said in the statistics and the trace rather than
+ * hidden. Caller holds d->lock. */
+static void xs__long_lower(xs_xqueue *xq, int64_t alone_ns)
+{
+	xs_device *d = xq->dev;
+	XS_ASSERT_HELD(&d->lock);
+	xs_objective *o = &xq->objective;
+	o->lower_longest_ns = d->budget.lower_longest_ns;
+	d->budget.lower_longest_ns = 0;
+	int64_t excess = alone_ns * (o->goal_pm - 1000) / 1000;
+	if (o->lower_longest_ns > excess)
+		XS_TRACE(XS_TR_LONG_LOWER, xq->obj.handle, (uint64_t)o->lower_longest_ns, excess);
+}
+
 /* @n units of @xq took @ns each (@scope: scope units; @alone: they ran alone): their
  * slowdowns join the tail, and the controller looks at a violation or at a window's end.
  * Returns whether the budget in force crossed 0. Caller holds xq->lock and d->lock. */
@@ -238,6 +255,7 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, bool alone, uint64_
 	 * co-ran cannot make it faster), so the estimate follows. */
 	if (v[k / 2] < 1000 - 125)
 		*base = *base * v[k / 2] / 1000;
+	xs__long_lower(xq, *base);
 	if (xq->limited)
 		o->level = -1; /* measured, asks for nothing */
 	else
@@ -332,11 +350,13 @@ int64_t xs_engine_corun_of(const xs_xqueue *xq)
 	return ns >= 0 ? ns : xs_engine_corun_ns();
 }
 
-void xs_engine_objective_state(xs_xqueue *xq, int64_t *slow_pm, int64_t *alone_ns)
+void xs_engine_objective_state(xs_xqueue *xq, int64_t *slow_pm, int64_t *alone_ns,
+			       int64_t *lower_longest_ns)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
 	*slow_pm = xq->objective.goal_pm ? xq->objective.slow_pm : 0;
 	*alone_ns = xq->objective.alone_ns;
+	*lower_longest_ns = xq->objective.goal_pm ? xq->objective.lower_longest_ns : 0;
 	xs_mutex_unlock(&d->lock);
 }
