@@ -31,23 +31,29 @@ typedef struct xs__shard {
 	xs_obj **volatile parent_buckets;
 } __attribute__((aligned(64))) xs__shard; /* one cache line each: no false sharing */
 
-static xs__shard xs__shards[XS__SHARDS];
+/* The handle table's process-wide state, one struct (xs__h). Each shard's lock guards
+ * its part; the counters are atomics. */
+static struct xs__table {
+	xs__shard shards[XS__SHARDS];
+	/* The next library-issued handle number that no thread's block holds (xs__number). A
+	 * number is taken when an object is made, not when it is registered: the handle is
+	 * written once, before any other thread can see the object, so that the layers which
+	 * reach an object before its handle is registered (the scheduler and the engine during
+	 * XQueueCreate, which trace it by handle) read a value that never changes. */
+	_Atomic uint64_t next;
+	/* next at the last fork in a child, 0 = not forked: written in the child before any
+	 * of its threads but the forking one exists. */
+	uint64_t fork_next;
+	atomic_uint shard_turn;   /* the shard a new thread's numbers go to, in turn */
+	pthread_key_t recent_key; /* drops a thread's kept objects at its exit */
+	bool recent_ok;           /* recent_key was made (under xs__recent_once) */
+} xs__h = {.next = 1};
 static pthread_once_t xs__shards_once = PTHREAD_ONCE_INIT;
-/* The next library-issued handle number that no thread's block holds (xs__number). A number
- * is taken when an object is made, not when it is
- * registered: the handle is written once, before any other thread can see the object,
- * so that the layers which reach an object before its handle is registered (the
- * scheduler and the engine during XQueueCreate, which trace it by handle) read a value
- * that never changes. */
-static _Atomic uint64_t xs__next = 1;
-/* xs__next at the last fork in a child, 0 = not forked: written in the child before any
- * of its threads but the forking one exists. */
-static uint64_t xs__fork_next;
 
 static void xs__shards_init(void)
 {
 	for (size_t i = 0; i < XS__SHARDS; i++)
-		xs_mutex_init(&xs__shards[i].lock);
+		xs_mutex_init(&xs__h.shards[i].lock);
 }
 
 /* Where @handle lives: the top XS__SHARD_BITS of the result pick the shard, the next ones
@@ -68,7 +74,7 @@ static uint64_t xs__hash(uint64_t handle)
 static xs__shard *xs__shard_of(uint64_t hash)
 {
 	pthread_once(&xs__shards_once, xs__shards_init);
-	return &xs__shards[hash >> (64 - XS__SHARD_BITS)];
+	return &xs__h.shards[hash >> (64 - XS__SHARD_BITS)];
 }
 
 /* The chain of @hash in @sh, which has buckets. Caller holds sh->lock, or owns @sh alone
@@ -79,24 +85,24 @@ static xs_obj **xs__bucket(const xs__shard *sh, uint64_t hash)
 }
 
 /* A new handle number: a sequence number from the calling thread's block, [xs__tl_next,
- * xs__tl_end), taken XS__NUMBERS_PER_TAKE at a time from xs__next (threads that make
+ * xs__tl_end), taken XS__NUMBERS_PER_TAKE at a time from xs__h.next (threads that make
  * commands at once then do not pass one counter's cache line between them at each
  * command), above the thread's shard (given round robin at its first number). The
  * sequence has 50 bits below the kind: 2^50 objects, 3.5 years at 10 M a second. */
 enum { XS__NUMBERS_PER_TAKE = 256 };
 static _Thread_local uint64_t xs__tl_next, xs__tl_end, xs__tl_shard = UINT64_MAX;
-static atomic_uint xs__shard_turn;
 
 static uint64_t xs__number(void)
 {
 	if (xs__tl_next == xs__tl_end) {
-		xs__tl_next = atomic_fetch_add_explicit(&xs__next, XS__NUMBERS_PER_TAKE,
+		xs__tl_next = atomic_fetch_add_explicit(&xs__h.next, XS__NUMBERS_PER_TAKE,
 							memory_order_relaxed);
 		xs__tl_end = xs__tl_next + XS__NUMBERS_PER_TAKE;
 	}
 	if (xs__tl_shard == UINT64_MAX)
-		xs__tl_shard = atomic_fetch_add_explicit(&xs__shard_turn, 1, memory_order_relaxed) %
-			       XS__SHARDS;
+		xs__tl_shard =
+		    atomic_fetch_add_explicit(&xs__h.shard_turn, 1, memory_order_relaxed) %
+		    XS__SHARDS;
 	return xs__tl_next++ << XS__SHARD_BITS | xs__tl_shard;
 }
 
@@ -186,16 +192,14 @@ XResult xs_handle_register(xs_obj *obj, uint64_t key)
 }
 
 /* The calling thread's kept objects, each with a reference of the thread's own, which
- * xs__recent_key's destructor drops when the thread exits: its most recent object
+ * xs__h.recent_key's destructor drops when the thread exits: its most recent object
  * (xs_handle_keep_recent), which its first lookup on this thread takes over, and its last
  * borrowed one (xs_handle_borrow), lent out without a reference, `lent_depth` borrows deep. */
 static _Thread_local xs_obj *xs__tl_recent, *xs__tl_lent;
 static _Thread_local unsigned xs__tl_lent_depth;
-/* Whether xs__recent_key is set on this thread; FAILED: it could not be, and the thread
+/* Whether xs__h.recent_key is set on this thread; FAILED: it could not be, and the thread
  * keeps nothing, for good (a borrow would not know whose reference it holds). */
 static _Thread_local enum { XS__UNARMED, XS__ARMED, XS__ARM_FAILED } xs__tl_arm;
-static pthread_key_t xs__recent_key;
-static bool xs__recent_ok; /* xs__recent_key was made */
 static pthread_once_t xs__recent_once = PTHREAD_ONCE_INIT;
 /* A child's: the forking thread's kept objects of the parent, kept reachable for leak
  * checkers (volatile: the store of one only ever written must stay). The parent's lent one
@@ -231,7 +235,7 @@ static void xs__recent_drop(void *unused)
 
 static void xs__recent_init(void)
 {
-	xs__recent_ok = pthread_key_create(&xs__recent_key, xs__recent_drop) == 0;
+	xs__h.recent_ok = pthread_key_create(&xs__h.recent_key, xs__recent_drop) == 0;
 }
 
 /* Whether this thread may keep objects: its destructor is set. */
@@ -240,7 +244,7 @@ static bool xs__arm(void)
 	if (xs__tl_arm == XS__UNARMED) {
 		pthread_once(&xs__recent_once, xs__recent_init);
 		bool set =
-		    xs__recent_ok && pthread_setspecific(xs__recent_key, &xs__tl_recent) == 0;
+		    xs__h.recent_ok && pthread_setspecific(xs__h.recent_key, &xs__tl_recent) == 0;
 		xs__tl_arm = set ? XS__ARMED : XS__ARM_FAILED;
 	}
 	return xs__tl_arm == XS__ARMED;
@@ -301,8 +305,8 @@ xs_obj *xs_handle_get(uint64_t handle, enum xs_kind kind)
 	if (obj)
 		xs_obj_ref(obj);
 	xs_mutex_unlock(&sh->lock);
-	if (!obj && xs__fork_next &&
-	    (handle & ((UINT64_C(1) << 56) - 1)) >> XS__SHARD_BITS < xs__fork_next)
+	if (!obj && xs__h.fork_next &&
+	    (handle & ((UINT64_C(1) << 56) - 1)) >> XS__SHARD_BITS < xs__h.fork_next)
 		XS_WARN("core",
 			"handle 0x%llx was made before fork() (by the parent process): "
 			"unusable in the child, which starts from a clean library state",
@@ -345,13 +349,13 @@ void xs_handles_forked(void)
 {
 	pthread_once(&xs__shards_once, xs__shards_init);
 	for (size_t i = 0; i < XS__SHARDS; i++) {
-		xs__shard *sh = &xs__shards[i];
+		xs__shard *sh = &xs__h.shards[i];
 		xs_mutex_init(&sh->lock);
 		sh->parent_buckets = sh->buckets;
 		sh->buckets = NULL; /* the parent's objects stay allocated, unreachable */
 		sh->count = 0;
 	}
-	xs__fork_next = atomic_load_explicit(&xs__next, memory_order_relaxed);
+	xs__h.fork_next = atomic_load_explicit(&xs__h.next, memory_order_relaxed);
 	xs__tl_next = xs__tl_end = 0;      /* the forking thread's block: numbers of the parent's */
 	xs__parent_recent = xs__tl_recent; /* the parent's: stay allocated, not found */
 	xs__tl_recent = NULL;
@@ -381,9 +385,9 @@ size_t xs_handle_count(void)
 	pthread_once(&xs__shards_once, xs__shards_init);
 	size_t n = 0;
 	for (size_t i = 0; i < XS__SHARDS; i++) {
-		xs_mutex_lock(&xs__shards[i].lock);
-		n += xs__shards[i].count;
-		xs_mutex_unlock(&xs__shards[i].lock);
+		xs_mutex_lock(&xs__h.shards[i].lock);
+		n += xs__h.shards[i].count;
+		xs_mutex_unlock(&xs__h.shards[i].lock);
 	}
 	return n;
 }
