@@ -57,7 +57,7 @@
  * the runtime's own name and text for it. A failed launch is reported on its command and
  * leaves the stream usable (the runtime's last error is cleared).
  *
- * Locks: xs__slot_lock guards the slot pages; xs__fn_lock (CUDA, gpu_cuda.h) the resolved
+ * Locks: xs__g.slot_lock guards the slot pages; xs__fn_lock (CUDA, gpu_cuda.h) the resolved
  * kernels. Leaves, never held across a runtime call that waits for the device.
  */
 #include <sched.h>
@@ -100,9 +100,12 @@ typedef struct xs__page {
 	uint64_t used; /* bit i: slot i is taken */
 } xs__page;
 
-/* Guards xs__pages and each page's used bits. A leaf. */
-static xs_mutex xs__slot_lock = XS_MUTEX_INITIALIZER;
-static xs__page *xs__pages;
+/* The backend's process-wide state, one struct (xs__g). */
+static struct xs__gpu {
+	xs_mutex slot_lock; /* guards pages and each page's used bits. A leaf. */
+	xs__page *pages;
+	atomic_bool told_lazy, told_hwq; /* advice logged once per process, not per stream */
+} xs__g = {.slot_lock = XS_MUTEX_INITIALIZER};
 
 typedef struct xs__gpu_q {
 	xs_hwq base;
@@ -119,9 +122,6 @@ typedef struct xs__gpu_q {
 	int pool;                     /* xs_gpu_stream_pool at creation (Lv2 queues) */
 	void *sig_counter, *sig_gate; /* signal memory holding them instead (HIP CP wait) */
 } xs__gpu_q;
-
-/* Advice logged once per process, not once per stream. */
-static atomic_bool xs__told_lazy, xs__told_hwq;
 
 /* An event record's native event, with what is needed to destroy it from any thread. */
 typedef struct xs__rec_event {
@@ -190,8 +190,8 @@ static void xs__signal_words(xs__gpu_q *g)
 /* Take a slot in a page of the bound context (the caller has bound g->bind). */
 static XResult xs__slot_take(xs__gpu_q *g)
 {
-	xs_mutex_lock(&xs__slot_lock);
-	xs__page *p = xs__pages;
+	xs_mutex_lock(&xs__g.slot_lock);
+	xs__page *p = xs__g.pages;
 	const uint64_t full = (UINT64_C(1) << XS__SLOTS_PER_PAGE) - 1;
 	for (; p; p = p->next)
 		if (xs_gpu_same_binding(&p->bind, &g->bind) && p->used != full)
@@ -201,7 +201,7 @@ static XResult xs__slot_take(xs__gpu_q *g)
 		void *host = NULL;
 		xs_gpu_err err = p ? xs_gpu_host_alloc_mapped(&host, XS__PAGE) : XS_GPU_OK;
 		if (!p || err != XS_GPU_OK) {
-			xs_mutex_unlock(&xs__slot_lock);
+			xs_mutex_unlock(&xs__g.slot_lock);
 			free(p);
 			if (err != XS_GPU_OK)
 				xs__fail("pinned mapped allocation of the slot page", g->stream,
@@ -210,14 +210,14 @@ static XResult xs__slot_take(xs__gpu_q *g)
 		}
 		p->bind = g->bind;
 		p->host = host;
-		p->next = xs__pages;
-		xs__pages = p;
+		p->next = xs__g.pages;
+		xs__g.pages = p;
 	}
 	int slot = 0;
 	while (p->used & (UINT64_C(1) << slot))
 		slot++;
 	p->used |= UINT64_C(1) << slot;
-	xs_mutex_unlock(&xs__slot_lock);
+	xs_mutex_unlock(&xs__g.slot_lock);
 
 	g->page = p;
 	char *base = p->host + slot * XS__SLOT;
@@ -246,9 +246,9 @@ static void xs__slot_give(xs__gpu_q *g)
 	xs_gpu_signal_free(g->sig_counter);
 	xs_gpu_signal_free(g->sig_gate);
 	size_t slot = (size_t)((char *)(void *)g->done - XS__DONE_OFF - g->page->host) / XS__SLOT;
-	xs_mutex_lock(&xs__slot_lock);
+	xs_mutex_lock(&xs__g.slot_lock);
 	g->page->used &= ~(UINT64_C(1) << slot);
-	xs_mutex_unlock(&xs__slot_lock);
+	xs_mutex_unlock(&xs__g.slot_lock);
 	g->page = NULL;
 }
 
@@ -738,7 +738,7 @@ static XResult xs__create_bound(xs__gpu_q *g)
 	int level = xs__probe_level(g);
 	unsigned hw_queues = xs__hw_queues(g);
 	if (level >= kPreemptLevelDeactivate) {
-		if (xs_gpu_lazy_loading() && !atomic_exchange(&xs__told_lazy, true))
+		if (xs_gpu_lazy_loading() && !atomic_exchange(&xs__g.told_lazy, true))
 			XS_WARN(
 			    "hal",
 			    "%s stream %p has Lv2, but kernels load lazily "
@@ -748,7 +748,7 @@ static XResult xs__create_bound(xs__gpu_q *g)
 			    "resumes; set CUDA_MODULE_LOADING=EAGER before the first CUDA call, "
 			    "or warm every kernel up before suspensions begin",
 			    XS_GPU_NAME, (void *)g->stream);
-		if (!XS_GPU_HWQ_CONFIG(xs_config_get()) && !atomic_exchange(&xs__told_hwq, true))
+		if (!XS_GPU_HWQ_CONFIG(xs_config_get()) && !atomic_exchange(&xs__g.told_hwq, true))
 			XS_INFO(
 			    "hal",
 			    "%s stream %p has Lv2, but " XS_GPU_HWQ_ENV " is not set: streams "
