@@ -250,6 +250,16 @@ static const xs_tier *xs__tier_of(const xs_budget *b, int64_t prio)
 	return NULL;
 }
 
+/* The virtual floor of the queues of priority @prio: their tier's (a queue's virtual time
+ * counts its device time within its tier: a busy higher tier must not set the floor a
+ * lower one's queues are raised to), or the device's where the priority has no tier
+ * (strict priority, or past XS_BUDGET_TIERS). Caller holds d->lock. */
+static int64_t *xs__qfloor(xs_budget *b, int64_t prio)
+{
+	xs_tier *t = (xs_tier *)xs__tier_of(b, prio);
+	return t ? &t->qfloor_ns : &b->vfloor_ns;
+}
+
 /* Whether a waiter of priority @prio (other than @skip) fits @space. Caller holds
  * d->lock. */
 static bool xs__tier_waits(const xs_budget *b, int64_t prio, int64_t space, const xs_xqueue *skip)
@@ -279,6 +289,7 @@ static xs_tier *xs__tier_get(xs_budget *b, int64_t prio, const xs_xqueue *self)
 			return NULL;
 		t->prio = prio;
 		t->vtime_ns = b->tier_floor_ns;
+		t->qfloor_ns = b->vfloor_ns; /* its queues start level with the last grant */
 	} else if (t->vtime_ns < b->tier_floor_ns && !xs__tier_waits(b, prio, INT64_MAX, self)) {
 		t->vtime_ns = b->tier_floor_ns;
 	}
@@ -335,7 +346,8 @@ static bool xs__turn(xs_budget *b, const xs_xqueue *xq, int64_t space)
 	bool strict = xs_engine_strict();
 	if (!strict)
 		xs__tier_get(b, xq->prio, xq); /* at the floor if its tier is new or idle */
-	int64_t vt = xq->vtime_ns > b->vfloor_ns ? xq->vtime_ns : b->vfloor_ns;
+	int64_t floor = *xs__qfloor(b, xq->prio);
+	int64_t vt = xq->vtime_ns > floor ? xq->vtime_ns : floor;
 	xs_list_for_each(l, &b->waiters)
 	{
 		const xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
@@ -426,16 +438,18 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 	if (ok) {
 		xs__add(b, cmd, est, now);
 		xs__tier_charge(b, xq, est);
-		if (xq->vtime_ns < b->vfloor_ns)
-			xq->vtime_ns = b->vfloor_ns;
+		int64_t floor = *xs__qfloor(b, xq->prio);
+		if (xq->vtime_ns < floor)
+			xq->vtime_ns = floor;
 		xq->vtime_ns += est;
 		if (xs_linked(&xq->wait_link))
 			xs_list_remove(&xq->wait_link);
 	} else {
 		xq->wait_est_ns = est;
 		if (!xs_linked(&xq->wait_link)) {
-			if (xq->vtime_ns < b->vfloor_ns)
-				xq->vtime_ns = b->vfloor_ns; /* idle spells bank no credit */
+			int64_t floor = *xs__qfloor(b, xq->prio);
+			if (xq->vtime_ns < floor)
+				xq->vtime_ns = floor; /* idle spells bank no credit */
 			if (!xs_engine_strict())
 				xs__tier_get(b, xq->prio, xq); /* its tier's too */
 			xs_list_push_back(&b->waiters, &xq->wait_link);
@@ -516,6 +530,9 @@ xs_xqueue *xs_budget_grant_next(xs_device *d)
 		xq = NULL;
 	if (xq) {
 		xs_list_remove(&xq->wait_link);
+		int64_t *floor = xs__qfloor(b, xq->prio);
+		if (xq->vtime_ns > *floor)
+			*floor = xq->vtime_ns;
 		if (xq->vtime_ns > b->vfloor_ns)
 			b->vfloor_ns = xq->vtime_ns;
 		xs_obj_ref(&xq->obj);
@@ -555,8 +572,20 @@ void xs_budget_pause(xs_xqueue *xq, bool paused)
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
 	xq->wait_paused = paused;
-	if (!paused && xs_linked(&xq->wait_link))
-		xs__want_grant(d); /* its turn may have come meanwhile */
+	if (xs_linked(&xq->wait_link))
+		xs__want_grant(d); /* its turn came meanwhile, or the next waiter's now */
+	xs_mutex_unlock(&d->lock);
+}
+
+void xs_budget_leave(xs_xqueue *xq)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	if (xs_linked(&xq->wait_link)) {
+		xs_list_remove(&xq->wait_link);
+		d->budget.grant = true; /* the next waiter's turn */
+		xs_cond_signal(&d->progress_cv);
+	}
 	xs_mutex_unlock(&d->lock);
 }
 

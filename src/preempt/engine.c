@@ -1231,9 +1231,11 @@ static void xs__wait_charges(xs_xqueue *xq, bool again)
 		else if (cmd->seq <= xq->committed)
 			xs_budget_force(xq, cmd);
 	}
-	if (!again)
+	if (!again) {
 		xs_list_for_each(l, &xq->pending)
 		    xs_budget_uncharge(xq, xs_container_of(l, xs_cmd, link), now);
+		xs_budget_leave(xq);
+	}
 }
 
 /* Priority inheritance: while a thread that runs a command of XQueue B (a host function,

@@ -32,6 +32,7 @@ enum { XS_BUDGET_TIERS = 8 };
 typedef struct xs_tier {
 	int64_t prio;
 	int64_t vtime_ns;
+	int64_t qfloor_ns; /* the virtual time of its queue granted last (fair order within) */
 } xs_tier;
 
 /* A device's commitment budget (budget.c). Guarded by the device's lock. */
@@ -149,6 +150,10 @@ void xs_budget_top_set(xs_xqueue *xq, bool busy);
 /* @xq stopped running (@paused: suspended) or runs again: a waiter keeps its place in the
  * order while paused but is not served. Caller holds xq->lock. */
 void xs_budget_pause(xs_xqueue *xq, bool paused);
+/* @xq charges nothing for a while (a command of it waits for another queue): off the
+ * waiters, where its old estimate could stop the grant loop; the next waiter's turn.
+ * Caller holds xq->lock. */
+void xs_budget_leave(xs_xqueue *xq);
 /* The rank of @xq among waiters (its scheduler priority). Caller holds xq->lock. */
 void xs_budget_set_prio(xs_xqueue *xq, int64_t prio);
 /* Take @xq off the waiters (detach). Caller holds dev->lock. */

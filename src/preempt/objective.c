@@ -235,10 +235,10 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, bool alone, uint64_
 	if (*base <= 0)
 		return false; /* no alone estimate yet: the level stays */
 	int64_t pm = ns * 1000 / *base;
-	if (pm > UINT16_MAX)
-		pm = UINT16_MAX;
 	for (uint64_t i = 0; i < n && i < XS_OBJ_RING; i++) {
-		o->ring[o->n % XS_OBJ_RING] = (uint16_t)pm;
+		/* The ring keeps at most 65.5x; the count above the goal, the real figure (a
+		 * goal above 65.5x is judged by it, and such units read as 65.5x at the tail). */
+		o->ring[o->n % XS_OBJ_RING] = (uint16_t)(pm > UINT16_MAX ? UINT16_MAX : pm);
 		o->n++;
 		o->over += pm > o->goal_pm;
 	}
