@@ -1208,7 +1208,8 @@ class XQueue(_Handle):
     @property
     def objective(self) -> float:
         """The latency objective last set through this object (XHintLatencyObjective): the
-        slowdown its commands may suffer against running alone, e.g. 1.2; 0.0 = none. The
+        slowdown the p99 of its units (commands, or whole scopes) may suffer against running
+        alone, e.g. 1.2; 0.0 = none. The
         engine sizes its device's co-run budget to meet it with as much lower-priority work
         as possible; ``stats().slowdown`` and ``stats().corun_budget_ns`` show the result.
         Setting 0 clears it; a value below 1.0 (not 0), NaN or infinite raises
