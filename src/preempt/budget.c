@@ -260,14 +260,14 @@ static int64_t *xs__qfloor(xs_budget *b, int64_t prio)
 	return t ? &t->qfloor_ns : &b->vfloor_ns;
 }
 
-/* Whether a waiter of priority @prio (other than @skip) fits @space. Caller holds
- * d->lock. */
-static bool xs__tier_waits(const xs_budget *b, int64_t prio, int64_t space, const xs_xqueue *skip)
+/* Whether a waiter of priority @prio (other than @skip) waits and may be served. Caller
+ * holds d->lock. */
+static bool xs__tier_waits(const xs_budget *b, int64_t prio, const xs_xqueue *skip)
 {
 	xs_list_for_each(l, &b->waiters)
 	{
 		const xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
-		if (w != skip && w->prio == prio && w->wait_est_ns <= space && !w->wait_paused)
+		if (w != skip && w->prio == prio && !w->wait_paused)
 			return true;
 	}
 	return false;
@@ -283,14 +283,14 @@ static xs_tier *xs__tier_get(xs_budget *b, int64_t prio, const xs_xqueue *self)
 		if (b->ntiers < XS_BUDGET_TIERS)
 			t = &b->tiers[b->ntiers++];
 		for (unsigned i = 0; !t && i < b->ntiers; i++)
-			if (!xs__tier_waits(b, b->tiers[i].prio, INT64_MAX, NULL))
+			if (!xs__tier_waits(b, b->tiers[i].prio, NULL))
 				t = &b->tiers[i];
 		if (!t)
 			return NULL;
 		t->prio = prio;
 		t->vtime_ns = b->tier_floor_ns;
 		t->qfloor_ns = b->vfloor_ns; /* its queues start level with the last grant */
-	} else if (t->vtime_ns < b->tier_floor_ns && !xs__tier_waits(b, prio, INT64_MAX, self)) {
+	} else if (t->vtime_ns < b->tier_floor_ns && !xs__tier_waits(b, prio, self)) {
 		t->vtime_ns = b->tier_floor_ns;
 	}
 	return t;
@@ -366,7 +366,7 @@ static unsigned xs__tiers_above(const xs_budget *b, int64_t prio)
 {
 	unsigned k = 0;
 	for (unsigned i = 0; i < b->ntiers && k < 10; i++)
-		if (b->tiers[i].prio > prio && xs__tier_waits(b, b->tiers[i].prio, INT64_MAX, NULL))
+		if (b->tiers[i].prio > prio && xs__tier_waits(b, b->tiers[i].prio, NULL))
 			k++;
 	return k;
 }

@@ -65,28 +65,31 @@ static struct xs__devs {
  * written, the store must stay). Not state: it outlives the re-initialisation. */
 static xs_link *volatile xs__parent_devices;
 
+/* A process-wide setting of the budget changed: waiters may be served now. */
+static void xs__setting(enum xs_budget_setting which, int64_t value)
+{
+	if (xs_budget_set(which, value))
+		xs_dev_grant_all();
+}
+
 void xs_engine_set_budget(int64_t budget_ns)
 {
-	if (xs_budget_set(XS_BUDGET_COMMIT, budget_ns))
-		xs_dev_grant_all();
+	xs__setting(XS_BUDGET_COMMIT, budget_ns);
 }
 
 void xs_engine_set_corun(int64_t corun_ns)
 {
-	if (xs_budget_set(XS_BUDGET_CORUN, corun_ns))
-		xs_dev_grant_all();
+	xs__setting(XS_BUDGET_CORUN, corun_ns);
 }
 
 void xs_engine_set_strict(int strict)
 {
-	if (xs_budget_set(XS_BUDGET_STRICT, strict))
-		xs_dev_grant_all();
+	xs__setting(XS_BUDGET_STRICT, strict);
 }
 
 void xs_engine_set_hold(bool hold)
 {
-	if (xs_budget_set(XS_BUDGET_HOLD, hold))
-		xs_dev_grant_all();
+	xs__setting(XS_BUDGET_HOLD, hold);
 }
 
 /* Serve the budget's waiters in rank order, each given its turn until one finds the
