@@ -284,6 +284,22 @@ typedef struct XQueueStats {
 	 *  the device until it ends. Each look that finds one is a "lower command too long"
 	 *  trace event. Appended in 0.6. */
 	uint64_t lower_longest_ns;
+	/** The alone estimate of the XQueue's scope units and explicit units
+	 *  (XQueueBeginUnit()), in ns (0 = none yet). Appended in 0.7, like the fields below. */
+	uint64_t alone_unit_ns;
+	/** The latency objective's controller's looks so far (0 without an objective). */
+	uint64_t objective_looks;
+	/** The pacing in force on the XQueue's device: the eighths (0-8) of a protected unit's
+	 *  slack that its slice gives lower-priority work (XQueueBeginUnit()). */
+	uint64_t pace_eighths;
+	/** The device's pacing slices so far (every XQueue of a device reports the same). */
+	uint64_t slices;
+	/** Their length, summed, in ns. */
+	uint64_t slice_ns;
+	/** Lower-priority device time past the slices' ends, summed, in ns: measured at each
+	 *  lower command's completion, what delayed the units beyond their slices (owed by the
+	 *  next slices, which are that much shorter). */
+	uint64_t slice_over_ns;
 } XQueueStats;
 
 /* ---------------------------------------------------------------------------------------
@@ -531,6 +547,60 @@ XSCHED_API XResult XQueueBeginScope(XQueueHandle xq);
  * Thread-safety: any thread.
  */
 XSCHED_API XResult XQueueEndScope(XQueueHandle xq);
+
+/**
+ * @brief Begin one unit of an XQueue's latency objective: a decode step, a denoising step,
+ * a request; the work submitted or launched on its stream until XQueueEndUnit().
+ *
+ * Units are what XHintLatencyObjective() holds at the tail: each unit's latency, from this
+ * call to the device's completion of the work before XQueueEndUnit(), may be at most the
+ * objective times the unit's latency alone. Inside a request's scope
+ * (XQueueBeginScope()) the units can be finer than the request: an LLM server states a
+ * time-per-token objective with one unit per decode step. Once an XQueue has called this,
+ * only its explicit units are measured (not its commands or scopes).
+ *
+ * *Pacing.* On a protected XQueue (it has an objective, it is of its device's top priority)
+ * with nothing of its own in flight, the call may block: the unit waits up to its share of
+ * the slack, a *slice* of level/8 x (objective - 1) x its latency alone (the level is the
+ * objective controller's, 0 to 8 eighths), while lower-priority XQueues commit only
+ * commands predicted to end within the slice (their device time at the same position of
+ * their scope last time, else their longest lately). It returns when the slice ends, or
+ * sooner when no lower work runs in it and none fits; then the unit runs with lower queues
+ * held (as at a co-run budget of 0). Spent this way, per unit and not in bursts, the slack
+ * gives lower queues (1 - 1/objective) of the protected queue's busy time without lower
+ * kernels holding the SMs that the unit's own kernels wait for (doc/architecture.md,
+ * "Pacing"). What a lower command held past its slice's end is measured at its completion
+ * and taken from the next slices. Without an objective, a slice or lower work, the call
+ * returns at once.
+ *
+ * Units do not nest; a unit begun before the last one's completion was seen is not
+ * measured. While a unit is open the XQueue counts as having work, as in a scope.
+ *
+ * @param xq [in] The XQueue.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live or is being destroyed;
+ *         kXSchedErrorNotAllowed (logged) if a unit is open on it already, or from a
+ *         command of @p xq itself (a launch callback or host function).
+ * Thread-safety: any thread but the library's; blocks for at most the slice (the GIL is
+ * released in Python). Each XQueueBeginUnit() needs one XQueueEndUnit() (any thread).
+ */
+XSCHED_API XResult XQueueBeginUnit(XQueueHandle xq);
+
+/**
+ * @brief End the unit begun by XQueueBeginUnit(): the unit ends when the device has
+ * completed the work submitted or launched on the XQueue's stream before this call.
+ *
+ * On a measured unit it submits a boundary (an inline command without a launch:
+ * XQueueLaunchInline() with no callback, a done mark on the stream, about a microsecond
+ * on a GPU) and returns without waiting for the device; the unit's end is seen when the
+ * boundary completes.
+ *
+ * @param xq [in] The XQueue.
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live or is being destroyed;
+ *         kXSchedErrorNotAllowed (logged) if no unit is open; what XQueueLaunchInline()
+ *         returns for the boundary otherwise (the unit is closed all the same).
+ * Thread-safety: any thread but the library's.
+ */
+XSCHED_API XResult XQueueEndUnit(XQueueHandle xq);
 
 /**
  * @brief Enqueue a check of the XQueue's run gate on its stream, for graph capture.
@@ -1233,7 +1303,9 @@ XSCHED_API XResult XHintStrictPriority(int strict);
  * "My requests may run at most 20% slower than alone, 99 times in 100; give the rest to
  * the lower queues": XHintLatencyObjective(xq, 1.2). The XQueue is then *protected*: the
  * p99 of its *units'* latency is held within @p max_slowdown times their latency alone.
- * - A unit is a command (its device time: commit, or the previous completion, to
+ * - A unit is an explicit unit where the XQueue has them (XQueueBeginUnit() ..
+ *   XQueueEndUnit(): a decode step inside a request, from its arrival to its completion);
+ *   otherwise a command (its device time: commit, or the previous completion, to
  *   completion), or, for commands inside a scope (XQueueBeginScope()/XQueueEndScope(), the
  *   Python running() forms), the scope: from its first enqueue to the completion of the
  *   last command enqueued before it closed, so that a request in a scope is measured as
@@ -1246,27 +1318,32 @@ XSCHED_API XResult XHintStrictPriority(int strict);
  *   violation, acted on at once (XQueueStats.slowdown_permille reports the p99 of the
  *   units at the last look).
  *
- * A controller sets the co-run budget of the queue's device (what XHintCorunBudget() sets
- * for the whole process) over levels: 0 (lower queues commit nothing new while a
- * top-priority queue has work: the default), then half octaves from 25 us to 51.2 ms
- * (past the commitment budget), then *not limited* (lower queues run as if no
- * top-priority queue were busy and no commitment budget applied; only hardware stream
- * priority favours the top queue). With u = (p99 slowdown - 1) / (@p max_slowdown - 1):
- * - a violation: down 1, 2 or 4 levels (u up to 1.5, up to 3, beyond): the budget x0.71,
- *   x0.5 or x0.25; the level that failed is not tried again for 4 windows, doubled each
- *   time it fails again, up to 64;
- * - after a window of 64 units without one (the floor on samples): u < 0.75, up 4 levels
- *   (u < 0.4, x4) or 1 (x1.41), one at a time into a level that failed; otherwise (dead
+ * A controller sets what lower queues may do on the queue's device while it works, over
+ * levels: 0 (lower queues commit nothing new while a top-priority queue has work: the
+ * default); 1 to 8, *pacing*: each explicit unit gives lower queues a slice of level/8 of
+ * its slack before it runs (XQueueBeginUnit()), and they commit nothing beside it; then,
+ * with whole slices, a co-run budget (what XHintCorunBudget() sets for the whole process)
+ * in half octaves from 25 us to 51.2 ms (past the commitment budget); then *not limited*
+ * (lower queues run as if no top-priority queue were busy and no commitment budget
+ * applied; only hardware stream priority favours the top queue). An XQueue without
+ * explicit units passes the pacing levels as it climbs (they change nothing for it). With
+ * u = (p99 slowdown - 1) / (@p max_slowdown - 1):
+ * - a violation: down 1, 2 or 4 levels (u up to 1.5, up to 3, beyond): an eighth, a
+ *   quarter or a half of the slices, or the co-run budget x0.71, x0.5 or x0.25; the level
+ *   that failed is not tried again for 4 windows, doubled each time it fails again, up to
+ *   64;
+ * - after a window without one (64 units, or 50 ms of the units' latency over at least 8:
+ *   a server's requests, a few a second, are looked at every few tens of units): u < 0.75,
+ *   up 4 levels (u < 0.4) or 1, one at a time into a level that failed; otherwise (dead
  *   band, 0.75..1 of the excess) no change.
  * The cost of probing is bounded: a step up that fails is undone at its second unit above
  * @p max_slowdown, so each failed probe lets at most 2 units (and those in flight) exceed
  * it, and settled just below a failing level the controller probes it at most once in 64
- * windows: at most 2 units in 4096 (0.05%) beside the 1% the p99 allows. It starts at 0
- * (it learns the alone time there) and goes from 0 to not limited in 6 windows of large
- * slack. Several protected queues on one device: the tightest wins (the least budget). A
- * protected queue below the top priority of its device is measured but sets no limit: the
- * queues above keep the process's co-run budget. An objective the device cannot meet even
- * at 0 leaves the budget at 0 (the default behaviour). Without any objective on a device,
+ * windows. It starts at 0 (it learns the alone time there) and reaches whole slices in 2
+ * windows of large slack, not limited in 8. Several protected queues on one device: the tightest
+ * wins (the least budget). A protected queue below the top priority of its device is measured but
+ * sets no limit: the queues above keep the process's co-run budget. An objective the device cannot
+ * meet even at 0 leaves the budget at 0 (the default behaviour). Without any objective on a device,
  * XHintCorunBudget()'s value applies, unchanged. Acts under the policies that hold lower
  * queues while a top one works (HPF, MLFQ). Every change of the budget is an event
  * ("corun budget") in the trace (XSchedTraceStart()).

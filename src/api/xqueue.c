@@ -236,6 +236,26 @@ XResult XQueueEndScope(XQueueHandle xq)
 	return xs__scope(xq, false, "XQueueEndScope");
 }
 
+static XResult xs__unit(XQueueHandle xq, bool begin, const char *fn)
+{
+	xs_xqueue *x = xs_api_xqueue(xq, fn);
+	if (!x)
+		return kXSchedErrorNotFound;
+	XResult res = xs_engine_unit(x, begin);
+	xs_obj_unref(&x->obj);
+	return res;
+}
+
+XResult XQueueBeginUnit(XQueueHandle xq)
+{
+	return xs__unit(xq, true, "XQueueBeginUnit");
+}
+
+XResult XQueueEndUnit(XQueueHandle xq)
+{
+	return xs__unit(xq, false, "XQueueEndUnit");
+}
+
 XResult XQueueEnqueueGateCheck(XQueueHandle xq)
 {
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueEnqueueGateCheck");
@@ -332,11 +352,17 @@ XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 	stats->suspended_ns = (uint64_t)ns;
 	stats->committed = x->committed;
 	stats->est_command_ns = (uint64_t)x->est_ns;
-	int64_t slow_pm, alone_ns, longest;
-	xs_engine_objective_state(x, &slow_pm, &alone_ns, &longest);
-	stats->slowdown_permille = (uint64_t)slow_pm;
-	stats->alone_command_ns = (uint64_t)alone_ns;
-	stats->lower_longest_ns = (uint64_t)longest;
+	xs_objective_view o;
+	xs_engine_objective_state(x, &o);
+	stats->slowdown_permille = (uint64_t)o.slow_pm;
+	stats->alone_command_ns = (uint64_t)o.alone_ns;
+	stats->lower_longest_ns = (uint64_t)o.lower_longest_ns;
+	stats->alone_unit_ns = (uint64_t)o.alone_unit_ns;
+	stats->objective_looks = o.looks;
+	stats->pace_eighths = (uint64_t)o.pace;
+	stats->slices = o.slices;
+	stats->slice_ns = (uint64_t)o.slice_ns;
+	stats->slice_over_ns = (uint64_t)o.slice_over_ns;
 	int64_t corun = xs_engine_corun_of(x);
 	stats->corun_budget_ns = corun == INT64_MAX ? UINT64_MAX : (uint64_t)corun;
 	xs_mutex_unlock(&x->lock);

@@ -123,11 +123,14 @@ typedef struct xs_cmd {
 	xs_link link; /* the XQueue's pending or in-flight list */
 	uint64_t seq; /* 1-based position in the XQueue = its number on the HwQueue */
 	enum xs_cmd_state state;
-	bool gated;        /* enqueued behind a counter wait (Lv2 and up) */
-	bool has_mark;     /* a done mark of its number follows it on the HwQueue (hal.h) */
-	int64_t charge_ns; /* budget charged for it while committed (0 = not charged) */
-	int64_t ready_ns;  /* when the charged work ahead of it was expected done (0 = none) */
-	pthread_t owner;   /* XS_CMD_INLINE: its submitter; written before it is submitted */
+	bool gated;           /* enqueued behind a counter wait (Lv2 and up) */
+	bool has_mark;        /* a done mark of its number follows it on the HwQueue (hal.h) */
+	int64_t charge_ns;    /* budget charged for it while committed (0 = not charged) */
+	int64_t ready_ns;     /* when the charged work ahead of it was expected done (0 = none) */
+	int64_t pred_ns;      /* its predicted device time when charged (preempt/pace.h) */
+	int64_t slice_end_ns; /* charged in a pacing slice ending then (0 = not) */
+	int32_t pos;          /* its position in its XQueue's scope (0-based), -1 outside */
+	pthread_t owner;      /* XS_CMD_INLINE: its submitter; written before it is submitted */
 	XResult result;
 } xs_cmd;
 

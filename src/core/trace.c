@@ -168,6 +168,7 @@ static const char *const xs__names[XS_TR_KIND_COUNT] = {
     "queue",   "submit",        "enqueue",      "commit",   "complete",
     "suspend", "resume",        "priority",     "scope",    "pass",
     "policy",  "stall release", "corun budget", "sole top", "lower command too long",
+    "slice",   "unit",
 };
 
 /* One event as a JSON object on its own line. */

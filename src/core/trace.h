@@ -49,6 +49,10 @@ enum xs_trace_kind {
 	XS_TR_LONG_LOWER, /* a protected queue's look found a lower command longer than its
 			   * objective allows: a = that command's estimate (ns), b = the allowed
 			   * excess (alone x (objective - 1), ns) (preempt/objective.c) */
+	XS_TR_SLICE,      /* a protected unit opened a pacing slice: a = its length (ns), b =
+			   * the debt left (ns) (preempt/budget.c, pace.h) */
+	XS_TR_UNIT,       /* a protected unit: a = 1 begins (released after its slice), 0 ends
+			   * (its closing mark was submitted) */
 	XS_TR_KIND_COUNT,
 };
 

@@ -69,6 +69,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "preempt/engine_int.h"
 
 /* The process-wide settings, -1 = from the configuration at first use. */
@@ -205,12 +206,16 @@ static int64_t xs__remaining(const xs_budget *b, int64_t now)
 	return b->charged_ns - (ran < max ? ran : max);
 }
 
-/* Whether a command of @est ns fits on @d at @now. Caller holds d->lock. */
+/* Whether a command of @est ns fits on @d at @now. While held, a pacing slice that is open
+ * (pace.h) admits what is predicted to end within it, beside the co-run budget. Caller
+ * holds d->lock. */
 static bool xs__room(const xs_device *d, int64_t est, int64_t now)
 {
 	XS_ASSERT_HELD(&d->lock);
 	const xs_budget *b = &d->budget;
 	int64_t cap = xs__cap(d);
+	if (xs__held(d) && xs_pace_fits(&d->pace, now, xs__remaining(b, now), est))
+		return true;
 	if (cap < 0)
 		return false;
 	if (xs__held(d))
@@ -237,7 +242,10 @@ static int64_t xs__space(const xs_device *d, int64_t now)
 	XS_ASSERT_HELD(&d->lock);
 	if (!xs__held(d))
 		return INT64_MAX;
-	return xs__cap(d) - xs__remaining(&d->budget, now);
+	int64_t rem = xs__remaining(&d->budget, now), space = xs__cap(d) - rem;
+	if (xs_pace_open_at(&d->pace, now) && d->pace.end_ns - now - rem > space)
+		space = d->pace.end_ns - now - rem; /* a pacing slice's room (pace.h) */
+	return space;
 }
 
 /* The tier of priority @prio, or NULL (more priorities than XS_BUDGET_TIERS). Caller
@@ -433,9 +441,16 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		return true;
 	}
 	int64_t est = xs__est(d, xq);
+	/* Where the device paces (pace.h), what the command is predicted to hold is what must
+	 * fit a slice, and what it is charged in one. */
+	bool paced = atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0;
+	if (paced && cmd->pred_ns > est)
+		est = cmd->pred_ns;
 	bool room = xs__room(d, est, now);
 	bool ok = room && xs__turn(b, xq, xs__space(d, now));
 	if (ok) {
+		if (xs__held(d) && xs_pace_open_at(&d->pace, now))
+			cmd->slice_end_ns = d->pace.end_ns; /* its overrun is measured (done) */
 		xs__add(b, cmd, est, now);
 		xs__tier_charge(b, xq, est);
 		int64_t floor = *xs__qfloor(b, xq->prio);
@@ -488,6 +503,12 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 		b->lower_end_ns = b->since_ns; /* objective.c: work after it runs alone */
 		b->lower_busy_ns += now > b->lower_from_ns ? now - b->lower_from_ns : 0;
 	}
+	if (cmd->slice_end_ns) { /* what it held past its slice delayed the unit: owed */
+		xs_pace_done(&d->pace, now, cmd->slice_end_ns);
+		cmd->slice_end_ns = 0;
+	}
+	if (d->pace.end_ns)
+		xs_cond_broadcast(&d->pace_cv); /* the slice may be spent now */
 	xs__want_grant(d);
 	xs_mutex_unlock(&d->lock);
 	cmd->charge_ns = 0;
@@ -610,6 +631,61 @@ void xs_budget_forget(xs_xqueue *xq)
 		d->budget.grant = true; /* the next waiter's turn */
 		xs_cond_signal(&d->progress_cv);
 	}
+}
+
+int64_t xs_budget_slice_open(xs_xqueue *xq, int64_t allow_ns, int64_t now)
+{
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	int64_t len = xs_pace_open(&d->pace, now, allow_ns, xs__remaining(&d->budget, now));
+	int64_t end = len ? d->pace.end_ns : 0;
+	if (len) {
+		XS_TRACE(XS_TR_SLICE, xq->obj.handle, (uint64_t)len, d->pace.debt_ns);
+		xs__want_grant(d); /* the waiters whose commands fit it */
+	}
+	xs_mutex_unlock(&d->lock);
+	return end;
+}
+
+/* Whether the open slice of @d has nothing more to give at @now: no lower work runs in it
+ * and no waiter's command fits what is left. Caller holds d->lock. */
+static bool xs__slice_spent(const xs_device *d, int64_t now)
+{
+	XS_ASSERT_HELD(&d->lock);
+	const xs_budget *b = &d->budget;
+	if (b->charged_cmds)
+		return false;
+	xs_list_for_each(l, &b->waiters)
+	{
+		const xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
+		if (!w->wait_paused && xs_pace_fits(&d->pace, now, 0, w->wait_est_ns))
+			return false;
+	}
+	return true;
+}
+
+void xs_budget_slice_wait(xs_device *d, int64_t end_ns)
+{
+	xs_mutex_lock(&d->lock);
+	int64_t spent_at = 0; /* when the slice was first found spent, 0 = not */
+	for (;;) {
+		int64_t now = xs_now_ns(), until = end_ns;
+		if (now >= end_ns || d->pace.end_ns != end_ns)
+			break;
+		if (!xs__slice_spent(d, now)) {
+			spent_at = 0;
+		} else if (!spent_at) {
+			spent_at = now; /* a lower queue that waits for each command comes back */
+		} else if (now - spent_at >= XS_PACE_GRACE_NS) {
+			break;
+		}
+		if (spent_at && spent_at + XS_PACE_GRACE_NS < until)
+			until = spent_at + XS_PACE_GRACE_NS;
+		xs_cond_timedwait(&d->pace_cv, &d->lock, until);
+	}
+	if (d->pace.end_ns == end_ns)
+		xs_pace_close(&d->pace, xs_now_ns());
+	xs_mutex_unlock(&d->lock);
 }
 
 void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,

@@ -554,6 +554,7 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 	xs_mutex_init(&d->lock);
 	xs_cond_init(&d->progress_cv);
 	xs_cond_init(&d->launch_cv);
+	xs_cond_init(&d->pace_cv);
 	xs_list_init(&d->queues);
 	xs_list_init(&d->active);
 	xs_list_init(&d->kicks);
@@ -562,6 +563,7 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 	atomic_init(&d->busy_from_ns, 0);
 	d->obj_level = -1; /* no latency objective (objective.c) */
 	atomic_init(&d->obj_corun_ns, -1);
+	atomic_init(&d->obj_pace, 0);
 	return d;
 }
 

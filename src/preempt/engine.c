@@ -129,6 +129,7 @@ static void xs__xq_free(xs_obj *obj)
 	xs_cond_destroy(&xq->done_cv);
 	xs_mutex_destroy(&xq->lock);
 	xs_obj_unref(&xq->hwq->obj);
+	free(xq->pos_us);
 	free(xq);
 }
 
@@ -862,7 +863,18 @@ static bool xs__in_unit(const xs_xqueue *xq)
 {
 	XS_ASSERT_HELD(&xq->lock);
 	const xs_objective *o = &xq->objective;
-	return xq->scopes || o->unit_armed || o->unit_start_ns;
+	return xq->units_explicit || xq->scopes || o->unit_armed || o->unit_start_ns;
+}
+
+/* Pacing's prediction (pace.h) learns a command of the limited @xq that held the device
+ * @ns at position @pos of a scope (-1: none, or several commands seen done at once). The
+ * table of positions is made at the first one. Caller holds xq->lock. */
+static void xs__learn(xs_xqueue *xq, int pos, int64_t ns)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	if (pos >= 0 && pos < XS_PACE_POS && !xq->pos_us)
+		xq->pos_us = calloc(XS_PACE_POS, sizeof(*xq->pos_us)); /* NULL: none kept */
+	xs_pace_learn(xq->pos_us, pos, ns, &xq->long_ns);
 }
 
 /* The estimate's sample for @n commands of @xq seen done at @now: the moving average
@@ -883,6 +895,8 @@ static void xs__sample(xs_xqueue *xq, uint64_t n, int64_t now)
 		per = 1000; /* 1 us: no command is free */
 	xq->est_ns = xq->est_ns ? xq->est_ns + (per - xq->est_ns) / 8 : per;
 	xq->last_per_ns = per;
+	if (xq->limited)
+		xs__learn(xq, n == 1 ? head->pos : -1, per);
 	xq->busy_ns += per * (int64_t)n;
 	if (xq->objective.goal_pm && !xs__in_unit(xq) &&
 	    xs_objective_sample(xq, start, per, n, now))
@@ -1395,6 +1409,10 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 	}
 	bool was_idle = !xs_engine_has_work(xq);
 	cmd->seq = ++xq->submitted;
+	cmd->pos = xq->scopes ? xq->scope_pos : -1;
+	if (xq->scopes && xq->scope_pos < XS_PACE_POS)
+		xq->scope_pos++; /* past the table: no position (pace.h) */
+	cmd->pred_ns = xs_pace_predict(xq->pos_us, cmd->pos, xq->est_ns, xq->long_ns);
 	XS_TRACE(XS_TR_SUBMIT, xq->obj.handle, cmd->seq, cmd->kind);
 	xs__top_update(xq); /* a top queue's arrival holds the others at once */
 	cmd->state = XS_CMD_PENDING;
@@ -1464,8 +1482,8 @@ static void xs__unit_open(xs_xqueue *xq)
 {
 	XS_ASSERT_HELD(&xq->lock);
 	xs_objective *o = &xq->objective;
-	if (o->goal_pm && !o->unit_start_ns)
-		o->unit_armed = true;
+	if (o->goal_pm && !o->unit_start_ns && !xq->units_explicit)
+		o->unit_armed = true; /* explicit units (XQueueBeginUnit) are measured instead */
 }
 
 /* The scope closed: its unit ends with the last command enqueued in it, or now when that
@@ -1483,6 +1501,20 @@ static void xs__unit_close(xs_xqueue *xq)
 		xs_engine_notify(xq);
 }
 
+/* After @xq's work, scopes or unit changed (@had: it had work before): the scheduler and
+ * the budget's hold learn it. Caller holds xq->lock. */
+static void xs__work_changed(xs_xqueue *xq, bool had)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	bool has = xs_engine_has_work(xq);
+	if (has == had)
+		return;
+	if (has)
+		xq->ready_since_ns = xs_now_ns();
+	xs__top_update(xq);
+	xs_engine_notify(xq);
+}
+
 XResult xs_engine_scope(xs_xqueue *xq, bool open)
 {
 	XResult res = kXSchedSuccess;
@@ -1496,8 +1528,10 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 	}
 	bool had = xs_engine_has_work(xq);
 	if (open) {
-		if (xq->scopes++ == 0)
+		if (xq->scopes++ == 0) {
+			xq->scope_pos = 0; /* positions count from each outermost scope */
 			xs__unit_open(xq);
+		}
 	} else if (xq->scopes == 0) {
 		XS_WARN("engine", "XQueueEndScope: XQueue 0x%llx has no open scope",
 			(unsigned long long)xq->obj.handle);
@@ -1505,16 +1539,111 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 	} else if (--xq->scopes == 0) {
 		xs__unit_close(xq);
 	}
-	bool has = xs_engine_has_work(xq);
 	XS_TRACE(XS_TR_SCOPE, xq->obj.handle, open, xq->scopes);
-	if (has != had) {
-		if (has)
-			xq->ready_since_ns = xs_now_ns();
-		xs__top_update(xq);
-		xs_engine_notify(xq);
-	}
+	xs__work_changed(xq, had);
 	xs_mutex_unlock(&xq->lock);
 	return res;
+}
+
+/* Whether a unit call on @xq may go on: not while it closes, nor from its own command (a
+ * slice waits for lower queues; the queue's own command would hold its device meanwhile);
+ * @open: whether a unit must be open (end) or not (begin). Logs a refusal. Caller holds
+ * xq->lock. */
+static XResult xs__unit_check(const xs_xqueue *xq, bool open, const char *fn)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	if (xq->closing) {
+		XS_WARN("engine", "%s: XQueue 0x%llx is being destroyed", fn,
+			(unsigned long long)xq->obj.handle);
+		return kXSchedErrorNotFound;
+	}
+	if (xq->unit_open != open) {
+		XS_WARN("engine", "%s: XQueue 0x%llx %s", fn, (unsigned long long)xq->obj.handle,
+			open ? "has no open unit" : "has a unit open already (units do not nest)");
+		return kXSchedErrorNotAllowed;
+	}
+	return kXSchedSuccess;
+}
+
+/* XQueueBeginUnit: the unit arrives now; it has work from here on. A protected queue
+ * with nothing of its own in flight opens its pacing slice (budget.c, pace.h) and waits
+ * it out, no lock held; then the unit is released and measured from its arrival. */
+static XResult xs__unit_begin(xs_xqueue *xq)
+{
+	xs_mutex_lock(&xq->lock);
+	XResult res = xs__unit_check(xq, false, "XQueueBeginUnit");
+	if (res != kXSchedSuccess) {
+		xs_mutex_unlock(&xq->lock);
+		return res;
+	}
+	bool had = xs_engine_has_work(xq);
+	xq->unit_open = true;
+	xq->units_explicit = true;
+	xs_engine_reap(xq, false, false); /* the last unit's end, if the device passed it */
+	int64_t arrive = xs_now_ns();
+	xs__work_changed(xq, had);
+	/* A slice only between units: lower work beside our own would slow it. */
+	int64_t allow = xq->completed == xq->submitted ? xs_objective_allowance(xq) : 0;
+	xs_mutex_unlock(&xq->lock);
+	int64_t end = allow ? xs_budget_slice_open(xq, allow, arrive) : 0;
+	if (end)
+		xs_budget_slice_wait(xq->dev, end);
+	xs_mutex_lock(&xq->lock);
+	xs_objective *o = &xq->objective;
+	if (o->goal_pm && xq->unit_open && !o->unit_start_ns) { /* units do not overlap */
+		xs_objective_unit_begin(xq, xs_now_ns());
+		o->unit_arrive_ns = arrive;
+	}
+	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 1, end ? xs_now_ns() - arrive : 0);
+	xs_mutex_unlock(&xq->lock);
+	return kXSchedSuccess;
+}
+
+/* XQueueEndUnit: a measured unit ends with a boundary (an inline command without a
+ * launch: its done mark follows the unit's work on the HwQueue), submitted on this thread
+ * while the unit still counts as work, so that the queue does not look idle in between. */
+static XResult xs__unit_end(xs_xqueue *xq)
+{
+	xs_mutex_lock(&xq->lock);
+	XResult res = xs__unit_check(xq, true, "XQueueEndUnit");
+	const xs_objective *o = &xq->objective;
+	bool measured = res == kXSchedSuccess && o->goal_pm && o->unit_start_ns && !o->unit_end_seq;
+	xs_mutex_unlock(&xq->lock);
+	if (res != kXSchedSuccess)
+		return res;
+	xs_cmd *mark = measured ? xs_cmd_new(XS_CMD_INLINE, 0) : NULL;
+	if (mark) {
+		mark->owner = pthread_self();
+		xs_obj_ref(&mark->obj); /* ours, to read its number */
+		res = xs_engine_launch_inline(xq, mark);
+	}
+	xs_mutex_lock(&xq->lock);
+	bool had = xs_engine_has_work(xq);
+	xq->unit_open = false;
+	if (mark && res == kXSchedSuccess && xq->objective.unit_start_ns) {
+		if (xq->completed < mark->seq)
+			xq->objective.unit_end_seq = mark->seq;
+		else if (xs_objective_unit_end(xq, xs_now_ns()))
+			xs_engine_notify(xq);
+	}
+	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 0, 0);
+	xs__work_changed(xq, had);
+	xs_mutex_unlock(&xq->lock);
+	if (mark)
+		xs_obj_unref(&mark->obj);
+	return res;
+}
+
+XResult xs_engine_unit(xs_xqueue *xq, bool begin)
+{
+	if (begin && xs_engine_in_callback(xq)) {
+		XS_WARN("engine",
+			"XQueueBeginUnit on XQueue 0x%llx from its own command would hold its "
+			"device while lower queues run its slice; refused",
+			(unsigned long long)xq->obj.handle);
+		return kXSchedErrorNotAllowed;
+	}
+	return begin ? xs__unit_begin(xq) : xs__unit_end(xq);
 }
 
 XResult xs_engine_gate_check(xs_xqueue *xq)
@@ -1803,8 +1932,9 @@ void xs_engine_destroy(xs_xqueue *xq)
 		else if (xq->completed != xq->submitted)
 			xs_cond_wait(&xq->cv, &xq->lock);
 	}
-	if (xq->scopes) { /* scopes left open end with the XQueue: it has no work now */
+	if (xq->scopes || xq->unit_open) { /* scopes and a unit left open end with it */
 		xq->scopes = 0;
+		xq->unit_open = false;
 		xs_engine_notify(xq);
 	}
 	xs_dep_unblock(xq);

@@ -80,6 +80,8 @@ typedef struct xs_objective {
 	uint16_t ring[XS_OBJ_RING]; /* the units' slowdowns since the last move, per mille
 				     * (at most 65535), oldest overwritten */
 	uint32_t n;       /* units since the last move (the ring holds min(n, XS_OBJ_RING)) */
+	int64_t win_ns;   /* their latencies, summed (a window ends on time too) */
+	uint64_t looks;   /* the controller's looks so far (statistics, tests) */
 	uint32_t over;    /* of them, above goal_pm */
 	int level;        /* the co-run level this queue asks for; -1 = none (limited) */
 	int fail_level;   /* the lowest level that broke the objective lately */
@@ -87,10 +89,13 @@ typedef struct xs_objective {
 	uint32_t backoff; /* the next wait, doubled at each failure of one level */
 	/* A scope unit (XQueueBeginScope .. the last completion after XQueueEndScope), under
 	 * xq->lock: */
-	bool unit_armed;       /* a scope opened: the unit starts at the next enqueue */
-	int64_t unit_start_ns; /* when it started (0 = none running) */
-	int64_t unit_lower_ns; /* the device's lower-work clock then (budget.c) */
-	uint64_t unit_end_seq; /* the scope closed: the unit ends when this completes */
+	bool unit_armed;        /* a scope opened: the unit starts at the next enqueue */
+	int64_t unit_start_ns;  /* when it started (0 = none running); an explicit unit: when it
+				 * was released, after its pacing slice */
+	int64_t unit_arrive_ns; /* an explicit unit (XQueueBeginUnit): when it arrived; 0 = as
+				 * unit_start_ns */
+	int64_t unit_lower_ns;  /* the device's lower-work clock then (budget.c) */
+	uint64_t unit_end_seq;  /* the scope closed: the unit ends when this completes */
 } xs_objective;
 
 typedef struct xs_xqueue {
@@ -130,8 +135,14 @@ typedef struct xs_xqueue {
 	xs_link lenders;         /* xs_lend.link: XQueues whose commands' threads wait for this
 				  * one; the scheduler ranks it as the highest of them */
 	bool published;          /* reachable by handle and XQueueGet (guarded by the bind lock) */
-	bool top_busy;   /* counted in the device's top_busy: not limited, ready, not closing */
-	unsigned scopes; /* open scopes (XQueueBeginScope): it counts as having work */
+	bool top_busy;       /* counted in the device's top_busy: not limited, ready, not closing */
+	unsigned scopes;     /* open scopes (XQueueBeginScope): it counts as having work */
+	int32_t scope_pos;   /* the position the next command submitted in a scope takes */
+	bool unit_open;      /* an explicit unit is open (XQueueBeginUnit): it has work */
+	bool units_explicit; /* it called XQueueBeginUnit: its objective measures those only */
+	/* Pacing's prediction of its commands' device time (pace.h), under the lock: */
+	uint32_t *pos_us;       /* per position in a scope, us (XS_PACE_POS; NULL until needed) */
+	int64_t long_ns;        /* the decayed longest command */
 	uint64_t sync_target;   /* the most a synchronous XQueueSuspend waited for: what a
 				 * decommit leaves committed (done, it no longer counts) */
 	uint64_t gate_after;    /* commands numbered above it may wait at a run gate check
@@ -229,6 +240,13 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd);
  * the scheduler and the budget's hold, also between its commands. kXSchedErrorNotAllowed
  * when closing a scope that is not open. */
 XResult xs_engine_scope(xs_xqueue *xq, bool open);
+/* Begin (@begin) or end an explicit unit of @xq's latency objective (XQueueBeginUnit):
+ * begin waits out the unit's pacing slice, if one is opened, and counts @xq as having work
+ * until the unit's end; end submits a boundary (an inline command without a launch) whose
+ * completion ends the unit. kXSchedErrorNotFound while closing; kXSchedErrorNotAllowed for
+ * a second begin, an end without a begin, or a begin from a command of @xq itself. Any
+ * thread but the device's own. */
+XResult xs_engine_unit(xs_xqueue *xq, bool begin);
 /* Enqueue on the HwQueue's native queue, at its current end and outside the numbering, a
  * wait for the XQueue's run gate (open while it runs, closed while suspended). For stream
  * capture. kXSchedErrorNotSupported where the backend has no run gate. */
@@ -272,7 +290,7 @@ XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t ba
  * xq->lock. */
 static inline bool xs_engine_has_work(const xs_xqueue *xq)
 {
-	return xq->completed != xq->submitted || xq->scopes;
+	return xq->completed != xq->submitted || xq->scopes || xq->unit_open;
 }
 
 /* Whether @xq has work and is not blocked. Caller holds xq->lock. */
@@ -326,11 +344,26 @@ int64_t xs_engine_corun_of(const xs_xqueue *xq);
 /* Give @xq a latency objective: its commands may take @goal_pm per mille of their time
  * alone (>= 1000); 0 clears it. Any thread but the device's own, no lock held. */
 void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm);
-/* The measured p99 slowdown of @xq (per mille, 0 = not measured: no objective or no look
- * yet), its alone estimate (ns), and the longest lower command charged in its last window
- * (ns, 0 without an objective). Caller holds xq->lock. */
-void xs_engine_objective_state(xs_xqueue *xq, int64_t *slow_pm, int64_t *alone_ns,
-			       int64_t *lower_longest_ns);
+/* What a latency objective measured and does, for statistics (XQueueGetStats). */
+typedef struct xs_objective_view {
+	int64_t slow_pm;          /* the p99 slowdown at the last look, per mille; 0 = not
+				   * measured (no objective, or no look yet) */
+	int64_t alone_ns;         /* the alone estimate of command units (ns) */
+	int64_t alone_unit_ns;    /* the same for scope and explicit units (ns) */
+	int64_t lower_longest_ns; /* the longest lower command charged in the last window (ns,
+				   * 0 without an objective) */
+	uint64_t looks;           /* the controller's looks so far */
+	int pace;                 /* the device's pacing in force: eighths of a unit's slack */
+	uint64_t slices;          /* the device's pacing slices so far */
+	int64_t slice_ns;         /* their length, summed (ns) */
+	int64_t slice_over_ns;    /* lower device time past their ends, measured (ns) */
+} xs_objective_view;
+
+/* The objective state of @xq and its device's pacing. Caller holds xq->lock. */
+void xs_engine_objective_state(xs_xqueue *xq, xs_objective_view *out);
+/* Whether @xq's device paces: a latency objective's level hands out slices (pace.h), and
+ * lower queues are held by the budget rather than suspended. Any thread, no lock. */
+bool xs_engine_paced(const xs_xqueue *xq);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
  * queues now (ns, commands) and the most commands charged at once since the last call. */

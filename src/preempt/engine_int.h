@@ -8,6 +8,7 @@
 #define XS_PREEMPT_ENGINE_INT_H
 
 #include "preempt/engine.h"
+#include "preempt/pace.h"
 
 enum {
 	/* A GPU queue that makes no progress is asked for faults this often, by the progress
@@ -77,11 +78,16 @@ struct xs_device {
 	xs_link active;      /* XQueues with enqueued, incomplete commands (act_link) */
 	xs_link kicks;       /* XQueues the launch thread should drain (kick_link) */
 	xs_budget budget;    /* budget.c */
+	xs_pace pace;        /* pace.c, through budget.c: the slice a protected unit gives */
+	xs_cond pace_cv;     /* a unit waiting out its slice (xs_budget_slice_wait) */
 	unsigned top_busy;   /* XQueues not limited that have work (xs_xqueue.top_busy) */
 	int obj_level;       /* objective.c: the co-run level in force, -1 = no objective */
 	/* Lock-free copy of obj_level's budget (ns; INT64_MAX = not limited, -1 = no
 	 * objective: the process setting), written under the lock (objective.c). */
 	_Atomic int64_t obj_corun_ns;
+	/* Lock-free copy of obj_level's pacing: the eighths of a protected unit's slack that
+	 * its slice may take (0 = no slices), written under the lock (objective.c). */
+	atomic_int obj_pace;
 	bool poke;         /* a backend pushed a done number since the last look */
 	bool kick_pending; /* kicks of the progress thread's pass not yet signalled */
 	bool stop;         /* the threads exit */
@@ -158,6 +164,15 @@ void xs_budget_leave(xs_xqueue *xq);
 void xs_budget_set_prio(xs_xqueue *xq, int64_t prio);
 /* Take @xq off the waiters (detach). Caller holds dev->lock. */
 void xs_budget_forget(xs_xqueue *xq);
+/* Pacing (pace.h): a protected unit of @xq arrives at @now with @allow_ns of slack: open a
+ * slice of @xq's device (what the lower work still committed and the debt leave of it) and
+ * ask the progress thread to hand it to the waiters whose predicted commands fit. Returns
+ * the slice's end (ns, monotonic), 0 when none was opened. Caller holds no lock. */
+int64_t xs_budget_slice_open(xs_xqueue *xq, int64_t allow_ns, int64_t now);
+/* Wait out the slice of @dev ending at @end_ns: until then, or sooner when nothing lower
+ * runs in it and no waiter's command fits what is left (the slice is spent); then close it.
+ * Caller holds no lock. */
+void xs_budget_slice_wait(xs_device *dev, int64_t end_ns);
 /* The settings from the configuration again at next use (shutdown), and after fork. */
 void xs_budget_reset(void);
 void xs_budget_forked(void);
@@ -175,6 +190,11 @@ bool xs_objective_set(xs_xqueue *xq, int64_t goal_pm);
  * with nothing in flight): the end returns whether the budget crossed 0, as above. */
 void xs_objective_unit_begin(xs_xqueue *xq, int64_t now);
 bool xs_objective_unit_end(xs_xqueue *xq, int64_t now);
+/* The slack an explicit unit of the protected @xq may give lower queues as its pacing slice
+ * (pace.h), in ns: the level in force's eighths of (objective - 1) x its alone estimate; 0
+ * without an objective, an estimate or slices, or when @xq is limited. Caller holds
+ * xq->lock. */
+int64_t xs_objective_allowance(xs_xqueue *xq);
 /* @xq became limited (it asks for no co-run level any more) or stopped being limited (it
  * asks again, from 0): returns whether the budget in force crossed 0, as above. */
 bool xs_objective_limited(xs_xqueue *xq, bool limited);

@@ -80,28 +80,40 @@
 #include "preempt/engine_int.h"
 
 enum {
-	XS__WINDOW = 64,        /* units per look upward: the floor on samples */
-	XS__TAIL_PM = 10,       /* the share of units that may exceed the goal: 1% (p99) */
-	XS__TAIL_MIN = 100,     /* ... of at least this many (so 1 of the first 100) */
-	XS__TOP = 24,           /* the level that does not limit: above 23 (51.2 ms) */
-	XS__MIN_NS = 25000,     /* level 1's budget */
-	XS__BAND_PM = 750,      /* the dead band: [0.75, 1] of the allowed excess used */
-	XS__FAST_PM = 400,      /* less used than this: two levels up */
-	XS__BACKOFF0 = 4,       /* windows before a failed level is tried again */
-	XS__BACKOFF_MAX = 64,   /* at most */
-	XS__MIN_EXCESS_PM = 10, /* an objective of 1.0 is taken as 1.01 */
-	XS__ALONE_SHARE = 16,   /* a scope unit is alone with lower work for <= 1/16 of it */
+	XS__WINDOW = 64,          /* units per look upward: the floor on samples */
+	XS__WINDOW_NS = 50000000, /* or this much protected time (units' latency summed) */
+	XS__WINDOW_MIN = 8,       /* ... over at least this many units */
+	XS__PACE = 8,             /* levels 1..8: pacing slices of level/8 of the slack */
+	XS__TAIL_PM = 10,         /* the share of units that may exceed the goal: 1% (p99) */
+	XS__TAIL_MIN = 100,       /* ... of at least this many (so 1 of the first 100) */
+	XS__TOP = 32,             /* the level that does not limit: above 31 (51.2 ms) */
+	XS__MIN_NS = 25000,       /* level 1's budget */
+	XS__BAND_PM = 750,        /* the dead band: [0.75, 1] of the allowed excess used */
+	XS__FAST_PM = 400,        /* less used than this: two levels up */
+	XS__BACKOFF0 = 4,         /* windows before a failed level is tried again */
+	XS__BACKOFF_MAX = 64,     /* at most */
+	XS__MIN_EXCESS_PM = 10,   /* an objective of 1.0 is taken as 1.01 */
+	XS__ALONE_SHARE = 16,     /* a scope unit is alone with lower work for <= 1/16 of it */
 };
 
-/* The co-run budget of @level in ns: 0 = nothing new co-runs, INT64_MAX = not limited. */
+/* The co-run budget of @level in ns: 0 = nothing new co-runs, INT64_MAX = not limited.
+ * Levels 1..XS__PACE pace and co-run nothing; the co-run budgets start above them. */
 static int64_t xs__level_ns(int level)
 {
-	if (level <= 0)
+	if (level <= XS__PACE)
 		return 0;
 	if (level >= XS__TOP)
 		return INT64_MAX;
-	int64_t ns = (int64_t)XS__MIN_NS << ((level - 1) / 2);
-	return (level - 1) % 2 ? ns * 1414 / 1000 : ns;
+	int k = level - XS__PACE;
+	int64_t ns = (int64_t)XS__MIN_NS << ((k - 1) / 2);
+	return (k - 1) % 2 ? ns * 1414 / 1000 : ns;
+}
+
+/* The eighths of a protected unit's slack its pacing slice takes at @level (pace.h): one
+ * more per level up to XS__PACE, where the whole slack goes to slices. */
+static int xs__level_pace(int level)
+{
+	return level <= 0 ? 0 : level < XS__PACE ? level : XS__PACE;
 }
 
 /* The least level asked for by the protected queues of @d (a limited one asks for
@@ -127,8 +139,16 @@ static int64_t xs__in_force(int level)
 	return level < 0 ? xs_engine_corun_ns() : xs__level_ns(level);
 }
 
+/* Whether lower queues may commit anything while a top queue of a device at @level works:
+ * a co-run budget above 0, or pacing slices. */
+static bool xs__lets_lower(int level)
+{
+	return xs__in_force(level) > 0 || (level > 0 && xs__level_pace(level) > 0);
+}
+
 /* Put @level in force on @d (@by: the queue whose step or hint moved it, for the trace);
- * returns whether the budget went from 0 to more or back. Caller holds d->lock. */
+ * returns whether lower queues went from committing nothing beside a busy top queue to
+ * something (a co-run budget, or slices) or back. Caller holds d->lock. */
 static bool xs__publish(xs_device *d, int level, const xs_xqueue *by)
 {
 	XS_ASSERT_HELD(&d->lock);
@@ -138,10 +158,13 @@ static bool xs__publish(xs_device *d, int level, const xs_xqueue *by)
 	d->obj_level = level;
 	atomic_store_explicit(&d->obj_corun_ns, level < 0 ? -1 : xs__level_ns(level),
 			      memory_order_relaxed);
-	int64_t was = xs__in_force(old), now = xs__in_force(level);
-	XS_TRACE(XS_TR_CORUN, by->obj.handle, (uint64_t)by->objective.slow_pm, now);
+	atomic_store_explicit(&d->obj_pace, level < 0 ? 0 : xs__level_pace(level),
+			      memory_order_relaxed);
+	int64_t now = xs__in_force(level);
+	XS_TRACE(XS_TR_CORUN, by->obj.handle, (uint64_t)by->objective.slow_pm,
+		 now ? now : -(int64_t)xs__level_pace(level));
 	xs_budget_widened(d); /* waiters may fit (a narrower cap admits nobody new) */
-	return (was > 0) != (now > 0);
+	return xs__lets_lower(old) != xs__lets_lower(level);
 }
 
 static int xs__cmp_u16(const void *a, const void *b)
@@ -221,17 +244,28 @@ static void xs__long_lower(xs_xqueue *xq, int64_t alone_ns)
 		XS_TRACE(XS_TR_LONG_LOWER, xq->obj.handle, (uint64_t)o->lower_longest_ns, excess);
 }
 
-/* @n units of @xq took @ns each (@scope: scope units; @alone: they ran alone): their
- * slowdowns join the tail, and the controller looks at a violation or at a window's end.
- * Returns whether the budget in force crossed 0. Caller holds xq->lock and d->lock. */
-static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, bool alone, uint64_t n)
+/* Whether the units since the last look make a window: XS__WINDOW of them, or
+ * XS__WINDOW_NS of protected time over at least XS__WINDOW_MIN (a server's requests come a
+ * few a second: counting units alone, a look took seconds). */
+static bool xs__window_end(const xs_objective *o)
+{
+	return o->n >= XS__WINDOW || (o->n >= XS__WINDOW_MIN && o->win_ns >= XS__WINDOW_NS);
+}
+
+/* @n units of @xq took @ns each from their arrival, @exec_ns of it from their release (a
+ * paced unit waits out its slice first; otherwise the same), @scope: scope or explicit
+ * units; @alone: they ran alone once released: their slowdowns join the tail, and the
+ * controller looks at a violation or at a window's end. Returns whether the budget in
+ * force crossed 0. Caller holds xq->lock and d->lock. */
+static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, int64_t exec_ns, bool alone,
+		      uint64_t n)
 {
 	XS_ASSERT_HELD(&xq->lock);
 	xs_device *d = xq->dev;
 	xs_objective *o = &xq->objective;
 	int64_t *base = scope ? &o->alone_scope_ns : &o->alone_ns;
 	if (alone)
-		*base = *base ? *base + (ns - *base) / 8 : ns;
+		*base = *base ? *base + (exec_ns - *base) / 8 : exec_ns;
 	if (*base <= 0)
 		return false; /* no alone estimate yet: the level stays */
 	int64_t pm = ns * 1000 / *base;
@@ -242,8 +276,9 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, bool alone, uint64_
 		o->n++;
 		o->over += pm > o->goal_pm;
 	}
+	o->win_ns += ns * (int64_t)n;
 	bool violated = xs__violated(o);
-	if (!violated && o->n < XS__WINDOW)
+	if (!violated && !xs__window_end(o))
 		return false;
 	uint16_t v[XS_OBJ_RING];
 	uint32_t k = xs__sorted(o, v);
@@ -262,6 +297,8 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, bool alone, uint64_
 		xs__step(o, d->obj_level, violated);
 	o->n = 0;
 	o->over = 0;
+	o->win_ns = 0;
+	o->looks++;
 	return xs__publish(d, xs__dev_level(d), xq);
 }
 
@@ -272,7 +309,7 @@ bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, 
 	xs_mutex_lock(&d->lock);
 	const xs_budget *b = &d->budget;
 	bool alone = b->charged_cmds == 0 && b->lower_end_ns <= start;
-	bool crossed = xs__units(xq, false, per, alone, n);
+	bool crossed = xs__units(xq, false, per, per, alone, n);
 	xs_mutex_unlock(&d->lock);
 	return crossed;
 }
@@ -293,16 +330,33 @@ bool xs_objective_unit_end(xs_xqueue *xq, int64_t now)
 {
 	xs_device *d = xq->dev;
 	xs_objective *o = &xq->objective;
-	int64_t ns = now - o->unit_start_ns;
+	int64_t exec = now - o->unit_start_ns;
+	int64_t ns = o->unit_arrive_ns ? now - o->unit_arrive_ns : exec;
 	o->unit_start_ns = 0;
+	o->unit_arrive_ns = 0;
 	o->unit_end_seq = 0;
-	if (ns <= 0 || !o->goal_pm)
+	if (exec <= 0 || !o->goal_pm)
 		return false;
 	xs_mutex_lock(&d->lock);
 	int64_t co = xs_budget_lower_clock(d, now) - o->unit_lower_ns;
-	bool crossed = xs__units(xq, true, ns, co * XS__ALONE_SHARE <= ns, 1);
+	bool crossed = xs__units(xq, true, ns, exec, co * XS__ALONE_SHARE <= exec, 1);
 	xs_mutex_unlock(&d->lock);
 	return crossed;
+}
+
+int64_t xs_objective_allowance(xs_xqueue *xq)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	xs_device *d = xq->dev;
+	const xs_objective *o = &xq->objective;
+	if (!o->goal_pm || xq->limited)
+		return 0;
+	xs_mutex_lock(&d->lock);
+	int pace = d->obj_level < 0 ? 0 : xs__level_pace(d->obj_level);
+	int64_t excess = o->goal_pm - 1000;
+	int64_t allow = o->alone_scope_ns * excess / 1000 * pace / XS__PACE;
+	xs_mutex_unlock(&d->lock);
+	return allow > 0 ? allow : 0;
 }
 
 bool xs_objective_forget(xs_xqueue *xq)
@@ -321,7 +375,8 @@ bool xs_objective_set(xs_xqueue *xq, int64_t goal_pm)
 		    .level = xq->limited ? -1 : 0,
 		    .fail_level = XS__TOP + 1,
 		    .backoff = XS__BACKOFF0,
-		    .unit_armed = goal_pm && xq->scopes, /* a scope open now: from its enqueue */
+		    /* a scope open now: from its enqueue (explicit units: from the next) */
+		    .unit_armed = goal_pm && xq->scopes && !xq->units_explicit,
 		};
 	}
 	o->goal_pm = goal_pm;
@@ -350,13 +405,26 @@ int64_t xs_engine_corun_of(const xs_xqueue *xq)
 	return ns >= 0 ? ns : xs_engine_corun_ns();
 }
 
-void xs_engine_objective_state(xs_xqueue *xq, int64_t *slow_pm, int64_t *alone_ns,
-			       int64_t *lower_longest_ns)
+void xs_engine_objective_state(xs_xqueue *xq, xs_objective_view *out)
 {
 	xs_device *d = xq->dev;
+	const xs_objective *o = &xq->objective;
 	xs_mutex_lock(&d->lock);
-	*slow_pm = xq->objective.goal_pm ? xq->objective.slow_pm : 0;
-	*alone_ns = xq->objective.alone_ns;
-	*lower_longest_ns = xq->objective.goal_pm ? xq->objective.lower_longest_ns : 0;
+	*out = (xs_objective_view){
+	    .slow_pm = o->goal_pm ? o->slow_pm : 0,
+	    .alone_ns = o->alone_ns,
+	    .alone_unit_ns = o->alone_scope_ns,
+	    .lower_longest_ns = o->goal_pm ? o->lower_longest_ns : 0,
+	    .looks = o->looks,
+	    .pace = d->obj_level < 0 ? 0 : xs__level_pace(d->obj_level),
+	    .slices = d->pace.slices,
+	    .slice_ns = d->pace.given_ns,
+	    .slice_over_ns = d->pace.over_ns,
+	};
 	xs_mutex_unlock(&d->lock);
+}
+
+bool xs_engine_paced(const xs_xqueue *xq)
+{
+	return atomic_load_explicit(&xq->dev->obj_pace, memory_order_relaxed) > 0;
 }

@@ -389,8 +389,9 @@ static int64_t xs__decide(size_t n, bool inherit)
  * busy queue that is itself limited, the budget holds the others: xs__serve_tiers). Under
  * HPF and MLFQ with a co-run budget on the queue's device (the process's, or a latency
  * objective's: preempt/objective.c, which asks for a pass when it moves between 0 and
- * more), the engine's hold carries out the suspensions of queues below Lv3: they co-run
- * within that budget instead of stopping (preempt/budget.c). Lv3 stops its queues
+ * more), or pacing slices (a latency objective's, preempt/pace.h), the engine's hold
+ * carries out the suspensions of queues below Lv3: they co-run within that budget, or run
+ * in the slices, instead of stopping (preempt/budget.c). Lv3 stops its queues
  * outright, as it exists to, and so does every level with a co-run budget of 0. And
  * PRIORITY_NO_EXECUTE suspends. Caller holds xs__s.lock. */
 static void xs__engine_rules(size_t n)
@@ -401,8 +402,9 @@ static void xs__engine_rules(size_t n)
 		xs__serve_tiers(n);
 	for (size_t i = 0; i < n; i++) {
 		xs_sched_entry *e = &xs__x.entries[i];
+		const xs_xqueue *xq = xs__x.entry_q[i]->xq;
 		if (xs__s.policy->hold && e->level < kPreemptLevelInterrupt &&
-		    xs_engine_corun_of(xs__x.entry_q[i]->xq) > 0)
+		    (xs_engine_corun_of(xq) > 0 || xs_engine_paced(xq)))
 			e->suspend = false;
 		if (xs__x.entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
 			e->suspend = true; /* XSched: "the XQueue will not be executed" */

@@ -21,6 +21,18 @@
 		}                                                                                  \
 	} while (0)
 
+/* A check that says what was expected and what was measured (printf-style). */
+#define CHECK_MSG(cond, ...)                                                                       \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fflush(stdout);                                                            \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
 #define CHECK_RES(expr, want)                                                                      \
 	do {                                                                                       \
 		XResult got_ = (expr);                                                             \
