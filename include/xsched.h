@@ -300,6 +300,12 @@ typedef struct XQueueStats {
 	 *  lower command's completion, what delayed the units beyond their slices (owed by the
 	 *  next slices, which are that much shorter). */
 	uint64_t slice_over_ns;
+	/** The hardware priority the library set on the HwQueue's stream (CUDA; see
+	 *  XSCHED_HW_PRIORITY): 2 = the device's greatest (the XQueue is of its device's top
+	 *  priority), 1 = the least (limited), 0 = none set yet (or never: host queues, the
+	 *  setting off). Work captured into a graph on the stream keeps the priority it had at
+	 *  capture: capture after this reads 2 (Python: XQueue.capture()). */
+	uint64_t hw_priority;
 } XQueueStats;
 
 /* ---------------------------------------------------------------------------------------

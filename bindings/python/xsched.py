@@ -50,6 +50,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 import traceback
 import weakref
 from contextlib import contextmanager
@@ -364,7 +365,10 @@ class XQueueStats(Structure):
                 ("suspensions", c_uint64), ("suspended_ns", c_uint64),
                 ("committed", c_uint64), ("est_command_ns", c_uint64),
                 ("slowdown_permille", c_uint64), ("alone_command_ns", c_uint64),
-                ("corun_budget_ns", c_uint64), ("lower_longest_ns", c_uint64)]
+                ("corun_budget_ns", c_uint64), ("lower_longest_ns", c_uint64),
+                ("alone_unit_ns", c_uint64), ("objective_looks", c_uint64),
+                ("pace_eighths", c_uint64), ("slices", c_uint64), ("slice_ns", c_uint64),
+                ("slice_over_ns", c_uint64), ("hw_priority", c_uint64)]
 
 
 class XDim3(Structure):
@@ -386,6 +390,8 @@ _PROTOTYPES = {
     "XQueueLaunchInline": [XQueueHandle, LaunchCallbackType, c_void_p],
     "XQueueBeginScope": [XQueueHandle],
     "XQueueEndScope": [XQueueHandle],
+    "XQueueBeginUnit": [XQueueHandle],
+    "XQueueEndUnit": [XQueueHandle],
     "XQueueEnqueueGateCheck": [XQueueHandle],
     "XQueueQuery": [XQueueHandle, _P(c_int)],
     "XQueueSuspend": [XQueueHandle, c_int64],
@@ -719,6 +725,18 @@ class QueueStats:
     # With an objective: the longest lower command charged in the last window (ns); longer
     # than the objective allows over alone, no co-run budget can hold it (0.6; 0 before).
     lower_longest_ns: int = 0
+    # 0.7: the alone estimate of scope and explicit units (XQueue.unit()), ns; the
+    # controller's looks; the pacing in force (eighths of a unit's slack its slice gives
+    # lower queues); the device's slices, their length and the lower time past their ends
+    # (ns); the hardware priority the library set on the stream (2 greatest, 1 least, 0
+    # none yet).
+    alone_unit_ns: int = 0
+    objective_looks: int = 0
+    pace_eighths: int = 0
+    slices: int = 0
+    slice_ns: int = 0
+    slice_over_ns: int = 0
+    hw_priority: int = 0
 
     @property
     def slowdown(self) -> float:
@@ -1372,6 +1390,47 @@ class XQueue(_Handle):
         model = per_module if kind == "module" and per_module is not True else None
         return Scope(self, kind, int(ops_per_command), model)
 
+    def unit(self) -> "Unit":
+        """One unit of this XQueue's latency objective (XQueueBeginUnit ..
+        XQueueEndUnit): a decode step, a denoising step, a request::
+
+            with xq.running(per_operator=False):  # the request
+                for _ in range(steps):
+                    with xq.unit():                # one decode step
+                        graph.replay()
+                    tokens.cpu()                   # the host reads the token
+
+        The objective (``objective=``) is then stated on the units: a time-per-token
+        objective. Entering may block (GIL released) for the unit's *pacing slice*, while
+        lower-priority XQueues run commands that fit in it (at most its share of the slack:
+        level/8 x (objective - 1) x its time alone); leaving submits a boundary whose
+        completion ends the unit, without waiting for the GPU. Do the unit's work on this
+        XQueue's stream (inside ``running()``, or a launch-callback command). Units do not
+        nest. doc/architecture.md ("Pacing") says how the slack is spent."""
+        return Unit(self)
+
+    def capture(self, graph, **kwargs):
+        """``torch.cuda.graph(graph, stream=<this XQueue's stream>, **kwargs)`` once the
+        library has set the stream's hardware priority for this XQueue (the greatest when
+        it is of its device's top priority): PyTorch instantiates graphs with the node
+        priorities of their capture, so a priority set on the stream after capture never
+        reaches the replays. Waits up to 0.2 s for the scheduler's pass (it runs when an
+        XQueue is made or a hint changes); a stream whose priority the library does not
+        set (``XSCHED_HW_PRIORITY=0``, ROCm) is captured as it is::
+
+            g = torch.cuda.CUDAGraph()
+            with xq.capture(g):
+                step()
+        """
+        import torch
+        stream = getattr(self.hwq, "stream", None)
+        if stream is None:
+            raise ValueError("capture(): the XQueue wraps no torch stream")
+        deadline = time.monotonic() + 0.2
+        while self.stats().hw_priority == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return torch.cuda.graph(graph, stream=stream, **kwargs)
+
     def gate_checks(self) -> "Scope":
         """A scope for capturing a CUDA graph on this XQueue's stream that stays
         preemptible per operator when replayed: before each operator it enqueues a check
@@ -1565,6 +1624,27 @@ def _make_mode_class():
 
 
 _mode_class = None
+
+
+class Unit:
+    """What :meth:`XQueue.unit` returns: a context manager for one unit of the XQueue's
+    latency objective (XQueueBeginUnit on entry, XQueueEndUnit on exit, also when the body
+    raises)."""
+
+    def __init__(self, xq: "XQueue"):
+        self.xq = xq
+
+    def __enter__(self):
+        self.xq._check_open()
+        _call("XQueueBeginUnit", self.xq._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self.xq._handle:
+            res = _C.XQueueEndUnit(self.xq._handle)
+            if res != 0 and exc[0] is None:
+                raise error_for(res, "XQueueEndUnit")
+        return False
 
 
 class Scope:

@@ -363,6 +363,7 @@ XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 	stats->slices = o.slices;
 	stats->slice_ns = (uint64_t)o.slice_ns;
 	stats->slice_over_ns = (uint64_t)o.slice_over_ns;
+	stats->hw_priority = (uint64_t)atomic_load_explicit(&x->hw_set, memory_order_acquire);
 	int64_t corun = xs_engine_corun_of(x);
 	stats->corun_budget_ns = corun == INT64_MAX ? UINT64_MAX : (uint64_t)corun;
 	xs_mutex_unlock(&x->lock);

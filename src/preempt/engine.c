@@ -165,6 +165,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->running = true;
 	xq->err_pending = kXSchedSuccess;
 	xq->hw_top = -1;
+	atomic_init(&xq->hw_set, 0);
 	if (!xs_dev_attach(xq)) {
 		xs_obj_unref(&xq->obj);
 		return kXSchedErrorUnknown;
@@ -1861,8 +1862,10 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio)
 	xs_mutex_unlock(&xq->lock);
 	/* Outside the lock: the runtime may wait for the stream, which may wait for a commit
 	 * that needs the lock. */
-	if (apply)
+	if (apply) {
 		q->ops->set_priority(q, top);
+		atomic_store_explicit(&xq->hw_set, top ? 2 : 1, memory_order_release);
+	}
 }
 
 void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)

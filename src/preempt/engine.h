@@ -175,6 +175,8 @@ typedef struct xs_xqueue {
 				      * enqueued last: the progress thread's */
 	int64_t tail_end_ns;         /* the expected end of the last command enqueued */
 	int hw_top;                  /* hardware priority applied: 1 top, 0 not, -1 none yet */
+	atomic_int hw_set;           /* what the backend's call set, once it returned: 2 the
+				      * greatest, 1 the least, 0 none yet (statistics) */
 	unsigned sleepers;           /* threads asleep on done_cv */
 	uint64_t sleep_seq;          /* the least number they wait for (UINT64_MAX: none) */
 
