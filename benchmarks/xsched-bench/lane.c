@@ -58,12 +58,13 @@ static void *xsb__sample_main(void *arg)
 		if (XQueueGetStats(l->xq, &st) == kXSchedSuccess) {
 			pthread_mutex_lock(&xsb__csv_lock);
 			fprintf(
-			    xsb_objective_csv, "%s,%d,%.3f,%llu,%.1f,%.1f,%llu\n", l->mode->name,
-			    l->id, xsb__now_s() - t0, (unsigned long long)st.slowdown_permille,
-			    (double)st.alone_command_ns / 1000.0,
+			    xsb_objective_csv, "%s,%d,%.3f,%llu,%.1f,%.1f,%llu,%llu\n",
+			    l->mode->name, l->id, xsb__now_s() - t0,
+			    (unsigned long long)st.slowdown_permille,
+			    (double)st.alone_unit_ns / 1000.0,
 			    st.corun_budget_ns == UINT64_MAX ? -1.0
 							     : (double)st.corun_budget_ns / 1000.0,
-			    (unsigned long long)st.completed);
+			    (unsigned long long)st.completed, (unsigned long long)st.pace_eighths);
 			pthread_mutex_unlock(&xsb__csv_lock);
 		}
 		struct timespec ts = {0, 10000000};
@@ -170,6 +171,15 @@ int xsb_lane_submit(struct xsb_lane *l, const struct xsb_backend *be, const stru
 		l->pending_ops = t->n;
 		return 0;
 	}
+	/* --objective: each task of the high lane is one unit of its objective (a request),
+	 * paced: it may wait out a slice of its slack while the lows run (XQueueBeginUnit). */
+	bool unit = l->high && xsb_objective > 0;
+	XResult ur = unit ? XQueueBeginUnit(l->xq) : kXSchedSuccess;
+	if (ur != kXSchedSuccess) {
+		fprintf(stderr, "xsched-bench: XQueueBeginUnit on lane %d: %s\n", l->id,
+			XResultName(ur));
+		return -1;
+	}
 	if (l->nslots < t->n) {
 		struct xsb_cbslot *s = realloc(l->slots, t->n * sizeof(*s));
 		if (!s)
@@ -198,6 +208,11 @@ int xsb_lane_submit(struct xsb_lane *l, const struct xsb_backend *be, const stru
 			l->last = cmd;
 		else
 			HwCommandDestroy(cmd); /* the XQueue keeps its own reference */
+	}
+	if (unit && (ur = XQueueEndUnit(l->xq)) != kXSchedSuccess) {
+		fprintf(stderr, "xsched-bench: XQueueEndUnit on lane %d: %s\n", l->id,
+			XResultName(ur));
+		return -1;
 	}
 	return 0;
 }

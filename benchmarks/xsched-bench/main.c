@@ -53,12 +53,13 @@ static void xsb__usage(FILE *f)
 	    "  --quick              a short run (host backend: about 75 s on 2 cores)\n"
 	    "  --quiet              no progress line\n"
 	    "  --objective X        XHintLatencyObjective(X) on the high lanes of xsched modes:\n"
-	    "                       their slowdown against alone may be X (e.g. 1.2); the\n"
-	    "                       engine sizes the co-run budget to meet it\n"
+	    "                       their slowdown against alone may be X (e.g. 1.2); each\n"
+	    "                       task (request) is one unit (XQueueBeginUnit), paced: the\n"
+	    "                       engine hands the slack to the lows one slice per request\n"
 	    "  --objective-csv PATH with --objective: the high lanes' measured slowdown and the\n"
 	    "                       co-run budget in force every 10 ms, as CSV (mode, lane,\n"
-	    "                       t_s, slowdown_permille, alone_us, corun_budget_us (-1: not\n"
-	    "                       limited), completed)\n"
+	    "                       t_s, slowdown_permille, alone_us (a unit's), corun_budget_us\n"
+	    "                       (-1: not limited), completed, pace_eighths)\n"
 	    "  --seed N             random seed of think times (default 1)\n"
 	    "  --stall S            abort when no task completes for S seconds (default 60)\n"
 	    "  --help               this text\n");
@@ -325,7 +326,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			fprintf(xsb_objective_csv, "mode,lane,t_s,slowdown_permille,alone_us,"
-						   "corun_budget_us,completed\n");
+						   "corun_budget_us,completed,pace_eighths\n");
 			break;
 		case O_HELP:
 		case 'h':

@@ -503,10 +503,11 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 		b->lower_end_ns = b->since_ns; /* objective.c: work after it runs alone */
 		b->lower_busy_ns += now > b->lower_from_ns ? now - b->lower_from_ns : 0;
 	}
-	if (cmd->slice_end_ns) { /* what it held past its slice delayed the unit: owed */
+	/* What it held past its slice delayed the unit: owed (a command taken back, by a
+	 * decommit, held nothing). */
+	if (cmd->slice_end_ns && cmd->state == XS_CMD_DONE)
 		xs_pace_done(&d->pace, now, cmd->slice_end_ns);
-		cmd->slice_end_ns = 0;
-	}
+	cmd->slice_end_ns = 0;
 	if (d->pace.end_ns)
 		xs_cond_broadcast(&d->pace_cv); /* the slice may be spent now */
 	xs__want_grant(d);
