@@ -5,8 +5,8 @@
 #
 # usage: benchmarks/device-llm.sh OUTDIR SECONDS NAME:ARGS [NAME:ARGS ...]
 #
-# SECONDS bounds each configuration's run; ARGS are llm_serve.py's options with commas
-# for spaces (e.g. `graph:--modes,alone,prio,xsched,--duration,10`). XSCHED_LIBRARY may
+# SECONDS bounds each configuration's run; ARGS are llm_serve.py's options with pluses
+# for spaces (e.g. `graph:--modes+alone,prio,xsched+--duration+10`). XSCHED_LIBRARY may
 # name another build of the library (a baseline); the default is this tree's.
 set -u
 out=$1
@@ -31,7 +31,7 @@ export XSCHED_LIBRARY="${XSCHED_LIBRARY:-$PWD/build-dev/libxsched.so}"
 export PYTHONUNBUFFERED=1
 for cfg in "$@"; do
 	name=${cfg%%:*}
-	args=$(echo "${cfg#*:}" | tr ',' ' ')
+	args=$(echo "${cfg#*:}" | tr '+' ' ')
 	echo "== $name: llm_serve.py $args ($(date -u +%H:%M:%S))"
 	# shellcheck disable=SC2086 # the options are words
 	timeout "$limit" python3 benchmarks/python/llm_serve.py $args \
