@@ -29,6 +29,9 @@ typedef struct xs_config {
 				* marks out; 0 marks every command */
 	bool top_gates;        /* XSCHED_TOP_GATES=1: the sole top-priority XQueue keeps its
 				* counter waits (default 0: it enqueues without; preempt/engine.c) */
+	bool pace_wait;        /* XSCHED_PACE_WAIT=1: a protected unit waits out its pacing
+				* slice before it runs (default 0: the slice co-runs with it;
+				* preempt/pace.h) */
 	bool strict_priority;  /* XSCHED_STRICT_PRIORITY=1: below a device's top priority,
 				* strict priority order (default 0: the budget shares itself
 				* among the lower priorities by weight; preempt/budget.c) */

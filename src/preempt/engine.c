@@ -943,7 +943,9 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 	xq->completed = done;
 	if (xq->objective.unit_end_seq && done >= xq->objective.unit_end_seq &&
 	    xs_objective_unit_end(xq, now))
-		xs_engine_notify(xq);                 /* a scope unit ended: as above */
+		xs_engine_notify(xq); /* a scope unit ended: as above */
+	if (xq->objective.unit_count && xs_objective_xunits_done(xq, done, now))
+		xs_engine_notify(xq);                 /* explicit units ended: as above */
 	xs__busy(xq, xq->committed > done ? now : 0); /* else set at the next commit */
 	atomic_store_explicit(&xq->seen_done, done, memory_order_relaxed);
 	xs_cond_broadcast(&xq->cv);
@@ -1587,14 +1589,11 @@ static XResult xs__unit_begin(xs_xqueue *xq)
 	int64_t allow = xq->completed == xq->submitted ? xs_objective_allowance(xq) : 0;
 	xs_mutex_unlock(&xq->lock);
 	int64_t end = allow ? xs_budget_slice_open(xq, allow, arrive) : 0;
-	if (end)
-		xs_budget_slice_wait(xq->dev, end);
+	if (end && xs_config_get()->pace_wait)
+		xs_budget_slice_wait(xq->dev, end); /* serial: the slice before the unit */
 	xs_mutex_lock(&xq->lock);
-	xs_objective *o = &xq->objective;
-	if (o->goal_pm && xq->unit_open && !o->unit_start_ns) { /* units do not overlap */
-		xs_objective_unit_begin(xq, xs_now_ns());
-		o->unit_arrive_ns = arrive;
-	}
+	if (xq->unit_open)
+		xs_objective_xunit_begin(xq, arrive, xs_now_ns());
 	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 1, end ? xs_now_ns() - arrive : 0);
 	xs_mutex_unlock(&xq->lock);
 	return kXSchedSuccess;
@@ -1607,8 +1606,7 @@ static XResult xs__unit_end(xs_xqueue *xq)
 {
 	xs_mutex_lock(&xq->lock);
 	XResult res = xs__unit_check(xq, true, "XQueueEndUnit");
-	const xs_objective *o = &xq->objective;
-	bool measured = res == kXSchedSuccess && o->goal_pm && o->unit_start_ns && !o->unit_end_seq;
+	bool measured = res == kXSchedSuccess && xs_objective_xunit_open(xq);
 	xs_mutex_unlock(&xq->lock);
 	if (res != kXSchedSuccess)
 		return res;
@@ -1621,11 +1619,10 @@ static XResult xs__unit_end(xs_xqueue *xq)
 	xs_mutex_lock(&xq->lock);
 	bool had = xs_engine_has_work(xq);
 	xq->unit_open = false;
-	if (mark && res == kXSchedSuccess && xq->objective.unit_start_ns) {
-		if (xq->completed < mark->seq)
-			xq->objective.unit_end_seq = mark->seq;
-		else if (xs_objective_unit_end(xq, xs_now_ns()))
-			xs_engine_notify(xq);
+	if (mark && res == kXSchedSuccess) {
+		xs_objective_xunit_close(xq, mark->seq);
+		if (xs_objective_xunits_done(xq, xq->completed, xs_now_ns()))
+			xs_engine_notify(xq); /* it completed already */
 	}
 	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 0, 0);
 	xs__work_changed(xq, had);

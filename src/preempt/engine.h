@@ -65,6 +65,17 @@ typedef struct xs_device xs_device;
 
 /* Units of a latency objective kept for its tail (objective.c): the last this many. */
 enum { XS_OBJ_RING = 128 };
+/* Explicit units (XQueueBeginUnit) begun and not yet seen to end, measured at most. */
+enum { XS_OBJ_UNITS = 8 };
+
+/* An explicit unit in flight (objective.c), under xq->lock. */
+typedef struct xs_unit {
+	int64_t arrive_ns; /* XQueueBeginUnit was called */
+	int64_t start_ns;  /* it was released (after its slice, where it waited one) */
+	int64_t lower_ns;  /* the device's lower-work clock then (budget.c) */
+	uint64_t end_seq;  /* its boundary (XQueueEndUnit): it ends when this completes; 0 =
+			    * still open */
+} xs_unit;
 
 /* A latency objective and its controller's per-queue state (objective.c). goal_pm is
  * written under both xq->lock and dev->lock (read under either); the unit fields under
@@ -89,13 +100,15 @@ typedef struct xs_objective {
 	uint32_t backoff; /* the next wait, doubled at each failure of one level */
 	/* A scope unit (XQueueBeginScope .. the last completion after XQueueEndScope), under
 	 * xq->lock: */
-	bool unit_armed;        /* a scope opened: the unit starts at the next enqueue */
-	int64_t unit_start_ns;  /* when it started (0 = none running); an explicit unit: when it
-				 * was released, after its pacing slice */
-	int64_t unit_arrive_ns; /* an explicit unit (XQueueBeginUnit): when it arrived; 0 = as
-				 * unit_start_ns */
-	int64_t unit_lower_ns;  /* the device's lower-work clock then (budget.c) */
-	uint64_t unit_end_seq;  /* the scope closed: the unit ends when this completes */
+	bool unit_armed;       /* a scope opened: the unit starts at the next enqueue */
+	int64_t unit_start_ns; /* when it started (0 = none running) */
+	int64_t unit_lower_ns; /* the device's lower-work clock then (budget.c) */
+	uint64_t unit_end_seq; /* the scope closed: the unit ends when this completes */
+	/* Explicit units (XQueueBeginUnit), under xq->lock: a FIFO of those in flight, which
+	 * may overlap (the next begun before the last one's end was seen). */
+	xs_unit units[XS_OBJ_UNITS];
+	unsigned unit_head, unit_count;
+	int64_t unit_last_end_ns; /* when the last one was seen to end */
 } xs_objective;
 
 typedef struct xs_xqueue {

@@ -190,6 +190,14 @@ bool xs_objective_set(xs_xqueue *xq, int64_t goal_pm);
  * with nothing in flight): the end returns whether the budget crossed 0, as above. */
 void xs_objective_unit_begin(xs_xqueue *xq, int64_t now);
 bool xs_objective_unit_end(xs_xqueue *xq, int64_t now);
+/* Explicit units (XQueueBeginUnit): one arrived at @arrive and was released at @start (ns,
+ * monotonic; not measured past XS_OBJ_UNITS in flight); whether the newest is open; the
+ * newest open one is closed by its boundary @end_seq; and those whose boundary @done covers
+ * end at @now (returns whether the budget crossed 0, as above). Caller holds xq->lock. */
+void xs_objective_xunit_begin(xs_xqueue *xq, int64_t arrive, int64_t start);
+bool xs_objective_xunit_open(const xs_xqueue *xq);
+void xs_objective_xunit_close(xs_xqueue *xq, uint64_t end_seq);
+bool xs_objective_xunits_done(xs_xqueue *xq, uint64_t done, int64_t now);
 /* The slack an explicit unit of the protected @xq may give lower queues as its pacing slice
  * (pace.h), in ns: the level in force's eighths of (objective - 1) x its alone estimate; 0
  * without an objective, an estimate or slices, or when @xq is limited. Caller holds

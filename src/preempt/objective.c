@@ -330,17 +330,80 @@ bool xs_objective_unit_end(xs_xqueue *xq, int64_t now)
 {
 	xs_device *d = xq->dev;
 	xs_objective *o = &xq->objective;
-	int64_t exec = now - o->unit_start_ns;
-	int64_t ns = o->unit_arrive_ns ? now - o->unit_arrive_ns : exec;
+	int64_t ns = now - o->unit_start_ns;
 	o->unit_start_ns = 0;
-	o->unit_arrive_ns = 0;
 	o->unit_end_seq = 0;
-	if (exec <= 0 || !o->goal_pm)
+	if (ns <= 0 || !o->goal_pm)
 		return false;
 	xs_mutex_lock(&d->lock);
 	int64_t co = xs_budget_lower_clock(d, now) - o->unit_lower_ns;
-	bool crossed = xs__units(xq, true, ns, exec, co * XS__ALONE_SHARE <= exec, 1);
+	bool crossed = xs__units(xq, true, ns, ns, co * XS__ALONE_SHARE <= ns, 1);
 	xs_mutex_unlock(&d->lock);
+	return crossed;
+}
+
+void xs_objective_xunit_begin(xs_xqueue *xq, int64_t arrive, int64_t start)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	xs_objective *o = &xq->objective;
+	if (!o->goal_pm || o->unit_count == XS_OBJ_UNITS)
+		return; /* not measured */
+	xs_device *d = xq->dev;
+	xs_mutex_lock(&d->lock);
+	int64_t lower = xs_budget_lower_clock(d, start);
+	xs_mutex_unlock(&d->lock);
+	o->units[(o->unit_head + o->unit_count++) % XS_OBJ_UNITS] =
+	    (xs_unit){.arrive_ns = arrive, .start_ns = start, .lower_ns = lower};
+}
+
+bool xs_objective_xunit_open(const xs_xqueue *xq)
+{
+	const xs_objective *o = &xq->objective;
+	return o->unit_count &&
+	       !o->units[(o->unit_head + o->unit_count - 1) % XS_OBJ_UNITS].end_seq;
+}
+
+void xs_objective_xunit_close(xs_xqueue *xq, uint64_t end_seq)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	xs_objective *o = &xq->objective;
+	if (xs_objective_xunit_open(xq))
+		o->units[(o->unit_head + o->unit_count - 1) % XS_OBJ_UNITS].end_seq = end_seq;
+}
+
+/* The explicit unit @u ended at @now: measured from its arrival; alone if no lower work was
+ * charged for more than a sixteenth of its run, from its release (a unit released before
+ * the one ahead of it ended queued behind it: its run is not known, so it is not alone).
+ * Caller holds xq->lock and d->lock. */
+static bool xs__xunit_end(xs_xqueue *xq, const xs_unit *u, int64_t now)
+{
+	xs_objective *o = &xq->objective;
+	bool queued = u->start_ns < o->unit_last_end_ns;
+	int64_t ns = now - u->arrive_ns, exec = now - u->start_ns;
+	o->unit_last_end_ns = now;
+	if (ns <= 0 || exec <= 0)
+		return false;
+	int64_t co = xs_budget_lower_clock(xq->dev, now) - u->lower_ns;
+	return xs__units(xq, true, ns, exec, !queued && co * XS__ALONE_SHARE <= exec, 1);
+}
+
+bool xs_objective_xunits_done(xs_xqueue *xq, uint64_t done, int64_t now)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	xs_objective *o = &xq->objective;
+	bool crossed = false;
+	while (o->unit_count) {
+		xs_unit u = o->units[o->unit_head];
+		if (!u.end_seq || u.end_seq > done)
+			break;
+		o->unit_head = (o->unit_head + 1) % XS_OBJ_UNITS;
+		o->unit_count--;
+		if (!o->goal_pm)
+			continue;
+		xs_mutex_lock(&xq->dev->lock);
+		crossed |= xs__xunit_end(xq, &u, now);
+		xs_mutex_unlock(&xq->dev->lock);
+	}
 	return crossed;
 }
 

@@ -3,9 +3,11 @@
  * The protected queue serves requests, each a scope of UNITS explicit units
  * (XQueueBeginUnit .. XQueueEndUnit, the host waiting for each as a server reads each
  * token), each unit one host function of UNIT_US; four low lanes run LOW_US host functions
- * back to back. A unit's function takes longer by BETA for each low command completed in
- * the UNIT_US before it starts (the device's contention, modelled: lower work that ran just
- * before, caches and queues it left behind).
+ * back to back. A unit's function takes longer by BETA for each low command running beside
+ * it or completed in the UNIT_US before (the device's contention, modelled: lower work
+ * that co-runs, or that ran just before and left caches and queues behind). By default a
+ * unit's slice co-runs with it; `pace_units_wait` runs the same with XSCHED_PACE_WAIT=1,
+ * the slice before the unit.
  * - Units inside a scope are measured: the alone estimate is a unit's time, not the
  *   request's (XQueueStats.alone_unit_ns), and no command is a unit of its own.
  * - Pacing with objective 3.0 and no contention: the controller climbs to at least half
@@ -17,8 +19,8 @@
  * - The slack per unit is bounded: no slice opened is longer than (objective - 1) x the
  *   largest alone estimate seen (the device's slice statistics; exact, not timed).
  * - A violation lowers what the controller gives within a few units: with heavy
- *   contention, pacing's slices make the units slow, and the level falls at the second
- *   slow unit (the violation rule), far inside a window. */
+ *   contention (BETA 3), the lower work of pacing's slices makes the units slow, and the
+ *   level falls at the second slow unit (the violation rule), far inside a window. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -33,22 +35,30 @@ static atomic_bool g_busy;         /* the protected queue's scope is open */
 static _Atomic double g_beta;
 static _Atomic int64_t g_low_ends[64]; /* the last low completions (us), a ring */
 static atomic_uint g_low_end_n;
+static atomic_int g_low_running; /* low commands running now */
 
+/* A unit's function: ten steps of a tenth of UNIT_US, each longer by BETA for each low
+ * command running then or completed in the UNIT_US before (co-running work, and what
+ * work just before left behind). */
 static XResult high_fn(void *data)
 {
 	(void)data;
-	int64_t now = t_now_us(), recent = 0;
-	for (int i = 0; i < 64; i++)
-		recent += now - atomic_load(&g_low_ends[i]) < UNIT_US;
-	double f = 1.0 + atomic_load(&g_beta) * (double)recent;
-	t_sleep_us((int64_t)(UNIT_US * f));
+	for (int step = 0; step < 10; step++) {
+		int64_t now = t_now_us(), recent = atomic_load(&g_low_running);
+		for (int i = 0; i < 64; i++)
+			recent += now - atomic_load(&g_low_ends[i]) < UNIT_US;
+		double f = 1.0 + atomic_load(&g_beta) * (double)recent;
+		t_sleep_us((int64_t)(UNIT_US / 10 * f));
+	}
 	return kXSchedSuccess;
 }
 
 static XResult low_fn(void *data)
 {
 	(void)data;
+	atomic_fetch_add(&g_low_running, 1);
 	t_sleep_us(LOW_US);
+	atomic_fetch_sub(&g_low_running, 1);
 	atomic_store(&g_low_ends[atomic_fetch_add(&g_low_end_n, 1) % 64], t_now_us());
 	atomic_fetch_add(&g_low_done, 1);
 	if (atomic_load(&g_busy))
@@ -132,6 +142,8 @@ static uint64_t serve(XQueueHandle xq, int n)
 static uint64_t gives(XQueueHandle xq)
 {
 	XQueueStats st = t_stats(xq);
+	if (st.corun_budget_ns == UINT64_MAX)
+		return UINT64_MAX; /* not limited */
 	return st.corun_budget_ns ? (1ull << 32) + st.corun_budget_ns : st.pace_eighths;
 }
 
@@ -211,10 +223,10 @@ int main(void)
 		  "objective: %d)",
 		  (unsigned long long)st.slices, with, without);
 
-	/* Heavy contention: each low command that ran in the last unit's time makes the unit
-	 * twice as long; the controller backs off at the second slow unit. */
+	/* Heavy contention: each low command beside a unit, or just before it, makes that part
+	 * of it four times as long; the controller backs off at the second slow unit. */
 	uint64_t before = gives(hi.xq);
-	atomic_store(&g_beta, 1.0);
+	atomic_store(&g_beta, 3.0);
 	CHECK_OK(XQueueBeginScope(hi.xq));
 	int fell = -1;
 	for (int u = 0; u < 64 && fell < 0; u++) {
