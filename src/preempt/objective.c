@@ -191,8 +191,10 @@ static bool xs__violated(const xs_objective *o)
 }
 
 /* One controller step of @o from the level in force @in_force (-1: none), on a violation
- * or at the end of a window (the p99 is in o->slow_pm). Caller holds d->lock. */
-static void xs__step(xs_objective *o, int in_force, bool violated)
+ * or at the end of a window (the p99 is in o->slow_pm); @paces: its queue has explicit
+ * units, which the pacing levels serve (without, it steps over them, from 0 to the co-run
+ * levels and back). Caller holds d->lock. */
+static void xs__step(xs_objective *o, int in_force, bool violated, bool paces)
 {
 	int64_t excess = o->goal_pm - 1000;
 	if (excess < XS__MIN_EXCESS_PM)
@@ -211,6 +213,8 @@ static void xs__step(xs_objective *o, int in_force, bool violated)
 		o->fail_level = cur;
 		o->wait = o->backoff;
 		o->level = cur > drop ? cur - drop : 0;
+		if (!paces && o->level <= XS__PACE)
+			o->level = 0; /* the pacing levels would change nothing for it */
 		return;
 	}
 	if (cur >= o->fail_level) { /* a probe that held: the ceiling is gone */
@@ -220,6 +224,8 @@ static void xs__step(xs_objective *o, int in_force, bool violated)
 	int next = cur;
 	if (used < XS__BAND_PM)
 		next = cur + (used < XS__FAST_PM ? 4 : 1);
+	if (!paces && cur <= XS__PACE && next > cur)
+		next += XS__PACE - cur; /* no explicit units: past the pacing levels */
 	if (next > XS__TOP)
 		next = XS__TOP;
 	if (next >= o->fail_level)
@@ -294,7 +300,7 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, int64_t exec_ns, bo
 	if (xq->limited)
 		o->level = -1; /* measured, asks for nothing */
 	else
-		xs__step(o, d->obj_level, violated);
+		xs__step(o, d->obj_level, violated, xq->units_explicit);
 	o->n = 0;
 	o->over = 0;
 	o->win_ns = 0;
