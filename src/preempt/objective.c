@@ -297,12 +297,17 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, int64_t exec_ns, bo
 	if (v[k / 2] < 1000 - 125)
 		*base = *base * v[k / 2] / 1000;
 	xs__long_lower(xq, *base);
+	int was = o->level;
 	if (xq->limited)
 		o->level = -1; /* measured, asks for nothing */
 	else
 		xs__step(o, d->obj_level, violated, xq->units_explicit);
-	o->n = 0;
-	o->over = 0;
+	/* A look on time that moves nothing keeps the units counted: a violation is still
+	 * judged over up to a whole window (two slow units in 64, not in each 50 ms). */
+	if (violated || o->n >= XS__WINDOW || o->level != was) {
+		o->n = 0;
+		o->over = 0;
+	}
 	o->win_ns = 0;
 	o->looks++;
 	return xs__publish(d, xs__dev_level(d), xq);
