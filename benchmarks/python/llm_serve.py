@@ -456,12 +456,15 @@ class Server:
         self.pos.fill_(self.prompt_len)
         reads = []
         for _ in range(self.steps):
+            # One unit per token as the host sees it: the step and the read of its tokens
+            # (what a time-per-token objective is stated on; the read waits for the GPU and
+            # then for the interpreter's lock, which other Python threads may hold).
             with unit() if unit is not None else contextlib.nullcontext():
                 if self.graph is not None:
                     self.graph.replay()
                 else:
                     self._step_eager()
-            self.next.cpu()  # the host needs the tokens: a synchronization per token
+                self.next.cpu()  # the host needs the tokens: a synchronization per token
             reads.append(time.perf_counter())
         return t_first, reads
 
