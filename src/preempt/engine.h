@@ -90,10 +90,12 @@ typedef struct xs_objective {
 	int64_t lower_longest_ns;   /* the longest lower command charged in the last window */
 	uint16_t ring[XS_OBJ_RING]; /* the units' slowdowns since the last move, per mille
 				     * (at most 65535), oldest overwritten */
-	uint32_t n;       /* units since the last move (the ring holds min(n, XS_OBJ_RING)) */
-	int64_t win_ns;   /* their latencies, summed (a window ends on time too) */
-	uint64_t looks;   /* the controller's looks so far (statistics, tests) */
-	uint32_t over;    /* of them, above goal_pm */
+	uint32_t n;     /* units since the last move (the ring holds min(n, XS_OBJ_RING)) */
+	uint32_t win_n; /* units since the last look (a window: XS__WINDOW of them) */
+	int64_t win_ns; /* their latencies, summed (a window ends on time too) */
+	uint64_t looks; /* the controller's looks so far (statistics, tests) */
+	uint32_t over;  /* of those the ring holds, above goal_pm */
+	uint64_t over_bits[XS_OBJ_RING / 64]; /* which ring entries are above goal_pm */
 	int level;        /* the co-run level this queue asks for; -1 = none (limited) */
 	int fail_level;   /* the lowest level that broke the objective lately */
 	uint32_t wait;    /* windows before fail_level may be tried again */

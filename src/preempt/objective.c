@@ -182,12 +182,31 @@ static uint32_t xs__sorted(const xs_objective *o, uint16_t *v)
 	return k;
 }
 
-/* Whether the units since the last look break the objective at the tail: more above the
- * goal than 1% of max(n, 100). */
+/* Whether the units kept (the last min(n, XS_OBJ_RING) since the last move) break the
+ * objective at the tail: more above the goal than 1% of max(kept, 100), so two. */
 static bool xs__violated(const xs_objective *o)
 {
-	uint64_t base = o->n > XS__TAIL_MIN ? o->n : XS__TAIL_MIN;
+	uint64_t k = o->n < XS_OBJ_RING ? o->n : XS_OBJ_RING;
+	uint64_t base = k > XS__TAIL_MIN ? k : XS__TAIL_MIN;
 	return (uint64_t)o->over * 1000 > base * XS__TAIL_PM;
+}
+
+/* Keep a unit's slowdown @pm (per mille) in the ring: at most 65.5x there, and whether it
+ * was above the goal by the real figure (a goal above 65.5x is judged by it); the one it
+ * replaces leaves the count. */
+static void xs__keep(xs_objective *o, int64_t pm)
+{
+	unsigned slot = o->n % XS_OBJ_RING;
+	uint64_t bit = 1ull << (slot % 64);
+	if (o->n >= XS_OBJ_RING && (o->over_bits[slot / 64] & bit))
+		o->over--;
+	o->over_bits[slot / 64] &= ~bit;
+	if (pm > o->goal_pm) {
+		o->over_bits[slot / 64] |= bit;
+		o->over++;
+	}
+	o->ring[slot] = (uint16_t)(pm > UINT16_MAX ? UINT16_MAX : pm);
+	o->n = o->n < UINT32_MAX - XS_OBJ_RING ? o->n + 1 : o->n + 1 - XS_OBJ_RING;
 }
 
 /* One controller step of @o from the level in force @in_force (-1: none), on a violation
@@ -255,7 +274,7 @@ static void xs__long_lower(xs_xqueue *xq, int64_t alone_ns)
  * few a second: counting units alone, a look took seconds). */
 static bool xs__window_end(const xs_objective *o)
 {
-	return o->n >= XS__WINDOW || (o->n >= XS__WINDOW_MIN && o->win_ns >= XS__WINDOW_NS);
+	return o->win_n >= XS__WINDOW || (o->win_n >= XS__WINDOW_MIN && o->win_ns >= XS__WINDOW_NS);
 }
 
 /* @n units of @xq took @ns each from their arrival, @exec_ns of it from their release (a
@@ -275,22 +294,18 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, int64_t exec_ns, bo
 	if (*base <= 0)
 		return false; /* no alone estimate yet: the level stays */
 	int64_t pm = ns * 1000 / *base;
-	for (uint64_t i = 0; i < n && i < XS_OBJ_RING; i++) {
-		/* The ring keeps at most 65.5x; the count above the goal, the real figure (a
-		 * goal above 65.5x is judged by it, and such units read as 65.5x at the tail). */
-		o->ring[o->n % XS_OBJ_RING] = (uint16_t)(pm > UINT16_MAX ? UINT16_MAX : pm);
-		o->n++;
-		o->over += pm > o->goal_pm;
-	}
+	for (uint64_t i = 0; i < n && i < XS_OBJ_RING; i++)
+		xs__keep(o, pm);
 	o->win_ns += ns * (int64_t)n;
+	o->win_n += (uint32_t)n;
 	bool violated = xs__violated(o);
 	if (!violated && !xs__window_end(o))
 		return false;
 	uint16_t v[XS_OBJ_RING];
 	uint32_t k = xs__sorted(o, v);
 	/* The p99 as the violation rule counts it: past the units it allows above the goal
-	 * (1 in max(n, 100)), so that one slow unit of 64 does not read as the tail. */
-	uint32_t allowed = (o->n > XS__TAIL_MIN ? o->n : XS__TAIL_MIN) * XS__TAIL_PM / 1000;
+	 * (1 in max(kept, 100)), so that one slow unit of 64 does not read as the tail. */
+	uint32_t allowed = (k > XS__TAIL_MIN ? k : XS__TAIL_MIN) * XS__TAIL_PM / 1000;
 	o->slow_pm = v[k > allowed ? k - 1 - allowed : 0];
 	/* Units faster than alone by an eighth at the median: the work became shorter (what
 	 * co-ran cannot make it faster), so the estimate follows. */
@@ -302,13 +317,16 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, int64_t exec_ns, bo
 		o->level = -1; /* measured, asks for nothing */
 	else
 		xs__step(o, d->obj_level, violated, xq->units_explicit);
-	/* A look on time that moves nothing keeps the units counted: a violation is still
-	 * judged over up to a whole window (two slow units in 64, not in each 50 ms). */
-	if (violated || o->n >= XS__WINDOW || o->level != was) {
+	/* The units count from the last move: a look that moves nothing keeps them, so the
+	 * tail is judged over the last 128 units at a level (two above the goal is too many),
+	 * not window by window (resetting at each window of 64 let 1 in 64 through: a p98). */
+	if (violated || o->level != was) {
 		o->n = 0;
 		o->over = 0;
+		o->over_bits[0] = o->over_bits[1] = 0;
 	}
 	o->win_ns = 0;
+	o->win_n = 0;
 	o->looks++;
 	return xs__publish(d, xs__dev_level(d), xq);
 }
