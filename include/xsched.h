@@ -1319,10 +1319,11 @@ XSCHED_API XResult XHintStrictPriority(int strict);
  * - Alone: a moving average (1/8) of the units, of each kind, that ran with no
  *   lower-priority work charged on the device (a scope: for at most a sixteenth of it).
  *   A unit's slowdown is its latency over that estimate.
- * - The tail: more than 1% of the units since the controller's last move above
- *   @p max_slowdown (counted over at least 100: so the second of the first 100) is a
- *   violation, acted on at once (XQueueStats.slowdown_permille reports the p99 of the
- *   units at the last look).
+ * - The tail: more than 0.5% of the units kept since the controller's last move (the last
+ *   256) above @p max_slowdown (counted over at least 200: so the second of them) is a
+ *   violation, acted on at once: half of what a p99 allows, because slow units come in a
+ *   cluster far above the objective and the p99 sits wherever 1% of them falls
+ *   (XQueueStats.slowdown_permille reports the second largest at the last look).
  *
  * A controller sets what lower queues may do on the queue's device while it works, over
  * levels: 0 (lower queues commit nothing new while a top-priority queue has work: the

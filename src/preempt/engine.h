@@ -64,7 +64,7 @@
 typedef struct xs_device xs_device;
 
 /* Units of a latency objective kept for its tail (objective.c): the last this many. */
-enum { XS_OBJ_RING = 128 };
+enum { XS_OBJ_RING = 256 };
 /* Explicit units (XQueueBeginUnit) begun and not yet seen to end, measured at most. */
 enum { XS_OBJ_UNITS = 8 };
 
