@@ -45,7 +45,10 @@
  * parent is unusable in the child (kXSchedErrorNotFound, with a log line naming the fork;
  * its queues' threads do not exist there), the child's first XQueue starts the scheduler
  * again, and exit() in the child joins nothing of the parent's. GPU contexts do not
- * survive fork() (CUDA and HIP say so); host queues work in the child.
+ * survive fork() (CUDA and HIP say so); host queues work in the child. A child forked
+ * inside a host function or launch callback may use the library as any other (its thread
+ * runs no command of the child's), but must leave with exit() or _exit() rather than
+ * return from that function: the command and its queue are the parent's.
  *
  * This header needs no GPU headers and compiles as C99 and C++. Included after
  * cuda_runtime_api.h, it also defines HwCommandCreateCudaKernel() (end of the file).

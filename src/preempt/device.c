@@ -711,6 +711,10 @@ void xs_engine_shutdown(void)
 
 void xs_dev_forked(void)
 {
+	/* The forking thread serves no device of the child (it may have been a launch thread
+	 * of the parent's, forking inside a launch callback). */
+	xs__own = NULL;
+	xs__batching = false;
 	/* Devices of the parent are abandoned with their (absent) threads. */
 	xs__parent_devices = xs_list_first(&xs__dv.list);
 	xs__dv = (struct xs__devs){XS_MUTEX_INITIALIZER, {&xs__dv.list, &xs__dv.list}, false};

@@ -86,6 +86,7 @@ void xs_hwq_publish_xqueue(xs_xqueue *xq)
 
 void xs_engine_forked(void)
 {
+	xs__in_enqueue = NULL; /* a launch callback's fork: the child enqueues nothing */
 	xs_mutex_init(&xs__bind_lock);
 	xs_dev_forked();
 	xs_dep_forked();
