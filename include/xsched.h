@@ -464,9 +464,22 @@ XSCHED_API XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd);
 
 /**
  * @brief Wait until every command submitted before this call has completed.
+ *
+ * The call *covers* the commands submitted before it, less those covered by the
+ * XQueueWaitAll() calls on @p xq (of any thread) that had returned when it was made: it
+ * reports the first failure among them, each failure once per such call. So every caller
+ * waiting on the same commands at once gets the same failure, a command submitted after
+ * the call never decides its result (even if it fails before the call returns), and a
+ * failure is reported again by no later call (it reports the next failure, if any: the
+ * queue stays usable). XQueueWait() reports its own command's result and changes nothing
+ * here.
  * @param xq [in] The XQueue.
- * @return kXSchedSuccess if they all succeeded; kXSchedErrorHardware (or the first
- *         command error seen) if any of them failed; kXSchedErrorNotFound for a bad @p xq.
+ * @return kXSchedSuccess if the commands it covers all succeeded; else the first failed
+ *         one's result (kXSchedErrorHardware, or the error its host function or launch
+ *         callback returned); kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorNotAllowed from a command of @p xq itself (a host function or
+ *         launch callback) with commands not yet complete (it would wait for itself); a
+ *         call refused so covers nothing.
  * Thread-safety: as XQueueWait().
  */
 XSCHED_API XResult XQueueWaitAll(XQueueHandle xq);
