@@ -216,8 +216,9 @@ typedef XResult (*HostFunction)(void *data);
 /** Priority: a signed integer, higher is more important (XSched's range). */
 typedef int32_t Priority;
 /** XHintPriority(xq, PRIORITY_NO_EXECUTE): the XQueue is not executed (the local
- *  scheduler keeps it suspended, whatever the policy, until another priority is given;
- *  XQueueDestroy still drains it). No effect without the local scheduler. */
+ *  scheduler keeps it suspended, whatever the policy, from the call's return until another
+ *  priority is given; XQueueDestroy still drains it). No effect without the local
+ *  scheduler. */
 #define PRIORITY_NO_EXECUTE -256
 #define PRIORITY_MIN        -255
 #define PRIORITY_DEFAULT    0
@@ -1034,7 +1035,18 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
 /**
  * @brief Set an XQueue's priority (used by HPF, by LAX for queues without a laxity, by
  *        CFS as the weight 1024 * 1.2^prio, and by MLFQ as the starting level: 0 for
- *        prio >= 0, else min(-prio, 3)). Takes effect at once.
+ *        prio >= 0, else min(-prio, 3)). In force when the call returns.
+ *
+ * With the local scheduler the call runs a scheduling pass itself before it returns, so a
+ * command submitted after it, by any thread, is held as the new priority says: under
+ * PRIORITY_NO_EXECUTE it does not run until another priority is given, and a queue that
+ * the new priority puts below a busy queue of its device's top priority (HPF, co-run
+ * budget 0) commits nothing new while that queue has work. What the queue enqueued
+ * before the call is not all taken back: at Lv1 up to its window runs on; at Lv2 and Lv3
+ * it stops at its next command boundary (but for what a sole top queue enqueued without
+ * a counter wait, at most its window: doc/architecture.md). Without the local scheduler
+ * (kSchedulerAppManaged) priorities change nothing. The other XHint* calls on one queue
+ * take effect at the scheduler's next pass, within the thread's wake-up latency.
  *
  * With any policy, an XQueue below the highest priority present on its device is subject
  * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
@@ -1049,7 +1061,8 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
  * @param prio [in] PRIORITY_MIN..PRIORITY_MAX, higher is more important; or PRIORITY_NO_EXECUTE.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
  *         kXSchedErrorInvalidValue if @p prio is out of range.
- * Thread-safety: any thread.
+ * Thread-safety: any thread, host functions and launch callbacks included; it waits for a
+ *         scheduling pass in progress (the scheduler's lock) and runs one.
  */
 XSCHED_API XResult XHintPriority(XQueueHandle xq, Priority prio);
 
