@@ -1052,9 +1052,11 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
  * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
  * priority has work, the others commit nothing new (what they committed runs on, and
  * XHintCorunBudget() or XHintLatencyObjective() may let them co-run). Below the top,
- * priorities are tiers that share the budget by weight: a busy queue of middle priority
- * gets about 4/5 of what it and a lower one both wait for, and the lower one is not
- * suspended for it; for strict priority at every level (a busy middle queue keeps the
+ * priorities are tiers that share the budget by weight, however many there are: a busy
+ * queue of middle priority gets about 4/5 of what it and a lower one both wait for, and
+ * the lower one is not suspended for it; every waiting tier keeps a floor share
+ * (XHintStrictPriority() says how much); for strict priority at every level (a busy
+ * middle queue keeps the
  * lower ones from running at all, as in 0.5) call XHintStrictPriority(1). MLFQ does the
  * same by level instead of priority.
  * @param xq   [in] The XQueue.
@@ -1229,10 +1231,14 @@ XSCHED_API XResult XHintCorunBudget(int64_t budget_us);
  * XQueues below the highest priority present on their device are *limited*: they share
  * the commitment budget (XHintCommitBudget()). By default (@p strict 0) that budget is
  * shared among their priorities by weight: each priority (a *tier*) is charged its
- * queues' estimated device time times 4^k, k the number of waiting tiers above it, and
- * the tier charged least goes first; so while two lower priorities both wait, the higher
- * gets about 4/5 of the device time the budget hands out and the lower 1/5, and a busy
- * middle priority never takes the whole device from the ones below it. Under HPF and MLFQ
+ * queues' estimated device time times 4^k, k the number of waiting tiers above it, but at
+ * most times 8n, n the number of tiers waiting, and the tier charged least goes first. So
+ * while two lower priorities both wait, the higher gets about 4/5 of the device time the
+ * budget hands out and the lower 1/5; up to three tiers the weights are 4^-k; and every
+ * waiting tier, however deep, gets at least 1/(12n) of it (with eight, the lowest gets
+ * about 1/89, where 4^-7 left it nothing for seconds): a busy middle priority never takes
+ * the whole device from the ones below it. Any number of distinct priorities is served
+ * so, each by its place, never by the order in which it came. Under HPF and MLFQ
  * a ready queue then suspends the queues below it only if it is of its device's top
  * priority; below a busy queue that is itself limited, the budget holds them instead.
  * Within one priority, queues share by estimated device time whatever their number.
