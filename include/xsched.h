@@ -1238,7 +1238,9 @@ XSCHED_API XResult XHintCorunBudget(int64_t budget_us);
  * waiting tier, however deep, gets at least 1/(12n) of it (with eight, the lowest gets
  * about 1/89, where 4^-7 left it nothing for seconds): a busy middle priority never takes
  * the whole device from the ones below it. Any number of distinct priorities is served
- * so, each by its place, never by the order in which it came. Under HPF and MLFQ
+ * so, each by its place, never by the order in which it came. A queue whose priority
+ * changes starts level with the queues of its new tier: it brings neither credit nor debt
+ * from its old one (XHintPriority() applies the change at once). Under HPF and MLFQ
  * a ready queue then suspends the queues below it only if it is of its device's top
  * priority; below a busy queue that is itself limited, the budget holds them instead.
  * Within one priority, queues share by estimated device time whatever their number.

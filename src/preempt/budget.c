@@ -52,7 +52,11 @@
  *     so far, so equal-priority queues share the budget in device time whatever their
  *     number and command kinds.
  * A queue (a tier) that starts waiting is brought up to the device's virtual floor (the
- * tier's floor), so idle spells bank no credit. A queue that arrives with room in the
+ * tier's floor), so idle spells bank no credit; a queue whose priority changes starts at
+ * its new tier's floor (xs_budget_set_prio), as a task joining a run queue starts at its
+ * min_vruntime in CFS: the credit or debt of its old tier's order would count in the new
+ * one (a busy queue moved down waited seconds for the new tier's queues to catch up with
+ * the device time it had been charged). A queue that arrives with room in the
  * budget is admitted only if no waiter ranks before it. The tier chosen may have no room
  * for its command while a higher one would fit: the grant then stops until completions
  * make room (the higher tier waits too), which is what keeps a lower tier's long
@@ -613,8 +617,18 @@ void xs_budget_leave(xs_xqueue *xq)
 void xs_budget_set_prio(xs_xqueue *xq, int64_t prio)
 {
 	xs_device *d = xq->dev;
+	xs_budget *b = &d->budget;
 	xs_mutex_lock(&d->lock);
-	xq->prio = prio;
+	if (prio != xq->prio) {
+		xq->prio = prio;
+		/* It enters its new tier at the floor (the top comment): neither the credit nor
+		 * the debt of its old tier's order counts there. */
+		if (!xs_engine_strict())
+			xs__tier_get(b, prio, xq);
+		xq->vtime_ns = *xs__qfloor(b, prio);
+		if (xs_linked(&xq->wait_link))
+			xs__want_grant(d); /* its rank changed: the next waiter may be another */
+	}
 	xs_mutex_unlock(&d->lock);
 }
 

@@ -153,7 +153,8 @@ void xs_budget_pause(xs_xqueue *xq, bool paused);
  * waiters, where its old estimate could stop the grant loop; the next waiter's turn.
  * Caller holds xq->lock. */
 void xs_budget_leave(xs_xqueue *xq);
-/* The rank of @xq among waiters (its scheduler priority). Caller holds xq->lock. */
+/* The rank of @xq among waiters (its scheduler priority). A queue whose rank changes
+ * starts at its new tier's floor. Caller holds xq->lock. */
 void xs_budget_set_prio(xs_xqueue *xq, int64_t prio);
 /* Room for the tiers of @nqueues XQueues on @dev (attach); false if out of memory.
  * Caller holds dev->lock. */
