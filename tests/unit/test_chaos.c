@@ -721,6 +721,7 @@ static int wait_alls_in(XQueueHandle xq)
 	return n;
 }
 
+#if CHAOS_FORK
 static XResult nop_fn(void *data)
 {
 	(void)data;
@@ -740,6 +741,7 @@ static void fork_child(void)
 		_exit(2);
 	_exit(0);
 }
+#endif
 
 static void lane_fork(void)
 {
