@@ -689,10 +689,14 @@ struct lane {
 	HwQueueHandle hwq;
 	XQueueHandle xq;
 	atomic_int prio;
-	uint64_t submitted;           /* by the lanes thread only */
-	atomic_ullong ran;            /* the next index to run */
-	atomic_bool noexec, violated; /* a probe ran while its lane was at NO_EXECUTE */
-	XResult fail;                 /* what LANE_FAIL commands return now */
+	uint64_t submitted; /* by the lanes thread only */
+	atomic_ullong ran;  /* the next index to run */
+	/* The index of the probe submitted after the PRIORITY_NO_EXECUTE in force now
+	 * (UINT64_MAX: none in force), and whether it ran meanwhile. A probe of an earlier
+	 * toggle may run during a later one: it was enqueued before that call. */
+	atomic_ullong noexec_probe;
+	atomic_bool violated;
+	XResult fail; /* what LANE_FAIL commands return now */
 };
 
 static struct lane g_lanes[LANES];
@@ -782,7 +786,7 @@ static XResult lane_fn(void *data)
 		return kXSchedSuccess;
 	}
 	case LANE_PROBE:
-		if (atomic_load(&ln->noexec))
+		if (atomic_load(&ln->noexec_probe) == index)
 			atomic_store(&ln->violated, true);
 		return kXSchedSuccess;
 	case LANE_FORK:
@@ -825,10 +829,10 @@ static void lane_noexec(int l, unsigned *seed)
 	int restarts = atomic_load(&g_sched_restarts), prio = atomic_load(&ln->prio);
 	atomic_store(&ln->violated, false);
 	CHECK_OK(XHintPriority(ln->xq, PRIORITY_NO_EXECUTE));
-	atomic_store(&ln->noexec, true);
+	atomic_store(&ln->noexec_probe, ln->submitted);
 	lane_submit(l, LANE_PROBE);
 	t_sleep_us(rand_r(seed) % 2000);
-	atomic_store(&ln->noexec, false);
+	atomic_store(&ln->noexec_probe, UINT64_MAX);
 	CHECK_OK(XHintPriority(ln->xq, prio));
 	atomic_fetch_add(&g_lane_noexec, 1);
 	if (atomic_load(&ln->violated) && restarts % 2 == 0 &&
@@ -901,6 +905,7 @@ static void lane_open(int l, unsigned *seed)
 	int prio = lane_prio(seed);
 	CHECK_OK(XHintPriority(ln->xq, prio));
 	atomic_store(&ln->prio, prio);
+	atomic_store(&ln->noexec_probe, UINT64_MAX);
 }
 
 static void *lanes_main(void *arg)
