@@ -4,13 +4,14 @@
  * dry, whatever share it gets, without submitting thousands of commands up front),
  * counted over windows.
  *
- * A lane's share is measured as the budget measures it: by device time, the samples its
- * estimate of one command averages (the engine's busy_ns, read under the XQueue's lock),
- * not by completions. The lanes all run the same sleep, but on a loaded 2-core host the
- * samples of one sleep scatter by 2-5x between queues (the time from commit to completion
- * seen, which wake-ups stretch), and the budget shares by them (test_tiers.c, FAIR_F_16);
- * completions times the estimate at the window's end would count each completion at an
- * estimate that may have drifted since. */
+ * A lane's share is measured as the budget hands it out: the device time it was charged,
+ * each command at the queue's estimate when it was charged (the engine's virtual time of
+ * the queue, xs_xqueue.vtime_ns, which counts each charge and is raised to its tier's
+ * floor where it fell behind: read under the device's lock). Not by completions: the
+ * lanes all run the same sleep, but on a loaded 2-core host the estimates of one sleep
+ * scatter by 2-8x between queues (the time from commit to completion seen, which
+ * wake-ups stretch; test_tiers.c, FAIR_F_16), and the budget shares by them. What the
+ * lanes' commands took by the engine's samples (busy_ns) is printed beside it. */
 #ifndef XS_TEST_LANES_H
 #define XS_TEST_LANES_H
 
@@ -18,7 +19,7 @@
 
 #include "check.h"
 #include "core/object.h"
-#include "preempt/engine.h"
+#include "preempt/engine_int.h"
 
 #define LANES_MAX   16
 #define LANES_DEPTH 128 /* commands kept submitted and not complete per fed lane */
@@ -28,9 +29,10 @@ struct lane {
 	XQueueHandle xq;
 	int prio;
 	atomic_bool fed;
-	uint64_t submitted; /* by the feeder */
-	uint64_t base;      /* completed at the window's start */
-	int64_t busy_base;  /* device time (ns) at the window's start */
+	uint64_t submitted;   /* by the feeder */
+	uint64_t base;        /* completed at the window's start */
+	int64_t charged_base; /* device time charged (ns) at the window's start */
+	int64_t busy_base;    /* device time taken, by the samples (ns), then */
 };
 
 struct lanes {
@@ -107,15 +109,23 @@ static inline void lanes_set_prio(struct lanes *L, int i, int prio)
 	L->l[i].prio = prio;
 }
 
-/* The device time @xq's completed commands took, summed (ns): the engine's samples. */
-static inline int64_t lanes_busy_ns(XQueueHandle xq)
+/* The device time @xq was charged (its virtual time) and, with @busy, the time its
+ * completed commands took by the engine's samples (ns). */
+static inline int64_t lanes_ns(XQueueHandle xq, bool busy)
 {
 	xs_obj *obj = xs_handle_get(xq, XS_KIND_XQUEUE);
 	CHECK(obj);
 	xs_xqueue *x = xs_xqueue_of(obj);
-	xs_mutex_lock(&x->lock);
-	int64_t ns = x->busy_ns;
-	xs_mutex_unlock(&x->lock);
+	int64_t ns;
+	if (busy) {
+		xs_mutex_lock(&x->lock);
+		ns = x->busy_ns;
+		xs_mutex_unlock(&x->lock);
+	} else {
+		xs_mutex_lock(&x->dev->lock);
+		ns = x->vtime_ns;
+		xs_mutex_unlock(&x->dev->lock);
+	}
 	xs_obj_unref(obj);
 	return ns;
 }
@@ -125,21 +135,23 @@ static inline void lanes_mark(struct lanes *L)
 {
 	for (int i = 0; i < L->n; i++) {
 		L->l[i].base = t_stats(L->l[i].xq).completed;
-		L->l[i].busy_base = lanes_busy_ns(L->l[i].xq);
+		L->l[i].charged_base = lanes_ns(L->l[i].xq, false);
+		L->l[i].busy_base = lanes_ns(L->l[i].xq, true);
 	}
 }
 
-/* Lane @i's completions since the mark, and its device time then (ms). */
+/* Lane @i's completions since the mark, and the device time it was charged then (ms). */
 static inline uint64_t lanes_count(const struct lanes *L, int i, double *dev_ms)
 {
 	uint64_t c = t_stats(L->l[i].xq).completed - L->l[i].base;
 	if (dev_ms)
-		*dev_ms = (double)(lanes_busy_ns(L->l[i].xq) - L->l[i].busy_base) / 1e6;
+		*dev_ms = (double)(lanes_ns(L->l[i].xq, false) - L->l[i].charged_base) / 1e6;
 	return c;
 }
 
-/* Print each lane's completions and estimated device time since the mark, into @dev_ms
- * (indexed by lane) when given; returns the lanes' device time together (ms). */
+/* Print each lane's completions, device time charged and taken (by the samples) since the
+ * mark, the charged time into @dev_ms (indexed by lane) when given; returns the lanes'
+ * charged device time together (ms). */
 static inline double lanes_report(const struct lanes *L, const char *what, double *dev_ms)
 {
 	double total = 0;
@@ -147,8 +159,9 @@ static inline double lanes_report(const struct lanes *L, const char *what, doubl
 	for (int i = 0; i < L->n; i++) {
 		double d;
 		uint64_t c = lanes_count(L, i, &d);
-		printf(" [prio %d: %llu, %.1f ms, est %.2f ms]", L->l[i].prio,
-		       (unsigned long long)c, d, (double)t_stats(L->l[i].xq).est_command_ns / 1e6);
+		double ran = (double)(lanes_ns(L->l[i].xq, true) - L->l[i].busy_base) / 1e6;
+		printf(" [prio %d: %llu commands, charged %.1f ms, ran %.1f ms]", L->l[i].prio,
+		       (unsigned long long)c, d, ran);
 		if (dev_ms)
 			dev_ms[i] = d;
 		total += d;

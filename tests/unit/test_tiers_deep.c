@@ -3,7 +3,7 @@
  * The tiers' weights are 4^-k (k waiting tiers above), but never below 1/(8n) with n
  * tiers waiting (xsched.h, XHintStrictPriority): each waiting tier gets at least 1/(12n)
  * of the device time the budget hands out, 1/96 here (the lowest five lanes about 1/89
- * each by the weights). Checked, by device time (lanes.h):
+ * each by the weights). Checked, by the device time charged (lanes.h):
  * - every lane completes commands, and each gets at least a third of that floor (a loaded
  *   host's estimates scatter); before the fix the weights 4^-k left the lowest lane
  *   4^-7 of the budget, and the two lowest completed nothing;

@@ -10,7 +10,7 @@
  * And the reverse: Z raised to 5 again, beside W, busy there all along: over the next
  * 1.5 s each of the two gets at least a third of the other's device time (Z, behind W's
  * floor, brings no credit either).
- * Shares are measured by device time (lanes.h). */
+ * Shares are measured by the device time charged (lanes.h). */
 #include "lanes.h"
 
 #define WORK_US   500

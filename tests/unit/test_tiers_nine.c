@@ -8,7 +8,7 @@
  * - Then the lane at priority 1 is raised to 50 (still below the top): it gets at least
  *   the device time of the lane at 9 (again about four times as much). Before, a waiter's
  *   priority change gave it no tier either.
- * Shares are measured by device time (lanes.h), over windows of 1.5 s. */
+ * Shares are measured by the device time charged (lanes.h), over windows of 1.5 s. */
 #include "lanes.h"
 
 #define WORK_US   500
