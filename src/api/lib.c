@@ -20,8 +20,8 @@
  * thread-local of the library is reset for it (which command of which HwQueue it runs,
  * which device it serves, which XQueue it enqueues on, the kernels it resolved), so that a
  * child forked inside a host function or launch callback does not take itself for a thread
- * of the parent's queues. GPU contexts do not survive fork() (CUDA and HIP
- * say so); the host backend does. */
+ * of the parent's queues. GPU contexts do not survive fork() (CUDA and HIP say so); the
+ * host backend does. */
 static void xs__atfork_child(void)
 {
 	xs_hal_forked();
