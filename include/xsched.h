@@ -45,7 +45,10 @@
  * parent is unusable in the child (kXSchedErrorNotFound, with a log line naming the fork;
  * its queues' threads do not exist there), the child's first XQueue starts the scheduler
  * again, and exit() in the child joins nothing of the parent's. GPU contexts do not
- * survive fork() (CUDA and HIP say so); host queues work in the child.
+ * survive fork() (CUDA and HIP say so); host queues work in the child. A child forked
+ * inside a host function or launch callback may use the library as any other (its thread
+ * runs no command of the child's), but must leave with exit() or _exit() rather than
+ * return from that function: the command and its queue are the parent's.
  *
  * This header needs no GPU headers and compiles as C99 and C++. Included after
  * cuda_runtime_api.h, it also defines HwCommandCreateCudaKernel() (end of the file).
@@ -213,8 +216,9 @@ typedef XResult (*HostFunction)(void *data);
 /** Priority: a signed integer, higher is more important (XSched's range). */
 typedef int32_t Priority;
 /** XHintPriority(xq, PRIORITY_NO_EXECUTE): the XQueue is not executed (the local
- *  scheduler keeps it suspended, whatever the policy, until another priority is given;
- *  XQueueDestroy still drains it). No effect without the local scheduler. */
+ *  scheduler keeps it suspended, whatever the policy, from the call's return until another
+ *  priority is given; XQueueDestroy still drains it). No effect without the local
+ *  scheduler. */
 #define PRIORITY_NO_EXECUTE -256
 #define PRIORITY_MIN        -255
 #define PRIORITY_DEFAULT    0
@@ -483,9 +487,22 @@ XSCHED_API XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd);
 
 /**
  * @brief Wait until every command submitted before this call has completed.
+ *
+ * The call *covers* the commands submitted before it, less those covered by the
+ * XQueueWaitAll() calls on @p xq (of any thread) that had returned when it was made: it
+ * reports the first failure among them, each failure once per such call. So every caller
+ * waiting on the same commands at once gets the same failure, a command submitted after
+ * the call never decides its result (even if it fails before the call returns), and a
+ * failure is reported again by no later call (it reports the next failure, if any: the
+ * queue stays usable). XQueueWait() reports its own command's result and changes nothing
+ * here.
  * @param xq [in] The XQueue.
- * @return kXSchedSuccess if they all succeeded; kXSchedErrorHardware (or the first
- *         command error seen) if any of them failed; kXSchedErrorNotFound for a bad @p xq.
+ * @return kXSchedSuccess if the commands it covers all succeeded; else the first failed
+ *         one's result (kXSchedErrorHardware, or the error its host function or launch
+ *         callback returned); kXSchedErrorNotFound for a bad @p xq;
+ *         kXSchedErrorNotAllowed from a command of @p xq itself (a host function or
+ *         launch callback) with commands not yet complete (it would wait for itself); a
+ *         call refused so covers nothing.
  * Thread-safety: as XQueueWait().
  */
 XSCHED_API XResult XQueueWaitAll(XQueueHandle xq);
@@ -1094,22 +1111,36 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
 /**
  * @brief Set an XQueue's priority (used by HPF, by LAX for queues without a laxity, by
  *        CFS as the weight 1024 * 1.2^prio, and by MLFQ as the starting level: 0 for
- *        prio >= 0, else min(-prio, 3)). Takes effect at once.
+ *        prio >= 0, else min(-prio, 3)). In force when the call returns.
+ *
+ * With the local scheduler the call runs a scheduling pass itself before it returns, so a
+ * command submitted after it, by any thread, is held as the new priority says: under
+ * PRIORITY_NO_EXECUTE it does not run until another priority is given, and a queue that
+ * the new priority puts below a busy queue of its device's top priority (HPF, co-run
+ * budget 0) commits nothing new while that queue has work. What the queue enqueued
+ * before the call is not all taken back: at Lv1 up to its window runs on; at Lv2 and Lv3
+ * it stops at its next command boundary (but for what a sole top queue enqueued without
+ * a counter wait, at most its window: doc/architecture.md). Without the local scheduler
+ * (kSchedulerAppManaged) priorities change nothing. The other XHint* calls on one queue
+ * take effect at the scheduler's next pass, within the thread's wake-up latency.
  *
  * With any policy, an XQueue below the highest priority present on its device is subject
  * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
  * priority has work, the others commit nothing new (what they committed runs on, and
  * XHintCorunBudget() or XHintLatencyObjective() may let them co-run). Below the top,
- * priorities are tiers that share the budget by weight: a busy queue of middle priority
- * gets about 4/5 of what it and a lower one both wait for, and the lower one is not
- * suspended for it; for strict priority at every level (a busy middle queue keeps the
+ * priorities are tiers that share the budget by weight, however many there are: a busy
+ * queue of middle priority gets about 4/5 of what it and a lower one both wait for, and
+ * the lower one is not suspended for it; every waiting tier keeps a floor share
+ * (XHintStrictPriority() says how much); for strict priority at every level (a busy
+ * middle queue keeps the
  * lower ones from running at all, as in 0.5) call XHintStrictPriority(1). MLFQ does the
  * same by level instead of priority.
  * @param xq   [in] The XQueue.
  * @param prio [in] PRIORITY_MIN..PRIORITY_MAX, higher is more important; or PRIORITY_NO_EXECUTE.
  * @return kXSchedSuccess; kXSchedErrorNotFound for a bad @p xq;
  *         kXSchedErrorInvalidValue if @p prio is out of range.
- * Thread-safety: any thread.
+ * Thread-safety: any thread, host functions and launch callbacks included; it waits for a
+ *         scheduling pass in progress (the scheduler's lock) and runs one.
  */
 XSCHED_API XResult XHintPriority(XQueueHandle xq, Priority prio);
 
@@ -1276,10 +1307,16 @@ XSCHED_API XResult XHintCorunBudget(int64_t budget_us);
  * XQueues below the highest priority present on their device are *limited*: they share
  * the commitment budget (XHintCommitBudget()). By default (@p strict 0) that budget is
  * shared among their priorities by weight: each priority (a *tier*) is charged its
- * queues' estimated device time times 4^k, k the number of waiting tiers above it, and
- * the tier charged least goes first; so while two lower priorities both wait, the higher
- * gets about 4/5 of the device time the budget hands out and the lower 1/5, and a busy
- * middle priority never takes the whole device from the ones below it. Under HPF and MLFQ
+ * queues' estimated device time times 4^k, k the number of waiting tiers above it, but at
+ * most times 8n, n the number of tiers waiting, and the tier charged least goes first. So
+ * while two lower priorities both wait, the higher gets about 4/5 of the device time the
+ * budget hands out and the lower 1/5; up to three tiers the weights are 4^-k; and every
+ * waiting tier, however deep, gets at least 1/(12n) of it (with eight, the lowest gets
+ * about 1/89, where 4^-7 left it nothing for seconds): a busy middle priority never takes
+ * the whole device from the ones below it. Any number of distinct priorities is served
+ * so, each by its place, never by the order in which it came. A queue whose priority
+ * changes starts level with the queues of its new tier: it brings neither credit nor debt
+ * from its old one (XHintPriority() applies the change at once). Under HPF and MLFQ
  * a ready queue then suspends the queues below it only if it is of its device's top
  * priority; below a busy queue that is itself limited, the budget holds them instead.
  * Within one priority, queues share by estimated device time whatever their number.

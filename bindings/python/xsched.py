@@ -1469,8 +1469,10 @@ class XQueue(_Handle):
 
     def wait_all(self) -> None:
         """XQueueWaitAll: block until every command submitted before the call completed.
-        Raises the first exception a callback raised since the last wait_all (or the
-        error class of the first failure)."""
+        Raises if one of the commands the call covers failed (those submitted before it,
+        less those covered by the wait_all calls that had returned when it was made; every
+        caller waiting on them at once raises): the first exception a callback raised
+        that no wait_all raised yet, else the error class of the first failure."""
         self._check_open()
         self._no_self_wait("wait_all()")
         before = self._outstanding.copy()
@@ -1484,7 +1486,8 @@ class XQueue(_Handle):
             if errs:
                 raise errs[0]
             raise error_for(res, "XQueueWaitAll")
-        self._errors.clear()
+        # Success: no command it covers failed; an exception seen meanwhile is a later
+        # command's, for the next wait_all.
 
     def query(self) -> QueueState:
         """XQueueQuery."""

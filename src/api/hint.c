@@ -1,6 +1,7 @@
 /* The XHint* calls: check the value, store it with the scheduler (sched/sched.c, under its
  * lock) and ask for a pass. Policies read the values from the snapshot of their next
- * pass. */
+ * pass; XHintPriority runs that pass itself, so that the priority is in force when it
+ * returns (a command submitted next is held as it says). */
 #include "api/api.h"
 #include "core/trace.h"
 #include "sched/sched.h"
@@ -32,7 +33,7 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 	xs_mutex_lock(&xs__hint_lock);
 	xs_sched_get_hints(x, &h);
 	h.prio = prio;
-	xs_sched_set_hints(x, &h);
+	xs_sched_set_hints(x, &h, true); /* in force when the call returns */
 	xs_mutex_unlock(&xs__hint_lock);
 	XS_TRACE(XS_TR_PRIORITY, xq, 0, prio);
 	XS_TRACE(XS_TR_QUEUE, xq, (uint64_t)(uintptr_t)x->hwq->native, prio); /* renames it */
@@ -53,7 +54,7 @@ XResult XHintUtilization(XQueueHandle xq, Utilization util)
 	xs_sched_get_hints(x, &h);
 	h.util = util;
 	h.has_util = true;
-	xs_sched_set_hints(x, &h);
+	xs_sched_set_hints(x, &h, false);
 	xs_mutex_unlock(&xs__hint_lock);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
@@ -86,7 +87,7 @@ XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority 
 	h.laxity_us = h.has_laxity ? lax_us : 0;
 	h.lax_prio = lax_prio;
 	h.crit_prio = crit_prio;
-	xs_sched_set_hints(x, &h);
+	xs_sched_set_hints(x, &h, false);
 	xs_mutex_unlock(&xs__hint_lock);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
@@ -105,7 +106,7 @@ XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 	xs_sched_get_hints(x, &h);
 	h.has_deadline = ddl_us != NO_DEADLINE;
 	h.deadline_us = h.has_deadline ? ddl_us : 0;
-	xs_sched_set_hints(x, &h);
+	xs_sched_set_hints(x, &h, false);
 	xs_mutex_unlock(&xs__hint_lock);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;

@@ -16,10 +16,16 @@
  * XQueues, HwQueues and devices become unreachable (their threads do not exist in the
  * child; using a handle of theirs fails with kXSchedErrorNotFound and a log line naming
  * the fork), the scheduler starts again at the child's first XQueue, and exit() in the
- * child joins nothing of the parent's. GPU contexts do not survive fork() (CUDA and HIP
- * say so); the host backend does. */
+ * child joins nothing of the parent's. The forking thread lives on in the child: every
+ * thread-local of the library is reset for it (which command of which HwQueue it runs,
+ * which device it serves, which XQueue it enqueues on, the kernels it resolved), so that a
+ * child forked inside a host function or launch callback does not take itself for a thread
+ * of the parent's queues. GPU contexts do not survive fork() (CUDA and HIP say so); the
+ * host backend does. */
 static void xs__atfork_child(void)
 {
+	xs_hal_forked();
+	xs_cuda_forked();
 	xs_handles_forked();
 	xs_config_forked();
 	xs_host_forked();

@@ -796,6 +796,11 @@ XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const voi
 	xs__known[slot].resolve = resolve;
 	return kXSchedSuccess;
 }
+
+void xs_cuda_forked(void)
+{
+	memset(xs__known, 0, sizeof(xs__known));
+}
 #endif
 
 XResult XS_GPU_CREATE_FN(void *stream, xs_hwq **out)

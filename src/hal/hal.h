@@ -255,6 +255,12 @@ XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const voi
  * Thread-local; running.c. */
 void xs_hal_set_running(xs_hwq *q, uint64_t seq);
 xs_hwq *xs_hal_running(uint64_t *seq);
+/* In a child after fork(), on the forking thread: it runs no command of a HwQueue (one
+ * that forked inside a host function or launch callback ran the parent's). */
+void xs_hal_forked(void);
+/* Likewise for the CUDA backend's memo of kernels this thread resolved (gpu.c): the
+ * parent's contexts are not the child's. */
+void xs_cuda_forked(void);
 
 /* In a child after fork(): the host backend's process-wide lock anew (the parent's host
  * queues and their executor threads are gone). */

@@ -15,3 +15,9 @@ xs_hwq *xs_hal_running(uint64_t *seq)
 	*seq = xs__running_seq;
 	return xs__running_q;
 }
+
+void xs_hal_forked(void)
+{
+	xs__running_q = NULL;
+	xs__running_seq = 0;
+}

@@ -19,6 +19,10 @@ XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const voi
 		       "backend");
 	return kXSchedErrorNotSupported;
 }
+
+void xs_cuda_forked(void)
+{
+}
 #endif
 
 #ifndef XS_HAVE_HIP

@@ -34,11 +34,15 @@
  *
  * Order, in two steps, both start-time fair queuing by estimated device time:
  *   - Tiers: the priorities (xs_xqueue.prio, from the scheduler) of the waiters share the
- *     budget by weight. Each tier has a virtual time, advanced at each charge by the
- *     charge times 4^k, k = the number of waiting tiers above it (at most 10): with two
- *     tiers waiting, the higher gets 4/5 of the device time the budget hands out, the
- *     lower 1/5; a tier waiting alone gets everything. The waiting tier of least virtual
- *     time goes first (ties: the higher priority). So a busy queue of middle priority
+ *     budget by weight, however many there are (a tier per priority: xs_budget_reserve
+ *     keeps one per XQueue of the device). Each tier has a virtual time, advanced at each
+ *     charge by the charge times 4^k, k = the number of waiting tiers above it, but at
+ *     most 8n, n = the number of waiting tiers (xs__tier_weight): with two tiers waiting,
+ *     the higher gets 4/5 of the device time the budget hands out, the lower 1/5; a tier
+ *     waiting alone gets everything; up to three tiers the weights are 4^-k, and deeper
+ *     ones keep a floor, 1/(12n) of the device time at least (eight tiers: the lowest
+ *     gets 1/89 instead of 4^-7). The waiting tier of least virtual time goes first
+ *     (ties: the higher priority). So a busy queue of middle priority
  *     keeps the lower ones served, at a fifth, instead of taking the whole budget (with
  *     15 or 127 low queues under one middle one, 0.5.3 let 30 low commands through in
  *     4 s). The weight 4 is a choice, not a measurement: what a middle priority should
@@ -48,7 +52,11 @@
  *     so far, so equal-priority queues share the budget in device time whatever their
  *     number and command kinds.
  * A queue (a tier) that starts waiting is brought up to the device's virtual floor (the
- * tier's floor), so idle spells bank no credit. A queue that arrives with room in the
+ * tier's floor), so idle spells bank no credit; a queue whose priority changes starts at
+ * its new tier's floor (xs_budget_set_prio), as a task joining a run queue starts at its
+ * min_vruntime in CFS: the credit or debt of its old tier's order would count in the new
+ * one (a busy queue moved down waited seconds for the new tier's queues to catch up with
+ * the device time it had been charged). A queue that arrives with room in the
  * budget is admitted only if no waiter ranks before it. The tier chosen may have no room
  * for its command while a higher one would fit: the grant then stops until completions
  * make room (the higher tier waits too), which is what keeps a lower tier's long
@@ -248,8 +256,7 @@ static int64_t xs__space(const xs_device *d, int64_t now)
 	return space;
 }
 
-/* The tier of priority @prio, or NULL (more priorities than XS_BUDGET_TIERS). Caller
- * holds d->lock. */
+/* The tier of priority @prio, or NULL (none yet). Caller holds d->lock. */
 static const xs_tier *xs__tier_of(const xs_budget *b, int64_t prio)
 {
 	for (unsigned i = 0; i < b->ntiers; i++)
@@ -261,7 +268,7 @@ static const xs_tier *xs__tier_of(const xs_budget *b, int64_t prio)
 /* The virtual floor of the queues of priority @prio: their tier's (a queue's virtual time
  * counts its device time within its tier: a busy higher tier must not set the floor a
  * lower one's queues are raised to), or the device's where the priority has no tier
- * (strict priority, or past XS_BUDGET_TIERS). Caller holds d->lock. */
+ * (strict priority). Caller holds d->lock. */
 static int64_t *xs__qfloor(xs_budget *b, int64_t prio)
 {
 	xs_tier *t = (xs_tier *)xs__tier_of(b, prio);
@@ -281,18 +288,28 @@ static bool xs__tier_waits(const xs_budget *b, int64_t prio, const xs_xqueue *sk
 	return false;
 }
 
-/* The tier of @prio, made (at the floor) if there is none and there is room or a tier
- * without a waiter to reuse; NULL past XS_BUDGET_TIERS busy ones. A tier with no waiter
- * is brought up to the floor: idle spells bank no credit. Caller holds d->lock. */
+/* The tier without a waiter that is furthest behind, or NULL. Caller holds d->lock. */
+static xs_tier *xs__tier_idle(xs_budget *b)
+{
+	xs_tier *t = NULL;
+	for (unsigned i = 0; i < b->ntiers; i++)
+		if ((!t || b->tiers[i].vtime_ns < t->vtime_ns) &&
+		    !xs__tier_waits(b, b->tiers[i].prio, NULL))
+			t = &b->tiers[i];
+	return t;
+}
+
+/* The tier of @prio, made (at the floor) if there is none: a new one while there is room
+ * (xs_budget_reserve), else the one without a waiter that is furthest behind (whose debt
+ * is the least to forget; with a tier per XQueue of the device there is always one). A
+ * tier with no waiter is brought up to the floor: idle spells bank no credit. NULL only
+ * if the device's queues outnumber its tiers (never: attach reserves). Caller holds
+ * d->lock. */
 static xs_tier *xs__tier_get(xs_budget *b, int64_t prio, const xs_xqueue *self)
 {
 	xs_tier *t = (xs_tier *)xs__tier_of(b, prio);
 	if (!t) {
-		if (b->ntiers < XS_BUDGET_TIERS)
-			t = &b->tiers[b->ntiers++];
-		for (unsigned i = 0; !t && i < b->ntiers; i++)
-			if (!xs__tier_waits(b, b->tiers[i].prio, NULL))
-				t = &b->tiers[i];
+		t = b->ntiers < b->tiers_cap ? &b->tiers[b->ntiers++] : xs__tier_idle(b);
 		if (!t)
 			return NULL;
 		t->prio = prio;
@@ -304,14 +321,14 @@ static xs_tier *xs__tier_get(xs_budget *b, int64_t prio, const xs_xqueue *self)
 	return t;
 }
 
-/* Whether tier @t (priority @prio) goes before tier @u (priority @uprio): least virtual
- * time, then the higher priority. A priority without a tier (past XS_BUDGET_TIERS) is
- * served strictly by priority after those with one. */
-static bool xs__tier_before(const xs_tier *t, int64_t prio, const xs_tier *u, int64_t uprio)
+/* The virtual time of the tier of @prio. A priority without a tier (its queues came to
+ * wait under strict priority, or its only waiter is suspended and its tier went to
+ * another priority) counts as one at the floor, where a new tier starts: served by its
+ * place, never after every other. Caller holds d->lock. */
+static int64_t xs__tier_vt(const xs_budget *b, int64_t prio)
 {
-	if (!t || !u)
-		return t ? true : u ? false : prio > uprio;
-	return t->vtime_ns < u->vtime_ns || (t->vtime_ns == u->vtime_ns && prio > uprio);
+	const xs_tier *t = xs__tier_of(b, prio);
+	return t ? t->vtime_ns : b->tier_floor_ns;
 }
 
 /* Whether a queue of priority @p ranks before one of priority @q in the budget's order
@@ -323,8 +340,8 @@ static int xs__cmp_tier(const xs_budget *b, int64_t p, int64_t q, bool strict)
 		return 0;
 	if (strict)
 		return p > q ? 1 : -1;
-	const xs_tier *t = xs__tier_of(b, p), *u = xs__tier_of(b, q);
-	return xs__tier_before(t, p, u, q) ? 1 : -1;
+	int64_t t = xs__tier_vt(b, p), u = xs__tier_vt(b, q); /* least, then the higher */
+	return t < u || (t == u && p > q) ? 1 : -1;
 }
 
 /* The waiter served next: the tier that goes first, then least virtual time, then the
@@ -368,20 +385,28 @@ static bool xs__turn(xs_budget *b, const xs_xqueue *xq, int64_t space)
 	return true;
 }
 
-/* The number of tiers with a waiter that rank above priority @prio (for the weight of
- * a charge), at most 10. Caller holds d->lock. */
-static unsigned xs__tiers_above(const xs_budget *b, int64_t prio)
+/* The weight of a charge to the tier of @prio: 4^k for the k waiting tiers above it, but
+ * at most 8n for the n waiting tiers, its own counted. So every waiting tier's weight is
+ * at least 1/(8n) of the top one's, and its share of what the budget hands out at least
+ * 1/(12n) (the weights sum to less than 4/3 + 1/8): deep tiers are served too, and up to
+ * three tiers the weights are 4^-k. Caller holds d->lock. */
+static int64_t xs__tier_weight(const xs_budget *b, int64_t prio)
 {
-	unsigned k = 0;
-	for (unsigned i = 0; i < b->ntiers && k < 10; i++)
-		if (b->tiers[i].prio > prio && xs__tier_waits(b, b->tiers[i].prio, NULL))
-			k++;
-	return k;
+	int64_t w = 1, n = 1;
+	for (unsigned i = 0; i < b->ntiers; i++) {
+		int64_t p = b->tiers[i].prio;
+		if (p == prio || !xs__tier_waits(b, p, NULL))
+			continue;
+		n++;
+		if (p > prio && w < (int64_t)1 << 40)
+			w *= 4;
+	}
+	return w < 8 * n ? w : 8 * n;
 }
 
-/* Advance the tier of @xq by a charge of @est ns, weighted by 4^k for the k waiting tiers
- * above it; the floor becomes the tier's virtual time before the charge (start-time fair
- * queuing). Caller holds d->lock. */
+/* Advance the tier of @xq by a charge of @est ns, weighted by xs__tier_weight; the floor
+ * becomes the tier's virtual time before the charge (start-time fair queuing). Caller
+ * holds d->lock. */
 static void xs__tier_charge(xs_budget *b, const xs_xqueue *xq, int64_t est)
 {
 	xs_tier *t = xs__tier_get(b, xq->prio, xq);
@@ -389,7 +414,7 @@ static void xs__tier_charge(xs_budget *b, const xs_xqueue *xq, int64_t est)
 		return;
 	if (t->vtime_ns > b->tier_floor_ns)
 		b->tier_floor_ns = t->vtime_ns;
-	t->vtime_ns += est << (2 * xs__tiers_above(b, xq->prio));
+	t->vtime_ns += est * xs__tier_weight(b, xq->prio);
 }
 
 /* The charge of a command of @xq: its estimated device time; before the first
@@ -614,9 +639,35 @@ void xs_budget_leave(xs_xqueue *xq)
 void xs_budget_set_prio(xs_xqueue *xq, int64_t prio)
 {
 	xs_device *d = xq->dev;
+	xs_budget *b = &d->budget;
 	xs_mutex_lock(&d->lock);
-	xq->prio = prio;
+	if (prio != xq->prio) {
+		xq->prio = prio;
+		/* It enters its new tier at the floor (the top comment): neither the credit nor
+		 * the debt of its old tier's order counts there. */
+		if (!xs_engine_strict())
+			xs__tier_get(b, prio, xq);
+		xq->vtime_ns = *xs__qfloor(b, prio);
+		if (xs_linked(&xq->wait_link))
+			xs__want_grant(d); /* its rank changed: the next waiter may be another */
+	}
 	xs_mutex_unlock(&d->lock);
+}
+
+bool xs_budget_reserve(xs_device *d, unsigned nqueues)
+{
+	XS_ASSERT_HELD(&d->lock);
+	xs_budget *b = &d->budget;
+	if (nqueues <= b->tiers_cap)
+		return true;
+	unsigned cap = b->tiers_cap ? b->tiers_cap * 2 : 8;
+	cap = cap < nqueues ? nqueues : cap;
+	xs_tier *t = realloc(b->tiers, cap * sizeof(*t));
+	if (!t)
+		return false;
+	b->tiers = t;
+	b->tiers_cap = cap;
+	return true;
 }
 
 void xs_budget_widened(xs_device *d)

@@ -567,6 +567,20 @@ static xs_device *xs__dev_new(xs_hwq *q, uint64_t key)
 	return d;
 }
 
+/* Room in @d's budget for the tiers of one more XQueue (budget.c: a tier per priority,
+ * however many). Caller holds xs__dv.lock. */
+static bool xs__reserve(xs_device *d)
+{
+	XS_ASSERT_HELD(&xs__dv.lock);
+	xs_mutex_lock(&d->lock);
+	bool ok = xs_budget_reserve(d, d->nqueues + 1);
+	xs_mutex_unlock(&d->lock);
+	if (!ok)
+		XS_ERROR("engine", "out of memory for the budget's tiers of %u queues",
+			 d->nqueues + 1);
+	return ok;
+}
+
 /* Start the device's threads with @q to bind them. Caller holds xs__dv.lock. */
 static bool xs__dev_start(xs_device *d, xs_hwq *q)
 {
@@ -654,6 +668,8 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 		if (d)
 			xs_list_push_back(&xs__dv.list, &d->link);
 	}
+	if (d && !xs__reserve(d))
+		d = NULL;
 	if (d && !d->started && !xs__dev_start(d, q))
 		d = NULL;
 	if (d) {
@@ -713,6 +729,10 @@ void xs_engine_shutdown(void)
 
 void xs_dev_forked(void)
 {
+	/* The forking thread serves no device of the child (it may have been a launch thread
+	 * of the parent's, forking inside a launch callback). */
+	xs__own = NULL;
+	xs__batching = false;
 	/* Devices of the parent are abandoned with their (absent) threads. */
 	xs__parent_devices = xs_list_first(&xs__dv.list);
 	xs__dv = (struct xs__devs){XS_MUTEX_INITIALIZER, {&xs__dv.list, &xs__dv.list}, false};

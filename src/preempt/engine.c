@@ -86,6 +86,7 @@ void xs_hwq_publish_xqueue(xs_xqueue *xq)
 
 void xs_engine_forked(void)
 {
+	xs__in_enqueue = NULL; /* a launch callback's fork: the child enqueues nothing */
 	xs_mutex_init(&xs__bind_lock);
 	xs_dev_forked();
 	xs_dep_forked();
@@ -154,6 +155,7 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xs_list_init(&xq->pending);
 	xs_list_init(&xq->inflight);
 	xs_list_init(&xq->lenders);
+	xs_list_init(&xq->wait_alls);
 	xs_link_init(&xq->dev_link);
 	xs_link_init(&xq->act_link);
 	xs_link_init(&xq->kick_link);
@@ -904,6 +906,70 @@ static void xs__sample(xs_xqueue *xq, uint64_t n, int64_t now)
 		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
 }
 
+/* An XQueueWaitAll in progress (on its thread's stack, on xq->wait_alls). It covers the
+ * commands up to `target` after those covered by the calls that had returned when it was
+ * made (xq->reported_upto then): it reports the first failure among them, whoever else
+ * waits, and keeps the first failure after them for the queue's record (xq->err_seq) when
+ * it returns. Guarded by xq->lock. */
+typedef struct xs__wait_all {
+	xs_link link;
+	uint64_t target;
+	XResult first;      /* the first failure it covers */
+	XResult after;      /* the first failure after target, numbered after_seq */
+	uint64_t after_seq; /* 0 = none yet */
+} xs__wait_all;
+
+/* Command @seq failed with @res: the queue's record and each XQueueWaitAll in progress
+ * learn of it (failures come in number order). Caller holds xq->lock. */
+static void xs__report_failure(xs_xqueue *xq, uint64_t seq, XResult res)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	if (!xq->err_seq) {
+		xq->err_seq = seq;
+		xq->err_pending = res;
+	}
+	xs_list_for_each(l, &xq->wait_alls)
+	{
+		xs__wait_all *w = xs_container_of(l, xs__wait_all, link);
+		if (seq <= w->target && w->first == kXSchedSuccess) {
+			w->first = res;
+		} else if (seq > w->target && !w->after_seq) {
+			w->after_seq = seq;
+			w->after = res;
+		}
+	}
+}
+
+/* An XQueueWaitAll that covers the commands up to @target begins: what completed of them
+ * has failed already is the queue's record (the first failure after reported_upto, and no
+ * command after @target exists yet). Caller holds xq->lock. */
+static void xs__report_begin(xs_xqueue *xq, xs__wait_all *w, uint64_t target)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	w->target = target;
+	w->first = xq->err_seq && xq->err_seq <= target ? xq->err_pending : kXSchedSuccess;
+	w->after = kXSchedSuccess;
+	w->after_seq = 0;
+	xs_list_push_back(&xq->wait_alls, &w->link);
+}
+
+/* The XQueueWaitAll of @w returns: its result. The commands it covered are reported: the
+ * queue's record moves past them, to the first failure after them. Caller holds
+ * xq->lock. */
+static XResult xs__report_end(xs_xqueue *xq, xs__wait_all *w)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	xs_list_remove(&w->link);
+	if (w->target > xq->reported_upto) {
+		xq->reported_upto = w->target;
+		if (xq->err_seq && xq->err_seq <= w->target) {
+			xq->err_seq = w->after_seq;
+			xq->err_pending = w->after;
+		}
+	}
+	return w->first;
+}
+
 /* Complete every in-flight command with seq <= @done, with @fail for those that have no
  * failure of their own. @timed: *@now (xs_now_lazy) is when they were seen to end, a sample
  * of the estimate; else they count with the estimate. Caller holds xq->lock. */
@@ -926,8 +992,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 			cmd->result = fail;
 		if (cmd->result != kXSchedSuccess) {
 			xq->failed++;
-			if (xq->err_pending == kXSchedSuccess)
-				xq->err_pending = cmd->result;
+			xs__report_failure(xq, cmd->seq, cmd->result);
 		}
 		cmd->state = XS_CMD_DONE;
 		XS_TRACE(XS_TR_COMPLETE, xq->obj.handle, cmd->seq, cmd->result);
@@ -1367,6 +1432,9 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 	XResult res = kXSchedSuccess;
 	if (xq->completed < target && xs__waits_for_itself(xq, target, "XQueueWaitAll"))
 		res = kXSchedErrorNotAllowed;
+	xs__wait_all report;
+	if (res == kXSchedSuccess)
+		xs__report_begin(xq, &report, target);
 	xs__waiting w = XS__WAITING_INIT;
 	while (res == kXSchedSuccess && xq->completed < target) {
 		if (xq->launching && xs__in_enqueue != xq &&
@@ -1377,10 +1445,8 @@ XResult xs_engine_wait_all(xs_xqueue *xq)
 		else
 			xs__sleep(xq, xq->completed + 1, 0); /* until the next is enqueued */
 	}
-	if (res == kXSchedSuccess) {
-		res = xq->err_pending;
-		xq->err_pending = kXSchedSuccess;
-	}
+	if (res == kXSchedSuccess)
+		res = xs__report_end(xq, &report);
 	xs_mutex_unlock(&xq->lock);
 	xs__waiter_end(xq, &lend);
 	return res;

@@ -126,8 +126,14 @@ typedef struct xs_xqueue {
 	xs_link pending;  /* submitted, not enqueued (FIFO, xs_cmd.link) */
 	xs_link inflight; /* enqueued, not complete (FIFO by seq) */
 	uint64_t submitted, enqueued, committed, completed, failed;
-	uint64_t issuing;    /* the seq inside an enqueue call now, 0 = none (statistics) */
-	XResult err_pending; /* first failure since XQueueWaitAll last reported one */
+	uint64_t issuing; /* the seq inside an enqueue call now, 0 = none (statistics) */
+	/* What XQueueWaitAll reports (engine.c, xs__report_*): the first failure after the
+	 * commands covered by the XQueueWaitAll calls that returned (reported_upto), and its
+	 * number (0 = none); the calls in progress (xs__wait_all records, on their threads'
+	 * stacks) keep the failures they need besides. */
+	XResult err_pending;
+	uint64_t err_seq, reported_upto;
+	xs_link wait_alls;
 
 	int64_t threshold, batch_size; /* window; at most batch_size commands per done mark */
 	uint64_t marked;       /* the highest number whose done mark was enqueued (or seen done) */

@@ -23,11 +23,6 @@ enum {
 	XS_BUDGET_LEAD_NS = 100000,
 };
 
-/* The tiers a device's budget serves (budget.c): one per priority that waited for budget
- * lately. Past this many priorities on one device, the lower ones are served by priority
- * alone (strictly), as with XHintStrictPriority(). */
-enum { XS_BUDGET_TIERS = 8 };
-
 /* One priority's share of the budget (budget.c): its virtual time, the device time its
  * queues were charged, weighted by its place among the waiting tiers. */
 typedef struct xs_tier {
@@ -38,9 +33,13 @@ typedef struct xs_tier {
 
 /* A device's commitment budget (budget.c). Guarded by the device's lock. */
 typedef struct xs_budget {
-	xs_link waiters;                /* XQueues waiting for budget (wait_link), served by rank */
-	xs_tier tiers[XS_BUDGET_TIERS]; /* the priorities served lately (weighted fair order) */
-	unsigned ntiers;
+	xs_link waiters; /* XQueues waiting for budget (wait_link), served by rank */
+	/* The priorities served lately (weighted fair order): ntiers in use of tiers_cap, as
+	 * many as the device ever had XQueues (xs_budget_reserve), so that every priority of
+	 * a waiter has a tier, however many there are. Never shrinks; freed never (nor is
+	 * the device). */
+	xs_tier *tiers;
+	unsigned ntiers, tiers_cap;
 	int64_t tier_floor_ns; /* the virtual time of the tier of the last grant */
 	int64_t charged_ns;    /* estimated device time of the charged commands */
 	uint64_t charged_cmds; /* the charged (committed, incomplete) commands of limited queues */
@@ -160,8 +159,12 @@ void xs_budget_pause(xs_xqueue *xq, bool paused);
  * waiters, where its old estimate could stop the grant loop; the next waiter's turn.
  * Caller holds xq->lock. */
 void xs_budget_leave(xs_xqueue *xq);
-/* The rank of @xq among waiters (its scheduler priority). Caller holds xq->lock. */
+/* The rank of @xq among waiters (its scheduler priority). A queue whose rank changes
+ * starts at its new tier's floor. Caller holds xq->lock. */
 void xs_budget_set_prio(xs_xqueue *xq, int64_t prio);
+/* Room for the tiers of @nqueues XQueues on @dev (attach); false if out of memory.
+ * Caller holds dev->lock. */
+bool xs_budget_reserve(xs_device *dev, unsigned nqueues);
 /* Take @xq off the waiters (detach). Caller holds dev->lock. */
 void xs_budget_forget(xs_xqueue *xq);
 /* Pacing (pace.h): a protected unit of @xq arrives at @now with @allow_ns of slack: open a

@@ -661,12 +661,17 @@ void xs_sched_get_hints(xs_xqueue *xq, xs_sched_hints *out)
 	xs_mutex_unlock(&xs__s.lock);
 }
 
-void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h)
+void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h, bool apply)
 {
 	xs_mutex_lock(&xs__s.lock);
 	xs__sq *sq = xq->sched_priv;
 	if (sq)
 		sq->h = *h;
+	/* The pass that applies the hints runs here, under the same lock: no pass that saw
+	 * the old ones can come after it. Its timer is the thread's business: the thread
+	 * passes again (below) and sets it. */
+	if (sq && apply)
+		xs__pass();
 	xs_mutex_unlock(&xs__s.lock);
 	xs__wake();
 }

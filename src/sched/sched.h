@@ -62,10 +62,11 @@ typedef struct xs_sched_hints {
 	Priority crit_prio;   /* XHintLaxity: after it */
 } xs_sched_hints;
 
-/* Read and replace the hints of @xq (registered); the setter asks for a pass. Any thread,
- * no lock held. */
+/* Read and replace the hints of @xq (registered); the setter asks for a pass, and with
+ * @apply runs one itself before it returns (XHintPriority: in force when the call
+ * returns). Any thread but the scheduler's, no lock held. */
 void xs_sched_get_hints(xs_xqueue *xq, xs_sched_hints *out);
-void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h);
+void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h, bool apply);
 
 /* Process-wide hints (values already checked). Any thread, no lock held. */
 void xs_sched_set_timeslice(Timeslice ts_us);

@@ -16,11 +16,16 @@
  * busy middle tier under an idle top one, a lone busy bottom one, all of them ...),
  * launch configs, levels, deadlines, laxities, policies (all of them), the commitment and
  * co-run budgets, latency objectives (1.2..3.0, or 0 to clear) on queues of any rank and
- * strict priority (on and off); enqueues run gate checks among commands charged to the
- * budget; opens scopes that stay open across a destroy; and shuts the scheduler down and
- * starts it again. A lifecycle thread destroys a slot's queue and makes a new one, on a
- * new HwQueue or the same one (while others wait on the old queue), while the others
- * submit.
+ * strict priority (on and off); sets PRIORITY_NO_EXECUTE for up to 2 ms and gives the
+ * priority back; enqueues run gate checks among commands charged to the budget; opens
+ * scopes that stay open across a destroy; and shuts the scheduler down and starts it
+ * again. A lifecycle thread destroys a slot's queue and makes a new one, on a new HwQueue
+ * or the same one (while others wait on the old queue), while the others submit.
+ * Eight lanes beside the slots (below, "The lanes") bring nine or more distinct
+ * priorities, priority changes of queues that wait for budget, PRIORITY_NO_EXECUTE
+ * toggles with a probe that must not run meanwhile, two threads in XQueueWaitAll on a
+ * batch with failures (both must return the round's error) and, in plain builds, forks
+ * from inside host functions (each child must exit cleanly).
  *
  * What the application could wait for in a cycle, it does not (as on streams): a command
  * of slot k reaches only slots after k (its waits, inline launches and the commands it
@@ -31,7 +36,8 @@
  *
  * Checked: every command whose XQueueSubmit succeeded ran exactly once and no other ran;
  * each queue ran its commands in submission order; every XQueueWait returned its own
- * command's result; every inline launch's callback ran once; and progress: when no
+ * command's result; every inline launch's callback ran once; the lanes' checks above;
+ * and progress: when no
  * command has run anywhere for 10 s (or the run has not ended 90 s after its time), a
  * watchdog prints the seed, each slot's queue (priority, counts from XQueueGetStats) and
  * what every waiting command and thread waits for, and exits 1.
@@ -41,10 +47,14 @@
  * (chaos_1..chaos_10), three under the sanitizers. XS_CHAOS_EXTRA, which once turned the
  * cross-queue calls and run gate checks on, is ignored: they are always on. */
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "core/object.h"
+#include "preempt/engine.h"
 
 #define SLOTS         4
 #define NPRIO         4 /* priorities 0..NPRIO-1 */
@@ -71,7 +81,8 @@ enum op {
 	OP_SUSPEND_SYNC,
 	OP_DESTROY,
 	OP_SHUTDOWN,
-	OP_JOIN
+	OP_JOIN,
+	OP_LANE_WAIT_ALL /* the "slot" is a lane's number */
 };
 static const char *const op_names[] = {
     "nothing",
@@ -85,6 +96,7 @@ static const char *const op_names[] = {
     "XQueueDestroy of",
     "XSchedShutdown or XHintSetScheduler",
     "joining the other threads",
+    "XQueueWaitAll on lane",
 };
 
 enum kind { K_HOST_FUNC, K_CALLBACK };
@@ -144,12 +156,17 @@ static atomic_int g_hot;
 /* Process-wide settings as the chaos thread last set them, for the watchdog's report. */
 static atomic_int g_policy = kPolicyHighestPriorityFirst, g_strict, g_budget_us = -1,
 		  g_corun_us = -1;
+/* Counted up before XSchedShutdown and after the scheduler starts again: odd while no
+ * local scheduler runs (priorities, PRIORITY_NO_EXECUTE too, then have no effect). */
+static atomic_int g_sched_restarts;
 
 enum {
 	T_SUBMITTER = 0,
 	T_WAITER = SUBMITTERS,
 	T_CHAOS = SUBMITTERS + WAITERS,
 	T_LIFECYCLE,
+	T_LANES,
+	T_LANE_HELPER,
 	T_MAIN,
 	NTHREADS
 };
@@ -477,7 +494,7 @@ static void *chaos(void *arg)
 			continue;
 		}
 		XQueueHandle xq = s->xq;
-		switch (rand_r(&seed) % 16) {
+		switch (rand_r(&seed) % 17) {
 		case 0: {
 			/* No synchronous suspension while a scope this thread left open holds
 			 * queues back: it may wait for a command that waits for such a queue (a
@@ -529,8 +546,10 @@ static void *chaos(void *arg)
 		}
 		case 6:
 			wait_begin(w, OP_SHUTDOWN, -1, -1);
+			atomic_fetch_add(&g_sched_restarts, 1);
 			CHECK_OK(XSchedShutdown());
 			CHECK_OK(XHintSetScheduler(kSchedulerLocal, kPolicyHighestPriorityFirst));
+			atomic_fetch_add(&g_sched_restarts, 1);
 			wait_end(w);
 			atomic_store(&g_policy, kPolicyHighestPriorityFirst);
 			atomic_store(&g_strict, 0);
@@ -575,6 +594,17 @@ static void *chaos(void *arg)
 			CHECK_OK(XHintLatencyObjective(xq, v < 20 ? 0.0 : 1.2 + (v - 20) / 100.0));
 			break;
 		}
+		case 15: {
+			/* PRIORITY_NO_EXECUTE for up to 2 ms, then the priority back (NotFound:
+			 * the queue went meanwhile, its destroy draining it whatever the hint). */
+			int prio = atomic_load(&s->prio);
+			CHECK_OK(XHintPriority(xq, PRIORITY_NO_EXECUTE));
+			pthread_mutex_unlock(&s->lock);
+			t_sleep_us(rand_r(&seed) % 2000);
+			XResult r = XHintPriority(xq, prio);
+			CHECK(r == kXSchedSuccess || r == kXSchedErrorNotFound);
+			continue;
+		}
 		default: {
 			int strict = (int)(rand_r(&seed) % 2);
 			CHECK_OK(XHintStrictPriority(strict));
@@ -618,6 +648,332 @@ static void *lifecycle(void *arg)
 	return NULL;
 }
 
+/* The lanes ----------------------------------------------------------------------- */
+
+/* Eight more XQueues (lanes), fed by one thread (lanes_main) with short host functions and
+ * given priorities of their own, mostly below the slots' (-40..-1, now and then up to 8
+ * above them): with the slots' four, nine or more distinct priorities share the budget
+ * most of the time. The lanes thread also
+ * - changes a lane's priority while it waits for budget (its backlog kept up to 32);
+ * - sets a lane to PRIORITY_NO_EXECUTE for up to 2 ms, submits a probe command and then
+ *   gives its priority back: the probe must not run before (XHintPriority is in force
+ *   when it returns; a scheduler shutdown meanwhile excuses it, as the priority then has
+ *   no effect);
+ * - waits for a lane from two threads at once (XQueueWaitAll) on a batch of which some
+ *   commands fail, each round with an error of its own: a gate command holds the batch
+ *   until both calls are inside (the engine's count of calls in progress), and both must
+ *   return the round's error (none: kXSchedSuccess);
+ * - in plain builds, lets a lane's host function fork now and then (at most every 300
+ *   ms): the child makes a queue of its own, waits on it and leaves; every child must exit
+ *   with status 0 within 10 s (no fork under the sanitizers: ThreadSanitizer runs no
+ *   threads in such a child, and AddressSanitizer's allocator is not fork-safe).
+ * Each lane's commands must run once, in submission order. */
+#define LANES      8
+#define LANE_DEPTH 32
+#define MAX_FORKS  128
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CHAOS_FORK 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CHAOS_FORK 0
+#endif
+#endif
+#ifndef CHAOS_FORK
+#define CHAOS_FORK 1
+#endif
+
+enum lane_kind { LANE_PLAIN, LANE_FAIL, LANE_GATE, LANE_PROBE, LANE_FORK };
+
+struct lane {
+	HwQueueHandle hwq;
+	XQueueHandle xq;
+	atomic_int prio;
+	uint64_t submitted; /* by the lanes thread only */
+	atomic_ullong ran;  /* the next index to run */
+	/* The index of the probe submitted after the PRIORITY_NO_EXECUTE in force now
+	 * (UINT64_MAX: none in force), and whether it ran meanwhile. A probe of an earlier
+	 * toggle may run during a later one: it was enqueued before that call. */
+	atomic_ullong noexec_probe;
+	atomic_bool violated;
+	XResult fail; /* what LANE_FAIL commands return now */
+};
+
+static struct lane g_lanes[LANES];
+static atomic_int g_lane_rounds, g_lane_wait_alls, g_lane_prio_changes, g_lane_noexec, g_lane_forks,
+    g_prio9_samples;
+static atomic_llong g_lane_last_fork_us;
+static pid_t g_children[MAX_FORKS];
+static atomic_int g_nchildren;
+/* The second waiter of a round: the lane to wait for (+1; 0: none) and its result. */
+static atomic_int g_helper_lane;
+static _Atomic XResult g_helper_res;
+static atomic_bool g_helper_done;
+
+/* XQueueWaitAll calls in progress on @xq (the engine's records), -1 if it is gone. */
+static int wait_alls_in(XQueueHandle xq)
+{
+	xs_obj *obj = xs_handle_get(xq, XS_KIND_XQUEUE);
+	if (!obj)
+		return -1;
+	xs_xqueue *x = xs_xqueue_of(obj);
+	int n = 0;
+	xs_mutex_lock(&x->lock);
+	xs_list_for_each(l, &x->wait_alls) n++;
+	xs_mutex_unlock(&x->lock);
+	xs_obj_unref(obj);
+	return n;
+}
+
+#if CHAOS_FORK
+static XResult nop_fn(void *data)
+{
+	(void)data;
+	return kXSchedSuccess;
+}
+
+/* The child of a fork inside a lane's host function: a queue of its own, both waits; it
+ * leaves with _exit() (2: a call failed). */
+static void fork_child(void)
+{
+	HwQueueHandle h;
+	XQueueHandle x;
+	HwCommandHandle c;
+	if (HostQueueCreate(&h) || XQueueCreate(&x, h, kPreemptLevelBlock, 0) ||
+	    HwCommandCreateHostFunc(&c, nop_fn, NULL) || XQueueSubmit(x, c) || XQueueWait(x, c) ||
+	    XQueueWaitAll(x) || HwCommandDestroy(c) || XQueueDestroy(x) || HwQueueDestroy(h))
+		_exit(2);
+	_exit(0);
+}
+#endif
+
+static void lane_fork(void)
+{
+#if CHAOS_FORK
+	int i = atomic_fetch_add(&g_nchildren, 1);
+	if (i >= MAX_FORKS)
+		return;
+	pid_t pid = fork();
+	if (pid == 0)
+		fork_child();
+	g_children[i] = pid;
+	atomic_fetch_add(&g_lane_forks, 1);
+#endif
+}
+
+/* A lane's command: data packs its index, kind and lane. */
+static XResult lane_fn(void *data)
+{
+	uintptr_t v = (uintptr_t)data;
+	struct lane *ln = &g_lanes[v & 15];
+	enum lane_kind kind = (enum lane_kind)(v >> 4 & 15);
+	uint64_t index = (uint64_t)(v >> 8);
+	if (atomic_load(&ln->ran) != index)
+		atomic_fetch_add(&g_order_errors, 1);
+	atomic_store(&ln->ran, index + 1);
+	atomic_fetch_add(&g_progress, 1);
+	switch (kind) {
+	case LANE_PLAIN:
+		if (index % 4 == 0)
+			t_sleep_us((int64_t)(index % 7) * 30);
+		return kXSchedSuccess;
+	case LANE_FAIL:
+		return ln->fail;
+	case LANE_GATE: { /* until both WaitAll calls of the round are inside */
+		int64_t end = t_now_us() + 2000000;
+		while (wait_alls_in(ln->xq) < 2 && t_now_us() < end && !atomic_load(&g_stop))
+			t_sleep_us(50);
+		return kXSchedSuccess;
+	}
+	case LANE_PROBE:
+		if (atomic_load(&ln->noexec_probe) == index)
+			atomic_store(&ln->violated, true);
+		return kXSchedSuccess;
+	case LANE_FORK:
+		lane_fork();
+		return kXSchedSuccess;
+	}
+	return kXSchedSuccess;
+}
+
+static void lane_submit(int l, enum lane_kind kind)
+{
+	struct lane *ln = &g_lanes[l];
+	uintptr_t v = (uintptr_t)(ln->submitted++ << 8 | (uint64_t)kind << 4 | (uint64_t)l);
+	t_submit_fn(ln->xq, lane_fn, (void *)v);
+}
+
+static int lane_prio(unsigned *seed)
+{
+	return rand_r(seed) % 8 ? -1 - (int)(rand_r(seed) % 40) : (int)(rand_r(seed) % 9);
+}
+
+/* Keep lane @l's backlog up; now and then a command that forks (plain builds). */
+static void lane_feed(int l, unsigned *seed)
+{
+	XQueueStats st = t_stats(g_lanes[l].xq);
+	for (uint64_t n = st.pending + st.in_flight; n < LANE_DEPTH; n++) {
+		int64_t now = t_now_us();
+		bool fork = CHAOS_FORK && rand_r(seed) % 512 == 0 &&
+			    now - atomic_load(&g_lane_last_fork_us) > 300000;
+		if (fork)
+			atomic_store(&g_lane_last_fork_us, now);
+		lane_submit(l, fork ? LANE_FORK : LANE_PLAIN);
+	}
+}
+
+/* PRIORITY_NO_EXECUTE for a while, with a probe submitted after it. */
+static void lane_noexec(int l, unsigned *seed)
+{
+	struct lane *ln = &g_lanes[l];
+	int restarts = atomic_load(&g_sched_restarts), prio = atomic_load(&ln->prio);
+	atomic_store(&ln->violated, false);
+	CHECK_OK(XHintPriority(ln->xq, PRIORITY_NO_EXECUTE));
+	atomic_store(&ln->noexec_probe, ln->submitted);
+	lane_submit(l, LANE_PROBE);
+	t_sleep_us(rand_r(seed) % 2000);
+	atomic_store(&ln->noexec_probe, UINT64_MAX);
+	CHECK_OK(XHintPriority(ln->xq, prio));
+	atomic_fetch_add(&g_lane_noexec, 1);
+	if (atomic_load(&ln->violated) && restarts % 2 == 0 &&
+	    restarts == atomic_load(&g_sched_restarts)) {
+		fprintf(stderr, "lane %d: a command submitted after PRIORITY_NO_EXECUTE ran\n", l);
+		atomic_fetch_add(&g_result_errors, 1);
+	}
+}
+
+/* The second waiter of the rounds. */
+static void *lane_helper(void *arg)
+{
+	(void)arg;
+	struct wait_rec *w = &g_thread_waits[T_LANE_HELPER];
+	while (!atomic_load(&g_done)) {
+		int l = atomic_load(&g_helper_lane) - 1;
+		if (l < 0) {
+			t_sleep_us(50);
+			continue;
+		}
+		wait_begin(w, OP_LANE_WAIT_ALL, l, -1);
+		atomic_store(&g_helper_res, XQueueWaitAll(g_lanes[l].xq));
+		wait_end(w);
+		atomic_store(&g_helper_lane, 0);
+		atomic_store(&g_helper_done, true);
+	}
+	return NULL;
+}
+
+/* A round: a gate, a batch of which some fail with the round's error, two waiters. */
+static void lane_round(int l, unsigned *seed)
+{
+	static const XResult errors[] = {kXSchedErrorHardware, kXSchedErrorInvalidValue,
+					 kXSchedErrorNotAllowed, kXSchedErrorNotSupported};
+	struct lane *ln = &g_lanes[l];
+	int round = atomic_fetch_add(&g_lane_rounds, 1);
+	ln->fail = errors[round % 4];
+	lane_submit(l, LANE_GATE);
+	bool failed = false;
+	for (int n = 1 + (int)(rand_r(seed) % 6); n > 0; n--) {
+		bool f = rand_r(seed) % 3 == 0;
+		failed |= f;
+		lane_submit(l, f ? LANE_FAIL : LANE_PLAIN);
+	}
+	struct wait_rec *w = &g_thread_waits[T_LANES];
+	atomic_store(&g_helper_done, false);
+	atomic_store(&g_helper_lane, l + 1);
+	wait_begin(w, OP_LANE_WAIT_ALL, l, -1);
+	while (wait_alls_in(ln->xq) < 1 && !atomic_load(&g_helper_done))
+		t_sleep_us(50);
+	XResult mine = XQueueWaitAll(ln->xq);
+	while (!atomic_load(&g_helper_done))
+		t_sleep_us(50);
+	wait_end(w);
+	XResult want = failed ? ln->fail : kXSchedSuccess, other = atomic_load(&g_helper_res);
+	atomic_fetch_add(&g_lane_wait_alls, 2);
+	if (mine != want || other != want) {
+		fprintf(stderr,
+			"lane %d, round %d: two XQueueWaitAll returned %s and %s, expected %s\n", l,
+			round, XResultName(mine), XResultName(other), XResultName(want));
+		atomic_fetch_add(&g_result_errors, 1);
+	}
+}
+
+static void lane_open(int l, unsigned *seed)
+{
+	struct lane *ln = &g_lanes[l];
+	CHECK_OK(HostQueueCreate(&ln->hwq));
+	CHECK_OK(XQueueCreate(&ln->xq, ln->hwq, 1 + (int)(rand_r(seed) % 2), 0));
+	int prio = lane_prio(seed);
+	CHECK_OK(XHintPriority(ln->xq, prio));
+	atomic_store(&ln->prio, prio);
+	atomic_store(&ln->noexec_probe, UINT64_MAX);
+}
+
+static void *lanes_main(void *arg)
+{
+	(void)arg;
+	unsigned seed = g_seed + 29u;
+	while (!atomic_load(&g_stop)) {
+		int l = (int)(rand_r(&seed) % LANES);
+		unsigned r = rand_r(&seed) % 16;
+		if (r < 10) {
+			lane_feed(l, &seed);
+		} else if (r < 13) { /* a priority change while it waits for budget */
+			lane_feed(l, &seed);
+			int prio = lane_prio(&seed);
+			CHECK_OK(XHintPriority(g_lanes[l].xq, prio));
+			atomic_store(&g_lanes[l].prio, prio);
+			atomic_fetch_add(&g_lane_prio_changes, 1);
+		} else if (r < 15) {
+			lane_round(l, &seed);
+		} else {
+			lane_noexec(l, &seed);
+		}
+		t_sleep_us(rand_r(&seed) % 300);
+	}
+	return NULL;
+}
+
+/* Drain and destroy the lanes; each ran every command once. */
+static void lanes_close(void)
+{
+	for (int l = 0; l < LANES; l++) {
+		struct lane *ln = &g_lanes[l];
+		CHECK_OK(XQueueDestroy(ln->xq));
+		CHECK_OK(HwQueueDestroy(ln->hwq));
+		if (atomic_load(&ln->ran) != ln->submitted) {
+			fprintf(stderr, "lane %d: %llu of %llu commands ran\n", l,
+				(unsigned long long)atomic_load(&ln->ran),
+				(unsigned long long)ln->submitted);
+			atomic_fetch_add(&g_result_errors, 1);
+		}
+	}
+}
+
+/* Every child forked in a lane's host function exits with 0 within 10 s. Returns the
+ * number that did not. */
+static int reap_children(void)
+{
+	int bad = 0, n = atomic_load(&g_nchildren);
+	n = n < MAX_FORKS ? n : MAX_FORKS;
+	for (int i = 0; i < n; i++) {
+		int st = -1;
+		for (int t = 0; t < 1000 && waitpid(g_children[i], &st, WNOHANG) == 0; t++) {
+			t_sleep_us(10000);
+			st = -1;
+		}
+		if (st == -1) {
+			kill(g_children[i], SIGKILL);
+			waitpid(g_children[i], NULL, 0);
+		}
+		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "the child forked in a lane's host function %d: %s\n", i,
+				st == -1 ? "hung, killed" : "failed");
+			bad++;
+		}
+	}
+	return bad;
+}
+
 /* The report of a hang ------------------------------------------------------------- */
 
 static atomic_bool g_stats_done;
@@ -659,7 +1015,7 @@ static void report_wait(const char *who, int n, const struct wait_rec *w, int64_
 	else
 		fprintf(stderr, "  %s: %s", who, op_names[op]);
 	if (slot >= 0)
-		fprintf(stderr, " slot %d", slot);
+		fprintf(stderr, op == OP_LANE_WAIT_ALL ? " %d" : " slot %d", slot);
 	if (item >= 0)
 		fprintf(stderr, " (command %d: index %d of gen %d)", item, item_at(item)->index,
 			item_at(item)->gen);
@@ -703,11 +1059,13 @@ static void report_hang(const char *why)
 	for (int k = 0; k < SLOTS; k++)
 		report_wait("the command running on slot", k, &g_slots[k].running, now);
 	for (int t = 0; t < NTHREADS; t++) {
-		const char *who = t < T_WAITER       ? "submitter"
-				  : t < T_CHAOS      ? "waiter"
-				  : t == T_CHAOS     ? "chaos thread"
-				  : t == T_LIFECYCLE ? "lifecycle thread"
-						     : "main thread";
+		const char *who = t < T_WAITER         ? "submitter"
+				  : t < T_CHAOS        ? "waiter"
+				  : t == T_CHAOS       ? "chaos thread"
+				  : t == T_LIFECYCLE   ? "lifecycle thread"
+				  : t == T_LANES       ? "lanes thread"
+				  : t == T_LANE_HELPER ? "lanes' second waiter"
+						       : "main thread";
 		report_wait(who,
 			    t < T_WAITER  ? t
 			    : t < T_CHAOS ? t - T_WAITER
@@ -723,8 +1081,25 @@ static void report_hang(const char *why)
 	_exit(1);
 }
 
+/* The distinct priorities of the slots and the lanes now. */
+static int distinct_prios(void)
+{
+	int seen[SLOTS + LANES], n = 0;
+	for (int i = 0; i < SLOTS + LANES; i++) {
+		int p = i < SLOTS ? atomic_load(&g_slots[i].prio)
+				  : atomic_load(&g_lanes[i - SLOTS].prio);
+		int j = 0;
+		while (j < n && seen[j] != p)
+			j++;
+		if (j == n)
+			seen[n++] = p;
+	}
+	return n;
+}
+
 /* Fails the run when no command has run for STALL_S, or the run has not ended OVERRUN_S
- * after its time; samples how many priorities (tiers) the slots have meanwhile. */
+ * after its time; samples how many priorities (tiers) the slots have meanwhile, and how
+ * many the slots and the lanes have together. */
 static void *watchdog(void *arg)
 {
 	(void)arg;
@@ -754,6 +1129,7 @@ static void *watchdog(void *arg)
 			}
 			atomic_fetch_add(&g_tier_samples, 1);
 			atomic_fetch_add(&g_tier3_samples, tiers >= 3);
+			atomic_fetch_add(&g_prio9_samples, distinct_prios() >= 9);
 		}
 	}
 	return NULL;
@@ -779,6 +1155,14 @@ static void report(void)
 	for (int a = 0; a < NPRIO; a++)
 		for (int b = 0; b < NPRIO; b++)
 			pairs += atomic_load(&g_inline_pairs[a][b]) > 0;
+	int samples = atomic_load(&g_tier_samples);
+	printf("lanes: %d rounds of two XQueueWaitAll (%d calls checked), %d priority changes, %d "
+	       "PRIORITY_NO_EXECUTE toggles with a probe, %d forks in host functions; %d%% of "
+	       "the time 9 or more distinct priorities\n",
+	       atomic_load(&g_lane_rounds), atomic_load(&g_lane_wait_alls),
+	       atomic_load(&g_lane_prio_changes), atomic_load(&g_lane_noexec),
+	       atomic_load(&g_lane_forks),
+	       samples ? 100 * atomic_load(&g_prio9_samples) / samples : 0);
 	printf("%d inline launches (%d callbacks ran), %d of %d pairs of priorities; %d%% of "
 	       "the time 3 or more tiers\n",
 	       atomic_load(&g_inline_ok), atomic_load(&g_inline_calls), pairs, NPRIO * NPRIO,
@@ -804,8 +1188,10 @@ int main(void)
 		atomic_store(&g_slots[k].last_gen, -1);
 		slot_open(&g_slots[k], &seed, false);
 	}
+	for (int l = 0; l < LANES; l++)
+		lane_open(l, &seed);
 	g_start_us = t_now_us();
-	pthread_t wd, th[SUBMITTERS + WAITERS], ch, lc;
+	pthread_t wd, th[SUBMITTERS + WAITERS], ch, lc, ln, lh;
 	CHECK(pthread_create(&wd, NULL, watchdog, NULL) == 0);
 	for (int t = 0; t < SUBMITTERS; t++)
 		CHECK(pthread_create(&th[t], NULL, submitter, (void *)(uintptr_t)t) == 0);
@@ -813,6 +1199,8 @@ int main(void)
 		CHECK(pthread_create(&th[SUBMITTERS + t], NULL, waiter, (void *)(uintptr_t)t) == 0);
 	CHECK(pthread_create(&ch, NULL, chaos, NULL) == 0);
 	CHECK(pthread_create(&lc, NULL, lifecycle, NULL) == 0);
+	CHECK(pthread_create(&ln, NULL, lanes_main, NULL) == 0);
+	CHECK(pthread_create(&lh, NULL, lane_helper, NULL) == 0);
 	t_sleep_us(g_run_ms * 1000);
 	atomic_store(&g_stop, true);
 	atomic_store(&g_phase, 1);
@@ -820,6 +1208,7 @@ int main(void)
 	wait_begin(w, OP_JOIN, -1, -1);
 	CHECK(pthread_join(ch, NULL) == 0); /* first: it closes the scopes it left open */
 	CHECK(pthread_join(lc, NULL) == 0);
+	CHECK(pthread_join(ln, NULL) == 0);
 	for (int t = 0; t < SUBMITTERS + WAITERS; t++)
 		CHECK(pthread_join(th[t], NULL) == 0);
 	wait_end(w);
@@ -828,12 +1217,15 @@ int main(void)
 	 * accepted command has run. */
 	for (int k = 0; k < SLOTS; k++)
 		slot_close(&g_slots[k], false, w);
+	lanes_close();
 	atomic_store(&g_phase, 3);
 	wait_begin(w, OP_SHUTDOWN, -1, -1);
 	CHECK_OK(XSchedShutdown());
 	wait_end(w);
 	atomic_store(&g_done, true);
 	CHECK(pthread_join(wd, NULL) == 0);
+	CHECK(pthread_join(lh, NULL) == 0);
+	int children_bad = reap_children();
 
 	int n = atomic_load(&g_nitems);
 	int accepted = 0, bad = 0;
@@ -850,11 +1242,13 @@ int main(void)
 	       atomic_load(&g_gone_waits), atomic_load(&g_result_errors));
 	report();
 	if (bad || atomic_load(&g_order_errors) || atomic_load(&g_result_errors) ||
-	    atomic_load(&g_inline_ok) != atomic_load(&g_inline_calls))
+	    atomic_load(&g_inline_ok) != atomic_load(&g_inline_calls) || children_bad)
 		fprintf(stderr, "test_chaos failed with seed %u (XS_CHAOS_MS=%lld)\n", g_seed,
 			(long long)g_run_ms);
 	CHECK(atomic_load(&g_inline_ok) == atomic_load(&g_inline_calls));
 	CHECK(accepted > 100 && atomic_load(&g_checked_waits) > 10);
+	CHECK(atomic_load(&g_lane_wait_alls) > 0);
+	CHECK(children_bad == 0);
 	CHECK(bad == 0);
 	CHECK(atomic_load(&g_order_errors) == 0);
 	CHECK(atomic_load(&g_result_errors) == 0);
