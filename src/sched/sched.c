@@ -587,9 +587,11 @@ static XResult xs__configure_from_env(void)
 	if (cfg->policy) {
 		policy = xs_policy_find_name(cfg->policy);
 		if (!policy) {
-			XS_WARN("sched",
-				"XSCHED_POLICY=%s is not a policy of this library; using HPF",
-				cfg->policy);
+			char names[128];
+			xs_policy_names(names, sizeof(names));
+			xs_log_setting("XSCHED_POLICY=%.64s is not a policy of this library (%s); "
+				       "using HPF (the default)",
+				       cfg->policy, names);
 			policy = &xs_policy_hpf;
 		}
 	} else if (cfg->app_managed) {
