@@ -1020,7 +1020,9 @@ XSCHED_API XResult XHintSetScheduler(XSchedulerType scheduler, XPolicyType polic
 /**
  * @brief Set an XQueue's priority (used by HPF, by LAX for queues without a laxity, by
  *        CFS as the weight 1024 * 1.2^prio, and by MLFQ as the starting level: 0 for
- *        prio >= 0, else min(-prio, 3)). Takes effect at once.
+ *        prio >= 0, else min(-prio, 3)). Stored at once; the scheduler thread applies
+ *        it at its next pass, which this call wakes, so the suspensions and resumptions
+ *        it causes may come after the call has returned.
  *
  * With any policy, an XQueue below the highest priority present on its device is subject
  * to the commitment budget (XHintCommitBudget()); under HPF, while a queue of that top
@@ -1044,7 +1046,8 @@ XSCHED_API XResult XHintPriority(XQueueHandle xq, Priority prio);
  * policies that read them follow XSched's sched/src/policy/{up,kedf,lax,cfs}.cpp, with the
  * differences doc/policies.md lists. Every hint may be given at any time, to a queue that
  * runs or not, under any policy: it is stored, and a policy that reads it applies it at
- * its next pass (at once). Invalid values change nothing.
+ * its next pass, which the call wakes (on the scheduler thread: what the hint changes may
+ * happen after the call has returned). Invalid values change nothing.
  */
 
 /**

@@ -678,7 +678,7 @@ XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy)
 	if (scheduler == kSchedulerLocal) {
 		ops = xs_policy_find(policy);
 		if (!ops) {
-			XS_WARN("sched",
+			XS_FAIL("sched",
 				"XHintSetScheduler: policy %d is not built in this library",
 				(int)policy);
 			return kXSchedErrorNotSupported;
