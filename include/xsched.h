@@ -35,11 +35,13 @@
  * Units: durations are microseconds (us) where XSched uses them (hints) and nanoseconds
  * (ns) in statistics; sizes are bytes.
  *
- * Errors: every call returns an XResult (XResultName() gives its name). When logging is on
- * (`XSCHED_LOG=debug|info|warn|error`, any case), every error return also prints one line
- * to stderr saying why. The library prints nothing otherwise, but for one line when
- * XSCHED_LOG holds another value (`1`, `verbose`): it names the accepted values, and
- * logging stays off.
+ * Errors: every call returns an XResult (XResultName() gives its name). A call that fails
+ * for a reason it can put in words keeps that reason for the calling thread
+ * (XResultLastMessage()); when logging is on (`XSCHED_LOG=debug|info|warn|error`, any
+ * case) it also prints it as one line to stderr. The library prints nothing otherwise, but
+ * for one line per bad setting in the environment, whatever XSCHED_LOG says: a value the
+ * library cannot use (`XSCHED_POLICY=BOGUS`, `XSCHED_BUDGET_US=abc`, `XSCHED_LOG=1`) is
+ * named with what is used instead, once per process.
  *
  * fork(): a child starts from a clean library state (pthread_atfork). Every handle of the
  * parent is unusable in the child (kXSchedErrorNotFound, with a log line naming the fork;
@@ -1149,7 +1151,8 @@ XSCHED_API XResult XHintPriority(XQueueHandle xq, Priority prio);
  * policies that read them follow XSched's sched/src/policy/{up,kedf,lax,cfs}.cpp, with the
  * differences doc/policies.md lists. Every hint may be given at any time, to a queue that
  * runs or not, under any policy: it is stored, and a policy that reads it applies it at
- * its next pass (at once). Invalid values change nothing.
+ * its next pass, which the call wakes (on the scheduler thread: what the hint changes may
+ * happen after the call has returned). Invalid values change nothing.
  */
 
 /**
@@ -1475,6 +1478,29 @@ XSCHED_API XResult XSchedTraceStop(void);
  * Thread-safety: any thread, at any time (also from launch callbacks and host functions).
  */
 XSCHED_API const char *XResultName(XResult r);
+
+/**
+ * @brief Why the calling thread's last failed call failed, in words.
+ *
+ * A call that returns an error for a reason it can name (an argument out of range, an
+ * unknown handle, a preemption level the HwQueue lacks, no GPU runtime, a command kind the
+ * HwQueue cannot run) keeps that reason for the calling thread, whether logging is on or
+ * not: the text `XSCHED_LOG=warn` prints after "xsched[<topic>] warn: ", for example
+ * "XHintPriority: 1000 is outside [-255, 255] and not PRIORITY_NO_EXECUTE". Reading it
+ * clears it, so that a reader that reads after every failed call (as the Python binding
+ * does) never sees a reason of an earlier call: a failure with no reason in words (a
+ * command's own error, returned by XQueueWait(); out of memory) then gives "". A call
+ * that succeeds leaves the reason as it was. XSched has no such call.
+ *
+ * @return the reason, or "" when no call of this thread failed with one since the last
+ *         XResultLastMessage(). Never NULL. The string belongs to the calling thread: it
+ *         stays valid on that thread until its next failing call into the library; never
+ *         free or write it.
+ * Cost: none on a call that succeeds; a failing call formats its reason (under a
+ * microsecond).
+ * Thread-safety: any thread, at any time; each thread has its own reason.
+ */
+XSCHED_API const char *XResultLastMessage(void);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,8 @@
 #                                    GPU), PyTorch for the Python scope tests, pytest, gnuplot
 #                                    for the plot test
 #   scripts/setup-debian.sh --ci     the test set and what .ci/run adds: clang (the second
-#                                    --werror build) and clang-format (the format check)
+#                                    --werror build), clang-format (the format check),
+#                                    meson-python and venv (pip install . in a fresh venv)
 #
 # Sizes are in README.md. Packages already installed are not asked for again: when the set
 # is complete the script does nothing (no apt, no root). apt's output goes to a log file
@@ -20,7 +21,7 @@ set -eu
 main="meson ninja-build pkg-config gcc"
 tests="g++ libamdhip64-dev libhsakmt-dev hipcc python3 python3-torch python3-pytest
 	gnuplot-nox fonts-dejavu-core"
-ci="clang clang-format"
+ci="clang clang-format python3-mesonpy python3-venv"
 
 case ${1:-} in
 '') set_name="main job" pkgs=$main ;;

@@ -237,6 +237,16 @@ void xsb_json_sample(const char *scenario, const char *config, const char *mode,
 		     const struct xsb_sample *x, int64_t t0, double latency_ms);
 void xsb_json_raw(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The closing summary (summary.c). A scenario's target lines note each mode's figure for
+ * configuration @what: the high lane's p99 over alone (@ms: a figure in ms instead) and the
+ * lower work kept over native's (@low, < 0: none), with @verdict, its target word; only
+ * native, native-prio and @lib (the mode the targets are for) are kept. A line of its own
+ * (overhead) goes below the table. main prints it all at the end. */
+void xsb_summary_note(const char *what, bool ms, const char *lib, const char *mode, double value,
+		      double low, const char *verdict);
+void xsb_summary_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void xsb_summary_print(bool modeled);
+
 /* Progress on stderr without --quiet: on a terminal a line redrawn 4 times a second; else
  * (a log, a pipe) a plain line at the end of each run, and during a run 10 s into it and
  * every 10 s after. The stall watchdog:

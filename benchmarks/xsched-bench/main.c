@@ -448,6 +448,7 @@ int main(int argc, char **argv)
 		xsb_plot_flush();
 	}
 	xsb_plot_fini();
+	xsb_summary_print(be.modeled);
 	printf("\ndone in %.1f s%s%s\n", (double)(xsb_now_ns() - t0) / 1e9,
 	       ctx.fails ? "; some runs FAILED" : "",
 	       be.modeled ? " (host backend: modeled figures, no GPU used)" : "");

@@ -623,6 +623,8 @@ static void xsb__verdicts(const struct xsb_ctx *c, const char *what, const struc
 		char cpu[96];
 		xsb__cpu_part(cpu, sizeof(cpu), c, h->mode, h->cpu, xsb__find(t, "native", "high"),
 			      &cpu_ok);
+		xsb_summary_note(what, false, "xsched", h->mode, ratio, frac,
+				 xsb__verdict(c, h->mode, ok));
 		if (frac >= 0)
 			printf("    %-18s %-8s p99 %.2fx alone, low throughput %.3f; %s\n", h->mode,
 			       xsb__verdict(c, h->mode, ok), ratio, frac, cpu);
@@ -828,8 +830,11 @@ int xsb_scenario_systematic(struct xsb_ctx *c)
 		       "until the high ones finish)\n",
 		       base.config, threads, ntasks, t.desc);
 		xsb__print(&tab, &alone);
-		if (highs[h] == 1)
-			xsb__verdicts(c, "systematic 1H", &tab, &alone, 1.05, 0.95);
+		if (highs[h] == 1) {
+			char what[64];
+			snprintf(what, sizeof(what), "systematic %s", base.config);
+			xsb__verdicts(c, what, &tab, &alone, 1.05, 0.95);
+		}
 	}
 	xsb_task_free(&t);
 	return 0;
@@ -944,6 +949,10 @@ static void xsb__serve_verdicts(const struct xsb_ctx *c, const char *config,
 		char cpu[96];
 		xsb__cpu_part(cpu, sizeof(cpu), c, h->mode, h->cpu,
 			      xsb__find(tab, "native", "high"), &cpu_ok);
+		char what[64];
+		snprintf(what, sizeof(what), "serve %s", config);
+		xsb_summary_note(what, false, "xsched", h->mode, h->st.p99 / alone->p99, frac,
+				 xsb__verdict(c, h->mode, ok));
 		printf("    %-18s %-8s p99 %.3f ms (%.2fx alone, %.2fx floor), low throughput "
 		       "%.3f; %s\n",
 		       h->mode, xsb__verdict(c, h->mode, ok), h->st.p99, h->st.p99 / alone->p99,
@@ -1260,6 +1269,11 @@ static void xsb__corun_print(const struct xsb_ctx *c, const char *config,
 		char cpu[96];
 		struct xsb__row nrow = {.cpu = nat ? nat->cpu : 0};
 		xsb__cpu_part(cpu, sizeof(cpu), c, r->mode, r->cpu, nat ? &nrow : NULL, &cpu_ok);
+		char what[64];
+		snprintf(what, sizeof(what), "corun %s", config);
+		xsb_summary_note(what, false, "xsched", r->mode,
+				 alone->p99 > 0 ? r->hi.p99 / alone->p99 : 0, frac,
+				 xsb__verdict(c, r->mode, ok));
 		const char *fv = strncmp(r->mode, "xsched", 6) || c->be->modeled
 				     ? ""
 				     : xsb__verdict(c, r->mode, fair);
@@ -1480,6 +1494,10 @@ static void xsb__mlfq_verdicts(const struct xsb_ctx *c, const char *config,
 				   : c->be->modeled ? "(model)"
 				   : ok             ? "MET"
 						    : "MISSED";
+		char what[64];
+		snprintf(what, sizeof(what), "mlfq %s", config);
+		xsb_summary_note(what, false, "xsched-mlfq", h->mode, h->st.p99 / alone->p99, frac,
+				 word);
 		printf("    %-18s %-8s p99 %.3f ms (%.2fx alone, %.2fx floor), long throughput "
 		       "%.3f%s\n",
 		       h->mode, word, h->st.p99, h->st.p99 / alone->p99, h->st.p99 / floor_ms, frac,
@@ -1582,6 +1600,10 @@ static void xsb__preempt_verdicts(const struct xsb_ctx *c, const char *config,
 		if (h->skipped || strcmp(h->cls, "high"))
 			continue;
 		bool ok = h->st.p50 <= ref->st.p50;
+		char what[64];
+		snprintf(what, sizeof(what), "preempt %s", config);
+		xsb_summary_note(what, true, "xsched", h->mode, h->st.p50, -1,
+				 xsb__verdict(c, h->mode, ok));
 		printf("    %-18s %-8s p50 %.3f ms (%.2fx native-prio)\n", h->mode,
 		       xsb__verdict(c, h->mode, ok), h->st.p50,
 		       ref->st.p50 > 0 ? h->st.p50 / ref->st.p50 : 0);
@@ -1713,6 +1735,10 @@ int xsb_scenario_overhead(struct xsb_ctx *c)
 			snprintf(d2, sizeof(d2), "%+.2f us", per - nat_tiny);
 		printf("  %-18s %8.3f ms %8.3f ms %8s %14.2f %14s\n", m->name, st[0].p50, st[0].p99,
 		       d1, per, d2);
+		if (!strcmp(m->name, "xsched") && nat_sg > 0 && nat_tiny > 0)
+			xsb_summary_line("overhead (one lane alone, xsched over a native stream): "
+					 "task of %s %s, tiny kernel %s",
+					 t.desc, d1, d2);
 	}
 	xsb_task_free(&t);
 	xsb_task_free(&tiny);

@@ -182,12 +182,16 @@ class XSchedError(Exception):
     """An XResult other than kXSchedSuccess.
 
     ``code`` is the :class:`Result`, ``name`` its C name (e.g. ``kXSchedErrorNotFound``),
-    ``func`` the C function that returned it (or None).
+    ``func`` the C function that returned it (or None), ``reason`` why the library says it
+    failed (``XResultLastMessage()``: the text its log line would give, e.g.
+    ``"XHintPriority: 1000 is outside [-255, 255] and not PRIORITY_NO_EXECUTE"``; "" when
+    it gave none). The message is ``func: name: reason`` (the reason without a repeated
+    ``func:``), then this module's own words if any.
     """
     code: Result = Result.ERROR_UNKNOWN
 
     def __init__(self, message: str = "", code: Optional[int] = None,
-                 func: Optional[str] = None):
+                 func: Optional[str] = None, reason: str = ""):
         if code is not None:
             try:
                 self.code = Result(code)
@@ -195,7 +199,11 @@ class XSchedError(Exception):
                 self.code = code  # an unknown value from a newer library
         self.func = func
         self.name = result_name(self.code)
+        self.reason = reason
         text = "%s: %s" % (func, self.name) if func else self.name
+        if reason:
+            text += ": " + (reason[len(func) + 2:] if func and reason.startswith(func + ": ")
+                            else reason)
         if message:
             text += ": " + message
         super().__init__(text)
@@ -260,13 +268,24 @@ def result_name(code: int) -> str:
     return name
 
 
+def last_reason() -> str:
+    """Why the calling thread's last failed C call failed (``XResultLastMessage()``), and
+    clear it; "" when it gave no reason, or when the library lacks the call."""
+    if _XResultLastMessage is None:
+        return ""
+    return (_XResultLastMessage() or b"").decode("utf-8", "replace")
+
+
 def error_for(code: int, func: Optional[str] = None, message: str = "") -> XSchedError:
-    """The exception for XResult ``code`` (an :class:`XSchedError` subclass instance)."""
+    """The exception for XResult ``code`` (an :class:`XSchedError` subclass instance).
+
+    With ``func`` (the C function that just returned ``code`` on this thread), its
+    ``reason`` is what the library said about that failure (:func:`last_reason`)."""
     try:
         cls = _ERROR_CLASSES.get(Result(code), XSchedError)
     except ValueError:
         cls = XSchedError
-    return cls(message, code=code, func=func)
+    return cls(message, code=code, func=func, reason=last_reason() if func else "")
 
 
 def check(code: int, func: Optional[str] = None) -> None:
@@ -468,14 +487,22 @@ del _name, _argtypes, _f
 # uses this module's table).
 _STRING_PROTOTYPES = {
     "XResultName": [XResult],
+    "XResultLastMessage": [],
 }
-try:
-    _XResultName = lib.XResultName
-except AttributeError:
-    _XResultName = None
-else:
-    _XResultName.argtypes = _STRING_PROTOTYPES["XResultName"]
-    _XResultName.restype = ctypes.c_char_p
+
+
+def _string_function(name):
+    try:
+        f = getattr(lib, name)
+    except AttributeError:
+        return None
+    f.argtypes = _STRING_PROTOTYPES[name]
+    f.restype = ctypes.c_char_p
+    return f
+
+
+_XResultName = _string_function("XResultName")
+_XResultLastMessage = _string_function("XResultLastMessage")
 
 
 def has_function(name: str) -> bool:

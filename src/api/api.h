@@ -10,7 +10,7 @@
 static inline xs_xqueue *xs__api_found(xs_obj *obj, XQueueHandle h, const char *fn)
 {
 	if (!obj) {
-		XS_WARN("api", "%s: 0x%llx %s", fn, (unsigned long long)h,
+		XS_FAIL("api", "%s: 0x%llx %s", fn, (unsigned long long)h,
 			xs_handle_describe(h, XS_KIND_XQUEUE));
 		return NULL;
 	}

@@ -189,7 +189,7 @@ XResult HwCommandCreateEventWait(HwCommandHandle *hw_cmd, HwCommandHandle record
 	XS_CHECK(robj, kXSchedErrorNotFound, "api", "HwCommandCreateEventWait: 0x%llx %s",
 		 (unsigned long long)record_cmd, xs_handle_describe(record_cmd, XS_KIND_COMMAND));
 	if (xs_cmd_of(robj)->kind != XS_CMD_EVENT_RECORD) {
-		XS_WARN("api", "HwCommandCreateEventWait: command 0x%llx is not an event record",
+		XS_FAIL("api", "HwCommandCreateEventWait: command 0x%llx is not an event record",
 			(unsigned long long)record_cmd);
 		xs_obj_unref(robj);
 		return kXSchedErrorInvalidValue;

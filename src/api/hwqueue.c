@@ -16,7 +16,7 @@ static XResult xs__publish(xs_hwq *q, uint64_t key, HwQueueHandle *out)
 	XResult res = xs_handle_register(&q->obj, key);
 	if (res != kXSchedSuccess) {
 		if (res == kXSchedErrorNotAllowed)
-			XS_WARN("api", "the %s stream %p is already a HwQueue", q->ops->name,
+			XS_FAIL("api", "the %s stream %p is already a HwQueue", q->ops->name,
 				q->native);
 		xs_lv3_detach(q->lv3);
 		q->lv3 = NULL;
@@ -83,7 +83,7 @@ XResult HwQueueDestroy(HwQueueHandle hwq)
 		q->lv3 = NULL;
 		q->ops->destroy(q);
 	} else {
-		XS_WARN("api", "HwQueueDestroy: 0x%llx %s", (unsigned long long)hwq,
+		XS_FAIL("api", "HwQueueDestroy: 0x%llx %s", (unsigned long long)hwq,
 			res == kXSchedErrorNotAllowed ? "still has an XQueue: destroy it first"
 						      : "is being destroyed");
 	}

@@ -110,13 +110,18 @@ XResult XSchedTraceStop(void)
 {
 	XResult res = xs_trace_stop();
 	if (res == kXSchedErrorNotFound)
-		XS_WARN("api", "XSchedTraceStop: no trace runs");
+		XS_FAIL("api", "XSchedTraceStop: no trace runs");
 	return res;
 }
 
 const char *XResultName(XResult r)
 {
 	return xs_result_name(r);
+}
+
+const char *XResultLastMessage(void)
+{
+	return xs_log_last_message();
 }
 
 /* At exit the library's threads are stopped and joined, so that none runs while the

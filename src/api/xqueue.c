@@ -27,7 +27,7 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 	XResult res = kXSchedSuccess;
 	xs_xqueue *x = NULL;
 	if (level > q->max_level) {
-		XS_WARN(
+		XS_FAIL(
 		    "api",
 		    "XQueueCreate: the %s HwQueue supports preemption levels up to %d, not %lld",
 		    q->ops->name, q->max_level, (long long)level);
@@ -38,7 +38,7 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 	if (res == kXSchedSuccess) {
 		res = xs_hwq_bind(q, x);
 		if (res != kXSchedSuccess)
-			XS_WARN("api", "XQueueCreate: HwQueue 0x%llx %s", (unsigned long long)hwq,
+			XS_FAIL("api", "XQueueCreate: HwQueue 0x%llx %s", (unsigned long long)hwq,
 				res == kXSchedErrorNotAllowed ? "already has an XQueue"
 							      : "is being destroyed");
 		else if ((res = xs_sched_add(x)) != kXSchedSuccess)
@@ -98,11 +98,11 @@ XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
 	if (!xs__valid_level(level)) {
-		XS_WARN("api", "XQueueSetPreemptLevel: %lld is not a preemption level (1..3)",
+		XS_FAIL("api", "XQueueSetPreemptLevel: %lld is not a preemption level (1..3)",
 			(long long)level);
 		res = kXSchedErrorInvalidValue;
 	} else if (level > x->hwq->max_level) {
-		XS_WARN("api",
+		XS_FAIL("api",
 			"XQueueSetPreemptLevel: the %s HwQueue supports levels up to %d, not %lld",
 			x->hwq->ops->name, x->hwq->max_level, (long long)level);
 		res = kXSchedErrorNotSupported;
@@ -159,7 +159,7 @@ XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
 	XResult res = kXSchedErrorNotFound;
 	if (!cobj)
-		XS_WARN("api", "XQueueSubmit: 0x%llx %s", (unsigned long long)hw_cmd,
+		XS_FAIL("api", "XQueueSubmit: 0x%llx %s", (unsigned long long)hw_cmd,
 			xs_handle_describe(hw_cmd, XS_KIND_COMMAND));
 	else if ((res = xs_engine_submit(x, xs_cmd_of(cobj))) != kXSchedSuccess)
 		xs_obj_unref(cobj); /* on success the XQueue took the lookup's reference */
@@ -175,10 +175,10 @@ XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
 	xs_obj *cobj = xs_handle_get(hw_cmd, XS_KIND_COMMAND);
 	XResult res = kXSchedErrorNotFound;
 	if (!cobj) {
-		XS_WARN("api", "XQueueWait: 0x%llx %s", (unsigned long long)hw_cmd,
+		XS_FAIL("api", "XQueueWait: 0x%llx %s", (unsigned long long)hw_cmd,
 			xs_handle_describe(hw_cmd, XS_KIND_COMMAND));
 	} else if (atomic_load_explicit(&xs_cmd_of(cobj)->xq, memory_order_acquire) != x) {
-		XS_WARN("api", "XQueueWait: command 0x%llx was not submitted to XQueue 0x%llx",
+		XS_FAIL("api", "XQueueWait: command 0x%llx was not submitted to XQueue 0x%llx",
 			(unsigned long long)hw_cmd, (unsigned long long)xq);
 		res = kXSchedErrorInvalidValue;
 	} else {
@@ -290,18 +290,18 @@ XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 	int level = x->level;
 	xs_mutex_unlock(&x->lock);
 	if (flags & ~(int64_t)kQueueSuspendFlagSyncHwQueue) {
-		XS_WARN("api", "XQueueSuspend: flags 0x%llx are not supported",
+		XS_FAIL("api", "XQueueSuspend: flags 0x%llx are not supported",
 			(unsigned long long)flags);
 		res = kXSchedErrorNotSupported;
 	} else if (sync && level > kPreemptLevelBlock) {
-		XS_WARN(
+		XS_FAIL(
 		    "api",
 		    "XQueueSuspend: SyncHwQueue is supported at Lv1 only (the queue is at Lv%d: "
 		    "commands behind its gate would never complete)",
 		    level);
 		res = kXSchedErrorNotSupported;
 	} else if (sync && xs_engine_in_callback(x)) {
-		XS_WARN("api", "XQueueSuspend: SyncHwQueue from the XQueue's own launch callback "
+		XS_FAIL("api", "XQueueSuspend: SyncHwQueue from the XQueue's own launch callback "
 			       "would never return");
 		res = kXSchedErrorNotAllowed;
 	} else {
@@ -318,7 +318,7 @@ XResult XQueueResume(XQueueHandle xq, int64_t flags)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
 	if (flags != kQueueResumeFlagNone) {
-		XS_WARN("api",
+		XS_FAIL("api",
 			"XQueueResume: flags 0x%llx are not supported (DropCommands would lose "
 			"submitted commands)",
 			(unsigned long long)flags);

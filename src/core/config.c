@@ -1,9 +1,12 @@
 #include "core/config.h"
 
+#include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "core/thread.h"
@@ -25,49 +28,91 @@ static xs__snap *xs__newest;
  * xs__lock (release), read without it (acquire). */
 static _Atomic(const xs_config *) xs__cur;
 
-/* An integer variable in [lo, hi], or @def (with one warning) when it is anything else. */
-static int64_t xs__int(const char *name, int64_t lo, int64_t hi, int64_t def)
+/* An integer variable in [lo, hi], or @def when it is unset or empty. Any other value is
+ * reported (xs_log_setting: once, whatever the log level) with what is used instead:
+ * @instead, or where it is NULL "using <def> (the default)". */
+static int64_t xs__int(const char *name, int64_t lo, int64_t hi, int64_t def, const char *instead)
 {
 	const char *s = getenv(name);
 	if (!s || !*s)
 		return def;
 	char *end;
+	errno = 0;
 	long long v = strtoll(s, &end, 10);
-	if (*end || v < lo || v > hi) {
-		XS_WARN("core", "%s=%s is not an integer in [%lld, %lld]; using %lld", name, s,
-			(long long)lo, (long long)hi, (long long)def);
-		return def;
+	if (!*end && end != s && !errno && v >= lo && v <= hi)
+		return v;
+	char range[64], dflt[48];
+	if (lo == 0 && hi == 1)
+		snprintf(range, sizeof(range), "0 or 1");
+	else
+		snprintf(range, sizeof(range), "an integer in [%lld, %lld]", (long long)lo,
+			 (long long)hi);
+	snprintf(dflt, sizeof(dflt), "using %lld (the default)", (long long)def);
+	xs_log_setting("%s=%.64s is not %s; %s", name, s, range, instead ? instead : dflt);
+	return def;
+}
+
+/* XSCHED_TRACE's path, or NULL (reported) when no file can be written there: the trace is
+ * written at XSchedTraceStop() or exit, too late to say that it could not be. */
+static const char *xs__trace_path(void)
+{
+	const char *t = getenv("XSCHED_TRACE");
+	if (!t || !*t)
+		return NULL;
+	int err = 0;
+	if (access(t, F_OK) == 0) {
+		if (access(t, W_OK) != 0)
+			err = errno;
+	} else {
+		char dir[4096];
+		const char *slash = strrchr(t, '/');
+		size_t n = !slash ? 0 : slash == t ? 1 : (size_t)(slash - t);
+		if (n >= sizeof(dir))
+			n = sizeof(dir) - 1;
+		memcpy(dir, n ? t : ".", n ? n : 1);
+		dir[n ? n : 1] = '\0';
+		if (access(dir, W_OK | X_OK) != 0)
+			err = errno;
 	}
-	return v;
+	if (err) {
+		xs_log_setting("XSCHED_TRACE=%.200s cannot be written (%s); recording no trace", t,
+			       strerror(err));
+		return NULL;
+	}
+	return t;
 }
 
 static void xs__load(xs_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	const char *p = getenv("XSCHED_POLICY");
-	c->policy = p && *p ? p : NULL;
+	c->policy = p && *p ? p : NULL; /* a name no policy has is reported by sched.c */
 	const char *k = getenv("XSCHED_SCHEDULER");
 	c->app_managed = k && !strcasecmp(k, "APP");
 	if (k && *k && !c->app_managed && strcasecmp(k, "LCL"))
-		XS_WARN("core", "XSCHED_SCHEDULER=%s is not APP or LCL; using the local scheduler",
-			k);
-	c->hpf_linger_ns = xs__int("XSCHED_HPF_LINGER_US", 0, 10000000, 0) * 1000;
-	c->budget_ns = xs__int("XSCHED_BUDGET_US", 0, 10000000, XS_BUDGET_DEFAULT_US) * 1000;
-	c->hw_priority = xs__int("XSCHED_HW_PRIORITY", 0, 1, 1) != 0;
-	c->gpu_lazy_marks = xs__int("XSCHED_GPU_LAZY_MARKS", 0, 1, 1) != 0;
-	c->top_gates = xs__int("XSCHED_TOP_GATES", 0, 1, 0) != 0;
-	c->strict_priority = xs__int("XSCHED_STRICT_PRIORITY", 0, 1, 0) != 0;
-	c->pace_wait = xs__int("XSCHED_PACE_WAIT", 0, 1, 0) != 0;
-	c->corun_ns = xs__int("XSCHED_CORUN_US", 0, 10000000, XS_CORUN_DEFAULT_US) * 1000;
-	c->host_hw_queues = (unsigned)xs__int("XSCHED_HOST_HW_QUEUES", 0, 1 << 20, 0);
-	c->cuda_connections = (long)xs__int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 1024, 0);
-	c->hip_hw_queues = (long)xs__int("GPU_MAX_HW_QUEUES", 0, 1024, 0);
-	c->hip_cp_wait = xs__int("GPU_STREAMOPS_CP_WAIT", 0, 1, 0) != 0;
-	const char *t = getenv("XSCHED_TRACE");
-	c->trace_path = t && *t ? t : NULL;
-	c->trace_events = xs__int("XSCHED_TRACE_EVENTS", 16, 1 << 24, 65536);
+		xs_log_setting("XSCHED_SCHEDULER=%.64s is not APP or LCL; using LCL (the local "
+			       "scheduler, the default)",
+			       k);
+	c->hpf_linger_ns = xs__int("XSCHED_HPF_LINGER_US", 0, 10000000, 0, NULL) * 1000;
+	c->budget_ns = xs__int("XSCHED_BUDGET_US", 0, 10000000, XS_BUDGET_DEFAULT_US, NULL) * 1000;
+	c->hw_priority = xs__int("XSCHED_HW_PRIORITY", 0, 1, 1, NULL) != 0;
+	c->gpu_lazy_marks = xs__int("XSCHED_GPU_LAZY_MARKS", 0, 1, 1, NULL) != 0;
+	c->top_gates = xs__int("XSCHED_TOP_GATES", 0, 1, 0, NULL) != 0;
+	c->strict_priority = xs__int("XSCHED_STRICT_PRIORITY", 0, 1, 0, NULL) != 0;
+	c->pace_wait = xs__int("XSCHED_PACE_WAIT", 0, 1, 0, NULL) != 0;
+	c->corun_ns = xs__int("XSCHED_CORUN_US", 0, 10000000, XS_CORUN_DEFAULT_US, NULL) * 1000;
+	c->host_hw_queues = (unsigned)xs__int("XSCHED_HOST_HW_QUEUES", 0, 1 << 20, 0,
+					      "using 0 (the default: no limit)");
+	/* The runtimes read these themselves; the library only plans with them. */
+	static const char unset[] = "the library takes it as unset (the runtime's own default)";
+	c->cuda_connections = (long)xs__int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 1024, 0, unset);
+	c->hip_hw_queues = (long)xs__int("GPU_MAX_HW_QUEUES", 0, 1024, 0, unset);
+	c->hip_cp_wait = xs__int("GPU_STREAMOPS_CP_WAIT", 0, 1, 0, unset) != 0;
+	c->trace_path = xs__trace_path();
+	c->trace_events = xs__int("XSCHED_TRACE_EVENTS", 16, 1 << 24, 65536, NULL);
 	c->stall_release_ns =
-	    xs__int("XSCHED_STALL_RELEASE_US", 0, 100000000, XS_STALL_RELEASE_DEFAULT_US) * 1000;
+	    xs__int("XSCHED_STALL_RELEASE_US", 0, 100000000, XS_STALL_RELEASE_DEFAULT_US, NULL) *
+	    1000;
 }
 
 /* A snapshot of the environment now: the newest one when nothing changed, else a new

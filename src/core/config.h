@@ -2,7 +2,8 @@
  *
  * xs_config_get() reads every variable the first time it is called (and again after
  * xs_config_reset(), which XSchedShutdown() calls so that a process can change them
- * between two uses of the library), warns once about each bad value in the same way, and
+ * between two uses of the library), reports each bad value on stderr whatever the log
+ * level, once per process (what was read, what is used instead: xs_log_setting), and
  * returns a pointer to the same immutable snapshot until the next reset. No other file
  * calls getenv() but log.c, which reads XSCHED_LOG itself (once, at the first message,
  * before anything else can be logged); nothing reads the environment on a library

@@ -141,8 +141,8 @@ XResult xs_trace_start(const char *path, int64_t ring_events)
 	XS_CHECK(path && *path, kXSchedErrorInvalidValue, "trace", "XSchedTraceStart: no path");
 	xs_mutex_lock(&xs__t.lock);
 	if (xs__t.path) {
+		XS_FAIL("trace", "XSchedTraceStart: a trace into %s runs already", xs__t.path);
 		xs_mutex_unlock(&xs__t.lock);
-		XS_WARN("trace", "XSchedTraceStart: a trace into %s runs already", xs__t.path);
 		return kXSchedErrorNotAllowed;
 	}
 	xs__t.path = strdup(path);

@@ -139,7 +139,7 @@ static xs__gpu_q *xs__gq(xs_hwq *q)
 /* Log a failed runtime call and map it to an XResult. */
 static XResult xs__fail(const char *what, xs_gpu_stream s, xs_gpu_err err)
 {
-	XS_WARN("hal", "%s on %s stream %p failed: %s (%s)", what, XS_GPU_NAME, (void *)s,
+	XS_FAIL("hal", "%s on %s stream %p failed: %s (%s)", what, XS_GPU_NAME, (void *)s,
 		xs_gpu_err_name(err), xs_gpu_err_string(err));
 	return kXSchedErrorHardware;
 }
@@ -780,13 +780,13 @@ XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const voi
 	const char *why;
 	xs_gpu_err err = xs_gpu_runtime_init(&why);
 	if (err != XS_GPU_OK) {
-		XS_WARN("hal", "HwCommandCreateResolvedKernel: no usable cuda runtime: %s", why);
+		XS_FAIL("hal", "HwCommandCreateResolvedKernel: no usable cuda runtime: %s", why);
 		return xs_gpu_err_is_no_driver(err) ? kXSchedErrorNotSupported
 						    : kXSchedErrorHardware;
 	}
 	int rt_err = 0;
 	if (xs__fn_resolve_current(func, resolve, &rt_err) != XS_GPU_OK) {
-		XS_WARN("hal",
+		XS_FAIL("hal",
 			"HwCommandCreateResolvedKernel: the runtime does not know kernel %p "
 			"(its resolver returned %d)",
 			func, rt_err);
@@ -814,7 +814,7 @@ XResult XS_GPU_CREATE_FN(void *stream, xs_hwq **out)
 	const char *why;
 	xs_gpu_err err = xs_gpu_runtime_init(&why);
 	if (err != XS_GPU_OK) {
-		XS_WARN("hal", XS_GPU_CREATE_NAME ": no usable %s runtime: %s", XS_GPU_NAME, why);
+		XS_FAIL("hal", XS_GPU_CREATE_NAME ": no usable %s runtime: %s", XS_GPU_NAME, why);
 		return xs_gpu_err_is_no_driver(err) ? kXSchedErrorNotSupported
 						    : kXSchedErrorHardware;
 	}

@@ -7,7 +7,7 @@ XResult xs_cuda_queue_create(void *stream, xs_hwq **out)
 {
 	(void)stream;
 	(void)out;
-	XS_WARN("hal", "CudaQueueCreate: this build of libxsched has no CUDA backend");
+	XS_FAIL("hal", "CudaQueueCreate: this build of libxsched has no CUDA backend");
 	return kXSchedErrorNotSupported;
 }
 
@@ -15,7 +15,7 @@ XResult xs_cuda_check_kernel(const void *func, int (*resolve)(void **, const voi
 {
 	(void)func;
 	(void)resolve;
-	XS_WARN("hal", "HwCommandCreateResolvedKernel: this build of libxsched has no CUDA "
+	XS_FAIL("hal", "HwCommandCreateResolvedKernel: this build of libxsched has no CUDA "
 		       "backend");
 	return kXSchedErrorNotSupported;
 }
@@ -30,7 +30,7 @@ XResult xs_hip_queue_create(void *stream, xs_hwq **out)
 {
 	(void)stream;
 	(void)out;
-	XS_WARN("hal", "HipQueueCreate: this build of libxsched has no HIP backend");
+	XS_FAIL("hal", "HipQueueCreate: this build of libxsched has no HIP backend");
 	return kXSchedErrorNotSupported;
 }
 #endif

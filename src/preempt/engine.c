@@ -1461,18 +1461,18 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 	XS_ASSERT_HELD(&xq->lock);
 	struct xs_xqueue *none = NULL;
 	if (xq->closing) {
-		XS_WARN("engine", "XQueueSubmit: XQueue 0x%llx is being destroyed",
+		XS_FAIL("engine", "XQueueSubmit: XQueue 0x%llx is being destroyed",
 			(unsigned long long)xq->obj.handle);
 		return kXSchedErrorNotFound;
 	}
 	if (cmd->kind != XS_CMD_INLINE && !xq->hwq->ops->supports(xq->hwq, cmd->kind)) {
-		XS_WARN("engine", "XQueueSubmit: the %s HwQueue cannot run this kind of command",
+		XS_FAIL("engine", "XQueueSubmit: the %s HwQueue cannot run this kind of command",
 			xq->hwq->ops->name);
 		return kXSchedErrorNotSupported;
 	}
 	if (!atomic_compare_exchange_strong_explicit(&cmd->xq, &none, xq, memory_order_acq_rel,
 						     memory_order_acquire)) {
-		XS_WARN("engine", "XQueueSubmit: command 0x%llx was already submitted",
+		XS_FAIL("engine", "XQueueSubmit: command 0x%llx was already submitted",
 			(unsigned long long)cmd->obj.handle);
 		return kXSchedErrorNotAllowed;
 	}
@@ -1508,7 +1508,7 @@ XResult xs_engine_submit(xs_xqueue *xq, xs_cmd *cmd)
 XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd)
 {
 	if (xs_engine_in_callback(xq)) {
-		XS_WARN("engine",
+		XS_FAIL("engine",
 			"XQueueLaunchInline on XQueue 0x%llx from its own command would wait for "
 			"itself; refused",
 			(unsigned long long)xq->obj.handle);
@@ -1590,7 +1590,7 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 	xs_mutex_lock(&xq->lock);
 	if (xq->closing) { /* XQueueDestroy ends every scope, open or opened meanwhile */
 		xs_mutex_unlock(&xq->lock);
-		XS_WARN("engine", "%s: XQueue 0x%llx is being destroyed",
+		XS_FAIL("engine", "%s: XQueue 0x%llx is being destroyed",
 			open ? "XQueueBeginScope" : "XQueueEndScope",
 			(unsigned long long)xq->obj.handle);
 		return kXSchedErrorNotFound;
@@ -1602,7 +1602,7 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 			xs__unit_open(xq);
 		}
 	} else if (xq->scopes == 0) {
-		XS_WARN("engine", "XQueueEndScope: XQueue 0x%llx has no open scope",
+		XS_FAIL("engine", "XQueueEndScope: XQueue 0x%llx has no open scope",
 			(unsigned long long)xq->obj.handle);
 		res = kXSchedErrorNotAllowed;
 	} else if (--xq->scopes == 0) {
@@ -1622,12 +1622,12 @@ static XResult xs__unit_check(const xs_xqueue *xq, bool open, const char *fn)
 {
 	XS_ASSERT_HELD(&xq->lock);
 	if (xq->closing) {
-		XS_WARN("engine", "%s: XQueue 0x%llx is being destroyed", fn,
+		XS_FAIL("engine", "%s: XQueue 0x%llx is being destroyed", fn,
 			(unsigned long long)xq->obj.handle);
 		return kXSchedErrorNotFound;
 	}
 	if (xq->unit_open != open) {
-		XS_WARN("engine", "%s: XQueue 0x%llx %s", fn, (unsigned long long)xq->obj.handle,
+		XS_FAIL("engine", "%s: XQueue 0x%llx %s", fn, (unsigned long long)xq->obj.handle,
 			open ? "has no open unit" : "has a unit open already (units do not nest)");
 		return kXSchedErrorNotAllowed;
 	}
@@ -1701,7 +1701,7 @@ static XResult xs__unit_end(xs_xqueue *xq)
 XResult xs_engine_unit(xs_xqueue *xq, bool begin)
 {
 	if (begin && xs_engine_in_callback(xq)) {
-		XS_WARN("engine",
+		XS_FAIL("engine",
 			"XQueueBeginUnit on XQueue 0x%llx from its own command would hold its "
 			"device while lower queues run its slice; refused",
 			(unsigned long long)xq->obj.handle);
@@ -1714,7 +1714,7 @@ XResult xs_engine_gate_check(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
 	if (!q->ops->gate_check || q->max_level < kPreemptLevelDeactivate) {
-		XS_WARN("engine", "XQueueEnqueueGateCheck: the %s HwQueue has no run gate",
+		XS_FAIL("engine", "XQueueEnqueueGateCheck: the %s HwQueue has no run gate",
 			q->ops->name);
 		return kXSchedErrorNotSupported;
 	}
@@ -1864,7 +1864,7 @@ XResult xs_engine_app_suspend(xs_xqueue *xq, bool suspend, bool sync)
 	if (suspend && sync && xq->gate_after != UINT64_MAX && target > xq->gate_after &&
 	    xq->completed < target) {
 		xs_mutex_unlock(&xq->lock);
-		XS_WARN(
+		XS_FAIL(
 		    "engine",
 		    "XQueueSuspend: SyncHwQueue on XQueue 0x%llx, whose stream got run gate "
 		    "checks, with commands behind one in flight: stopped at a closed check, they "
@@ -1962,7 +1962,7 @@ XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t ba
 	int64_t t = threshold > 0 ? threshold : xq->threshold;
 	int64_t b = batch_size > 0 ? batch_size : xq->batch_size;
 	if (t < b) {
-		XS_WARN("engine", "XQueueSetLaunchConfig: threshold %lld is below batch size %lld",
+		XS_FAIL("engine", "XQueueSetLaunchConfig: threshold %lld is below batch size %lld",
 			(long long)t, (long long)b);
 		res = kXSchedErrorInvalidValue;
 	} else {

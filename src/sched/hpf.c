@@ -10,7 +10,7 @@
  * force for t microseconds after it goes idle, so that a high-priority thread that submits
  * its next task right after waiting for the last one does not find the device refilled
  * with lower-priority work it must drain first. Default 0 since 0.2: the commitment budget
- * (preempt/device.c) already bounds what such a thread finds; 0.1 used 1000 us, measured
+ * (preempt/budget.c) already bounds what such a thread finds; 0.1 used 1000 us, measured
  * then on an H200 (doc/RESULTS.md, History, "HPF linger"). Read when HPF becomes the
  * policy or at its first pass. The only HPF state, and the only reason for a timer.
  */

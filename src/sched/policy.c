@@ -1,5 +1,6 @@
 /* The table of built-in policies and helpers shared by them. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
 
@@ -27,6 +28,19 @@ const xs_policy_ops *xs_policy_find_name(const char *name)
 		if (!strcasecmp(xs__policies[i]->name, name))
 			return xs__policies[i];
 	return NULL;
+}
+
+void xs_policy_names(char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < XS__NPOLICIES && used < len; i++) {
+		int n =
+		    snprintf(buf + used, len - used, "%s%s", i ? ", " : "", xs__policies[i]->name);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
 }
 
 bool xs_policy_valid(XPolicyType type)

@@ -91,6 +91,8 @@ extern const xs_policy_ops xs_policy_mlfq;
 const xs_policy_ops *xs_policy_find(XPolicyType type);
 /* The policy named @name (case-insensitive), or NULL. */
 const xs_policy_ops *xs_policy_find_name(const char *name);
+/* The names of this library's policies ("HPF, UP, ..."), cut to @len bytes. */
+void xs_policy_names(char *buf, size_t len);
 /* True if @type is an XPolicyType value at all (built here or not). */
 bool xs_policy_valid(XPolicyType type);
 

@@ -589,9 +589,11 @@ static XResult xs__configure_from_env(void)
 	if (cfg->policy) {
 		policy = xs_policy_find_name(cfg->policy);
 		if (!policy) {
-			XS_WARN("sched",
-				"XSCHED_POLICY=%s is not a policy of this library; using HPF",
-				cfg->policy);
+			char names[128];
+			xs_policy_names(names, sizeof(names));
+			xs_log_setting("XSCHED_POLICY=%.64s is not a policy of this library (%s); "
+				       "using HPF (the default)",
+				       cfg->policy, names);
 			policy = &xs_policy_hpf;
 		}
 	} else if (cfg->app_managed) {
@@ -683,7 +685,7 @@ XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy)
 	if (scheduler == kSchedulerLocal) {
 		ops = xs_policy_find(policy);
 		if (!ops) {
-			XS_WARN("sched",
+			XS_FAIL("sched",
 				"XHintSetScheduler: policy %d is not built in this library",
 				(int)policy);
 			return kXSchedErrorNotSupported;

@@ -1,0 +1,4 @@
+/* XSched's include path "xsched/types.h" (XpuOS/xsched), so that a program written for
+ * XSched builds unchanged: libxsched declares all of XSched's C API, and its own additions,
+ * in one header, xsched.h (doc/migration.md). */
+#include "../xsched.h"
