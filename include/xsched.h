@@ -763,7 +763,12 @@ XSCHED_API XResult HostQueueCreate(HwQueueHandle *hwq);
  * Hardware priority: while the scheduler runs, the library sets the stream's priority
  * attribute (cudaStreamSetAttribute) to the device's greatest when the XQueue is at the
  * top priority present on its device, else to the least, and restores the stream's own
- * priority at HwQueueDestroy(); `XSCHED_HW_PRIORITY=0` turns this off.
+ * priority at HwQueueDestroy(); `XSCHED_HW_PRIORITY=0` turns this off. Work captured into
+ * a CUDA graph keeps the priority the stream had at capture (PyTorch instantiates graphs
+ * with per-node priorities, cudaGraphInstantiateFlagUseNodePriority): make the XQueue
+ * before capturing on its stream, once XQueueGetStats() reports `hw_priority` 2 (Python:
+ * XQueue.capture()), or create the stream at the greatest priority yourself; a graph
+ * captured before the XQueue existed replays at the stream's old priority.
  * CUDA loads a module lazily at its first kernel launch and then waits for the stream;
  * the library commits a command before enqueuing it when it may run, but a command whose
  * XQueue is suspended at Lv2 can make that launch wait until the resume:
