@@ -9,6 +9,8 @@
 #include "core/log.h"
 #include "core/thread.h"
 
+/* Kept loose: read by every emit site through XS_TRACE (trace.h), one relaxed load, so it is
+ * the module's interface rather than its private state. */
 atomic_bool xs_trace_on;
 
 typedef struct xs__ring {
