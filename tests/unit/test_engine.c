@@ -313,6 +313,11 @@ static void *sync_suspender(void *arg)
 	return NULL;
 }
 
+static bool xq_suspended(void *arg)
+{
+	return t_stats(*(XQueueHandle *)arg).suspensions > 0;
+}
+
 static void sync_vs_level(void)
 {
 	HwQueueHandle hwq;
@@ -325,7 +330,10 @@ static void sync_vs_level(void)
 	atomic_store(&g_sync_done, 0);
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, sync_suspender, &xq) == 0);
-	t_sleep_us(5000);
+	/* The level changes only once the suspension is applied (XQueueSuspend checked the
+	 * level before): a busy host may start the thread late. */
+	CHECKF(t_wait_for(xq_suspended, &xq, 10000), "the XQueue suspended by the other thread "
+						     "within 10 s; measured: not suspended");
 	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelDeactivate));
 	for (int i = 0; i < 3; i++)
 		t_submit_fn(xq, slow, NULL);
