@@ -3,7 +3,7 @@
  * - Below a busy middle queue (itself limited, under an idle-most-of-the-time top queue)
  *   the low queues are held by the commitment budget, not suspended: with 16 and with 127
  *   of them every one completes commands, each within [1/3, 3]x (16) and [1/4, 4]x
- *   (127) of the lows' mean (a loaded host scatters the estimates they share by; see
+ *   (127) of the lows' mean (they share by estimated device time, each by its own; see
  *   FAIR_F_16), and
  *   the middle queue keeps the larger share (at least the lows' device time together);
  * - with XHintStrictPriority(1) the middle queue keeps them from running: in a run of 16
