@@ -221,7 +221,7 @@ static int t__skipped;
 
 static void t__vskip(const char *fmt, va_list ap)
 {
-	char why[1024];
+	char why[1536];
 	vsnprintf(why, sizeof(why), fmt, ap);
 	printf("SKIP: %s\n", why);
 	fflush(stdout);
@@ -255,26 +255,41 @@ int t_exit(void)
 	return t__skipped ? 77 : 0;
 }
 
-static bool t__vhost_ok(const t_host *h, const char *what, va_list ap)
+/* Why the host did not give @h's window the time a bound needs (@tail: also the sleeps'
+ * p99 within @tail times their median; 0: not asked), into @why; false where it did. */
+static bool t__host_short(const t_host *h, double tail, char *why, size_t n)
 {
-	if (h->wait_max >= 0 && h->wait_max <= T_HOST_WAIT)
+	if (h->wait_max < 0) {
+		snprintf(why, n,
+			 "cannot tell whether the host gave the test's threads the CPU it "
+			 "needs (no /proc/self/task/N/schedstat)");
 		return true;
-	char part[512], sleeps[128] = "";
+	}
+	if (h->wait_max > T_HOST_WAIT) {
+		snprintf(why, n,
+			 "it needs every thread of the test to wait for a CPU at most %.0f%% "
+			 "of the %.2f s window; one waited %.0f%% (all together %.2f s per s)",
+			 100 * T_HOST_WAIT, h->secs, 100 * h->wait_max, h->wait);
+		return true;
+	}
+	if (tail > 0 && !(h->n > 0 && h->p99 <= tail * h->p50)) {
+		snprintf(why, n,
+			 "it needs the modelled commands' sleeps at most %.2fx longer at p99 "
+			 "than at the median; they took %.2fx their time at p50, %.2fx at p99 (%u "
+			 "of them)",
+			 tail, h->p50, h->p99, h->n);
+		return true;
+	}
+	return false;
+}
+
+static bool t__vhost_ok(const t_host *h, double tail, const char *what, va_list ap)
+{
+	char part[512], why[384];
+	if (!t__host_short(h, tail, why, sizeof(why)))
+		return true;
 	vsnprintf(part, sizeof(part), what, ap);
-	if (h->n)
-		snprintf(
-		    sleeps, sizeof(sleeps),
-		    "; the modelled commands' sleeps took %.2fx their time at p50, %.2fx at p99",
-		    h->p50, h->p99);
-	if (h->wait_max < 0)
-		t_skip_part("%s: cannot tell whether the host gave the test's threads the CPU it "
-			    "needs (no /proc/self/task/N/schedstat)",
-			    part);
-	else
-		t_skip_part(
-		    "%s: needs every thread of the test to wait for a CPU at most %.0f%% of "
-		    "the %.2f s window; one waited %.0f%% (all together %.2f s per s)%s",
-		    part, 100 * T_HOST_WAIT, h->secs, 100 * h->wait_max, h->wait, sleeps);
+	t_skip_part("%s: not judged: %s", part, why);
 	return false;
 }
 
@@ -282,37 +297,20 @@ bool t_host_ok(const t_host *h, const char *what, ...)
 {
 	va_list ap;
 	va_start(ap, what);
-	bool ok = t__vhost_ok(h, what, ap);
+	bool ok = t__vhost_ok(h, 0, what, ap);
 	va_end(ap);
 	return ok;
 }
 
-bool t_host_gave(const char *what, ...)
+void t_timed_miss(const char *file, int line, const t_host *h, double tail, const char *cond,
+		  const char *fmt, ...)
 {
-	t_host h = t_host_get();
+	char what[768], why[384];
 	va_list ap;
-	va_start(ap, what);
-	bool ok = t__vhost_ok(&h, what, ap);
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return ok;
-}
-
-bool t_host_ok_tail(const t_host *h, double tail, const char *what, ...)
-{
-	va_list ap;
-	va_start(ap, what);
-	bool ok = t__vhost_ok(h, what, ap);
-	va_end(ap);
-	if (!ok)
-		return false;
-	if (h->n > 0 && h->p99 <= tail * h->p50)
-		return true;
-	char part[512];
-	va_start(ap, what);
-	vsnprintf(part, sizeof(part), what, ap);
-	va_end(ap);
-	t_skip_part("%s: needs the modelled commands' sleeps at most %.2fx longer at p99 than at "
-		    "the median; they took %.2fx their time at p50, %.2fx at p99 (%u of them)",
-		    part, tail, h->p50, h->p99, h->n);
-	return false;
+	if (!t__host_short(h, tail, why, sizeof(why)))
+		t_fail(file, line, cond, "%s", what);
+	t_skip_part("%s:%d: %s; not judged: %s", file, line, what, why);
 }

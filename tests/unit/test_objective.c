@@ -7,12 +7,13 @@
  * the high queue (priority 2, HPF) keeps four commands in flight. The test's own record of
  * each high command's factor (1 + beta x r) is the ground truth the assertions use, beside
  * what XQueueGetStats reports. The controller measures host times, so what depends on them
- * (the budget's moves, the factors it lets through) is judged only where the host gave the
- * test's threads a CPU when they were ready during that phase (check.h, T_HOST_WAIT);
- * otherwise the part is skipped, saying what it needed and what the host gave (the test
- * then exits 77 once every other check passed). What holds on any host (refusals, the
- * budget without an objective and at the start, never unlimited under a tight objective)
- * is checked always. A watchdog turns a hang into a failure.
+ * (the budget's moves, the factors it lets through) is a timing bound: met, it passes;
+ * missed, it fails where the host gave the test's threads a CPU when they were ready during
+ * its phase (and did not stretch the sleeps' tail beyond what the objective allows), and is
+ * skipped, saying what was measured and what the host gave, where it did not (check.h,
+ * CHECK_TIMED_TAIL; exit 77 once every other check passed). What holds on any host
+ * (refusals, the budget without an objective and at the start, never unlimited under a
+ * tight objective) is checked always. A watchdog turns a hang into a failure.
  *
  * - bad input: InvalidValue (negative, < 1 but not 0, > 1000, NaN, inf), NotFound;
  * - no objective: the budget in force is XHintCorunBudget's (0, then 300 us), no
@@ -264,11 +265,10 @@ static void no_objective(void)
 	/* v3 at a co-run budget of 0: lower queues commit nothing new while the chain runs. */
 	double f = mean_factor(20, n);
 	printf("no objective: budget 0 throughout, mean factor %.3f\n", f);
-	if (t_host_ok(&host, "no objective: at a co-run budget of 0 no low command co-runs"))
-		CHECKF(f < 1.05,
-		       "a mean factor under 1.05 (low commands running at a high "
-		       "command's start: only those committed before it); measured %.3f",
-		       f);
+	CHECK_TIMED(&host, f < 1.05,
+		    "a mean factor under 1.05 (low commands running at a high "
+		    "command's start: only those committed before it); measured %.3f",
+		    f);
 	CHECK_CMP(t_stats(g_high[0].xq).slowdown_permille, ==, 0);
 	close_lane(&g_high[0]);
 }
@@ -310,42 +310,38 @@ static void converge_and_step(void)
 		       i);
 	/* The controller compares the p99 of the units' times with their mean alone: a host that
 	 * stretches the high commands' sleeps more than 1.2x at p99 against their median
-	 * violates the objective by itself, whatever the budget. */
-	bool judged = t_host_ok_tail(&host, 1.2,
-				     "objective 1.2: converges, holds the tail, "
-				     "co-runs");
-	if (judged) {
-		for (int i = CONV; i < N1; i++)
-			CHECKF(budget[i] > 0,
-			       "objective 1.2: the co-run budget above 0 after %d "
-			       "commands (low work co-runs); measured 0 after command %d",
-			       CONV, i);
-		/* The tail held, by the test's own record, and low work co-ran: many more low
-		 * commands completed than while the same chain ran at a budget of 0 (the
-		 * controller holds the tail, so the mean factor stays low: 1.01-1.03 on a
-		 * 2-core host, where timer jitter alone reaches 1.1 at the tail). */
-		CHECKF(held <= 1.2 * 1.25,
-		       "objective 1.2: the p99 of the recorded factors at most "
-		       "%.2f (the objective, +25%% for timer slack); measured %.3f",
-		       1.2 * 1.25, held);
-		CHECKF(low1 - low0 > 4 * g_low_at_zero + 50,
-		       "objective 1.2: more than %lld low "
-		       "commands (4x those at a budget of 0, +50); measured %lld",
-		       (long long)(4 * g_low_at_zero + 50), (long long)(low1 - low0));
-		/* Settled: a probe now and then, no oscillation (a controller that moved at every
-		 * look would change it at each of the ~6 windows and at each violation). */
-		CHECKF(ch <= 18,
-		       "objective 1.2: at most 18 budget changes once settled; measured "
-		       "%d",
-		       ch);
-		CHECKF(s.slowdown_permille >= 900 && s.slowdown_permille <= 1600,
-		       "objective 1.2: a reported p99 slowdown within [0.9, 1.6]; measured %.3f",
-		       s.slowdown_permille / 1000.0);
-		CHECKF(s.alone_command_ns >= BASE_US * 1000 &&
-			   s.alone_command_ns < 3 * BASE_US * 1000,
-		       "an alone estimate within [1, 3) ms for 1 ms commands; measured %.3f ms",
-		       s.alone_command_ns / 1e6);
-	}
+	 * violates the objective by itself, whatever the budget (CHECK_TIMED_TAIL). */
+	int at_zero = -1;
+	for (int i = CONV; i < N1 && at_zero < 0; i++)
+		if (budget[i] == 0)
+			at_zero = i;
+	CHECK_TIMED_TAIL(&host, 1.2, at_zero < 0,
+			 "objective 1.2: the co-run budget above 0 after %d commands (low work "
+			 "co-runs); measured 0 after command %d",
+			 CONV, at_zero);
+	/* The tail held, by the test's own record, and low work co-ran: many more low
+	 * commands completed than while the same chain ran at a budget of 0 (the controller
+	 * holds the tail, so the mean factor stays low: 1.01-1.03 on a 2-core host, where
+	 * timer jitter alone reaches 1.1 at the tail). */
+	CHECK_TIMED_TAIL(&host, 1.2, held <= 1.2 * 1.25,
+			 "objective 1.2: the p99 of the recorded factors at most %.2f (the "
+			 "objective, +25%% for timer slack); measured %.3f",
+			 1.2 * 1.25, held);
+	CHECK_TIMED_TAIL(&host, 1.2, low1 - low0 > 4 * g_low_at_zero + 50,
+			 "objective 1.2: more than %lld low commands (4x those at a budget of 0, "
+			 "+50); measured %lld",
+			 (long long)(4 * g_low_at_zero + 50), (long long)(low1 - low0));
+	/* Settled: a probe now and then, no oscillation (a controller that moved at every look
+	 * would change it at each of the ~6 windows and at each violation). */
+	CHECK_TIMED_TAIL(&host, 1.2, ch <= 18,
+			 "objective 1.2: at most 18 budget changes once settled; measured %d", ch);
+	CHECK_TIMED_TAIL(&host, 1.2, s.slowdown_permille >= 900 && s.slowdown_permille <= 1600,
+			 "objective 1.2: a reported p99 slowdown within [0.9, 1.6]; measured %.3f",
+			 s.slowdown_permille / 1000.0);
+	CHECK_TIMED(&host,
+		    s.alone_command_ns >= BASE_US * 1000 && s.alone_command_ns < 3 * BASE_US * 1000,
+		    "an alone estimate within [1, 3) ms for 1 ms commands; measured %.3f ms",
+		    s.alone_command_ns / 1e6);
 
 	/* Step: each co-running low command now costs three times as much. */
 	uint64_t before = budget[N1 - 1];
@@ -368,15 +364,16 @@ static void converge_and_step(void)
 	 * 400 us came in about 1 of 10 runs on a 2-core host, with 0.5.0 too, and the budget then
 	 * went below it after 95 and 191 commands, or not at all, with mean factors of 1.09-1.18.)
 	 */
-	if (judged && t_host_ok(&host, "objective 1.2: reacts to a step in contention")) {
-		CHECKF((react >= 0 && react <= 64) || before <= 400000,
-		       "the budget below the %llu ns before the step within 64 commands (unless "
-		       "that was 400 us or less); measured %d commands (-1: never)",
-		       (unsigned long long)before, react);
-		CHECKF(after <= 1.2 * 1.1,
-		       "a mean factor after the step at most %.2f; measured "
-		       "%.3f",
-		       1.2 * 1.1, after);
+	{
+		CHECK_TIMED(
+		    &host, (react >= 0 && react <= 64) || before <= 400000,
+		    "the budget below the %llu ns before the step within 64 commands (unless "
+		    "that was 400 us or less); measured %d commands (-1: never)",
+		    (unsigned long long)before, react);
+		CHECK_TIMED(&host, after <= 1.2 * 1.1,
+			    "a mean factor after the step at most %.2f; measured "
+			    "%.3f",
+			    1.2 * 1.1, after);
 	}
 	lows_stop();
 	atomic_store(&g_beta, 0.08);
@@ -393,7 +390,7 @@ static void converge_and_step(void)
  * host that keeps the test's threads waiting for a CPU stretches (under ThreadSanitizer on
  * a 2-core host with three tests at once, windows measured up to 1.91x, and above 3.0 with
  * other processes busy besides: a step down is then the right answer). So the climb, the
- * stay and the trace's moves are judged only where the host gave the phase its time. */
+ * stay and the trace's moves are timing bounds (CHECK_TIMED_TAIL). */
 static void widens(void)
 {
 	enum { N = 640, BY = 480 };
@@ -443,25 +440,25 @@ static void widens(void)
 	printf("  trace: %d budget moves, %d to not limited\n", moves, unlimited);
 	/* The load slows a high command 1.56x at most: a host stretching the sleeps more than
 	 * 3.0 / 1.56 at p99 against their median could violate the objective by itself. */
-	if (!t_host_ok_tail(&host, 3.0 / 1.56, "objective 3.0: widens to not limited and stays"))
-		return;
-	CHECKF(first >= 0 && first <= BY,
-	       "objective 3.0: not limited within %d commands; "
-	       "measured after %d (-1: never)",
-	       BY, first);
-	CHECKF(kept == N - first,
-	       "objective 3.0: not limited from then on (no violation: at most "
-	       "1.56x); measured not limited after %d of the %d commands since, the controller "
-	       "measuring up to %.3f",
-	       kept, N - first, worst / 1000.0);
-	CHECKF(f > 1.15,
-	       "objective 3.0: low work co-runs freely, a mean factor above 1.15; "
-	       "measured %.3f",
-	       f);
-	CHECKF(moves >= 2 && unlimited >= 1,
-	       "objective 3.0: at least 2 budget moves in the trace, "
-	       "one to not limited; measured %d moves, %d to not limited",
-	       moves, unlimited);
+	const double tail = 3.0 / 1.56;
+	CHECK_TIMED_TAIL(&host, tail, first >= 0 && first <= BY,
+			 "objective 3.0: not limited within %d commands; "
+			 "measured after %d (-1: never)",
+			 BY, first);
+	CHECK_TIMED_TAIL(
+	    &host, tail, first < 0 || kept == N - first,
+	    "objective 3.0: not limited from then on (no violation: at most "
+	    "1.56x); measured not limited after %d of the %d commands since, the controller "
+	    "measuring up to %.3f",
+	    kept, N - first, worst / 1000.0);
+	CHECK_TIMED_TAIL(&host, tail, f > 1.15,
+			 "objective 3.0: low work co-runs freely, a mean factor above 1.15; "
+			 "measured %.3f",
+			 f);
+	CHECK_TIMED_TAIL(&host, tail, moves >= 2 && unlimited >= 1,
+			 "objective 3.0: at least 2 budget moves in the trace, "
+			 "one to not limited; measured %d moves, %d to not limited",
+			 moves, unlimited);
 }
 
 static void *high_main(void *arg)
@@ -518,11 +515,10 @@ static void tightest(void)
 	       unlimited, looks);
 	/* The two are read one after the other: a change may fall between, and a thread kept
 	 * waiting for a CPU between the reads sees more. */
-	if (t_host_ok(&host, "tightest wins: both queues report the same budget"))
-		CHECKF(differ <= 2,
-		       "tightest wins: the two queues' budgets differ at most twice "
-		       "in %d looks; measured %d",
-		       looks, differ);
+	CHECK_TIMED(&host, differ <= 2,
+		    "tightest wins: the two queues' budgets differ at most twice "
+		    "in %d looks; measured %d",
+		    looks, differ);
 	close_lane(&g_high[0]);
 	close_lane(&g_high[1]);
 }

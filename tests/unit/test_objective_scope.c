@@ -13,11 +13,12 @@
  *   budget climbs above 0; when the contention becomes heavy (each co-running low command
  *   doubles a request's time), the budget falls within 8 requests, far inside a window
  *   of 64.
- * The controller measures host times: the budget's moves are judged only where the host
- * gave the test's threads a CPU when they were ready during that phase (check.h,
- * T_HOST_WAIT); otherwise the part is skipped, saying what it needed and what the host
- * gave (exit 77 once every other check passed). When the looks come is counted, and
- * checked always. */
+ * The controller measures host times: the budget's moves are timing bounds. Met, one
+ * passes; missed, it fails where the host gave the test's threads a CPU when they were
+ * ready during its phase (and did not stretch the sleeps' tail beyond what the objective
+ * allows), and is skipped, saying what was measured and what the host gave, where it did
+ * not (check.h, CHECK_TIMED_TAIL; exit 77 once every other check passed). When the looks
+ * come is counted, and checked always. */
 #include <pthread.h>
 
 #include "hang_util.h"
@@ -112,11 +113,10 @@ int main(void)
 					 "reported; measured none");
 	/* With no contention the units run at their alone time: slack under 3.0, so the
 	 * budget leaves 0, unless the host stretched them beyond it. */
-	if (t_host_ok_tail(&host, 3.0, "objective 3.0 by scope: the first look climbs"))
-		CHECKF(st.corun_budget_ns > 0,
-		       "the budget above 0 after the first look (no "
-		       "contention, slowdown %.3f under 3.0); measured 0",
-		       st.slowdown_permille / 1000.0);
+	CHECK_TIMED_TAIL(&host, 3.0, st.corun_budget_ns > 0,
+			 "the budget above 0 after the first look (no "
+			 "contention, slowdown %.3f under 3.0); measured 0",
+			 st.slowdown_permille / 1000.0);
 
 	/* Light contention with the lows running: the budget climbs and holds above 0. */
 	atomic_store(&g_beta, 0.02);
@@ -132,33 +132,28 @@ int main(void)
 	printf("light contention: budget %llu ns; the longest low command charged in the last "
 	       "window %llu ns\n",
 	       (unsigned long long)before, (unsigned long long)st.lower_longest_ns);
-	/* Light contention (each low command co-running slows a request by 2%) leaves slack
-	 * under 3.0: the budget climbs past two low commands (400 us), so that heavy
-	 * contention can show and bring it down. */
-	/* Light contention slows a request 1.14x at most (7 lows x 2%): a host stretching the
-	 * commands' sleeps more than 3.0 / 1.14 at p99 against their median could violate the
-	 * objective by itself. */
-	bool judged = t_host_ok_tail(&host, 3.0 / 1.14,
-				     "objective 3.0 by scope: climbs under "
-				     "light contention, falls under heavy");
-	if (judged) {
-		CHECKF(before >= 400000,
-		       "under light contention the budget at least 400 us (two "
-		       "low commands); measured %llu ns",
-		       (unsigned long long)before);
-		/* The low commands (200 us) that co-ran are seen: their estimate, at least the
-		 * sleep. */
-		CHECKF(st.lower_longest_ns >= LOW_US * 1000,
-		       "the longest low command charged at "
-		       "least its %d us sleep; measured %llu ns",
-		       LOW_US, (unsigned long long)st.lower_longest_ns);
-	}
+	/* Light contention (each low command co-running slows a request by 2%, 1.14x with all
+	 * 7) leaves slack under 3.0: the budget climbs past two low commands (400 us), so that
+	 * heavy contention can show and bring it down. A host stretching the commands' sleeps
+	 * more than 3.0 / 1.14 at p99 against their median could violate it by itself. */
+	const double tail = 3.0 / 1.14;
+	CHECK_TIMED_TAIL(&host, tail, before >= 400000,
+			 "under light contention the budget at least 400 us (two low commands); "
+			 "measured %llu ns",
+			 (unsigned long long)before);
+	/* The low commands (200 us) that co-ran are seen: their estimate, at least the sleep. */
+	CHECK_TIMED_TAIL(&host, tail, before < 400000 || st.lower_longest_ns >= LOW_US * 1000,
+			 "the longest low command charged at least its %d us sleep; measured %llu "
+			 "ns",
+			 LOW_US, (unsigned long long)st.lower_longest_ns);
 
-	/* Heavy contention: a violation at the second slow request brings the budget down. */
+	/* Heavy contention: a violation at the second slow request brings the budget down (from
+	 * at least two low commands: below that, where a busy host kept it, there is nothing
+	 * to fall from, and the part above was skipped). */
 	atomic_store(&g_beta, 1.0);
 	int fell = -1;
 	t_host_reset();
-	for (int r = 0; r < 64 && fell < 0 && judged; r++) {
+	for (int r = 0; r < 64 && fell < 0 && before >= 400000; r++) {
 		request(hi.xq);
 		if (t_stats(hi.xq).corun_budget_ns < before)
 			fell = r + 1;
@@ -166,11 +161,11 @@ int main(void)
 	host = t_host_get();
 	printf("heavy contention: the budget fell below %llu ns after %d requests\n",
 	       (unsigned long long)before, fell);
-	if (judged && t_host_ok(&host, "objective 3.0 by scope: falls under heavy contention"))
-		CHECKF(fell >= 1 && fell <= 8,
-		       "the budget below %llu ns within 8 requests of heavy "
-		       "contention; measured after %d (-1: not within 64)",
-		       (unsigned long long)before, fell);
+	if (before >= 400000)
+		CHECK_TIMED(&host, fell >= 1 && fell <= 8,
+			    "the budget below %llu ns within 8 requests of heavy contention; "
+			    "measured after %d (-1: not within 64)",
+			    (unsigned long long)before, fell);
 
 	atomic_store(&g_stop, true);
 	for (int i = 0; i < NLOW; i++) {
