@@ -8,7 +8,8 @@
 
 /* Serializes the read-modify-write of one queue's hints between concurrent XHint* calls.
  * Outermost: under it, xs_sched_get_hints() and xs_sched_set_hints() each take and
- * release the scheduler's lock (sched/sched.c); no other lock is held when it is taken. */
+ * release the scheduler's lock (sched/sched.c); no other lock is held when it is taken.
+ * Kept loose: the module's only state (the hints it guards are the scheduler's). */
 static xs_mutex xs__hint_lock = XS_MUTEX_INITIALIZER;
 
 static bool xs__prio_ok(Priority prio)

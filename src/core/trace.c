@@ -9,6 +9,8 @@
 #include "core/log.h"
 #include "core/thread.h"
 
+/* Kept loose: read by every emit site through XS_TRACE (trace.h), one relaxed load, so it is
+ * the module's interface rather than its private state. */
 atomic_bool xs_trace_on;
 
 typedef struct xs__ring {
@@ -242,6 +244,61 @@ static void xs__free_unowned(void)
 	}
 }
 
+/* Copy out every ring's events of trace @gen: *@k of them, *@dropped counted as dropped.
+ * Returns a buffer to free, NULL when out of memory. A thread still inside an emit holds
+ * its ring's lock, so each copy sees whole events. Caller holds xs__t.lock. */
+static xs_trace_ev *xs__collect_locked(uint64_t gen, uint64_t *k, uint64_t *dropped)
+{
+	XS_ASSERT_HELD(&xs__t.lock);
+	uint64_t n = 0;
+	*k = *dropped = 0;
+	for (xs__ring *r = xs__t.rings; r; r = r->next) {
+		xs_mutex_lock(&r->lock); /* its thread may be resizing it for the next trace */
+		n += r->gen == gen ? r->count : 0;
+		xs_mutex_unlock(&r->lock);
+	}
+	xs_trace_ev *all = malloc((n ? n : 1) * sizeof(*all));
+	for (xs__ring *r = xs__t.rings; r && all; r = r->next) {
+		xs_mutex_lock(&r->lock);
+		if (r->gen == gen) {
+			uint64_t first = (r->head + r->cap - r->count) % r->cap;
+			for (uint64_t i = 0; i < r->count && *k < n; i++)
+				all[(*k)++] = r->ev[(first + i) % r->cap];
+			*dropped += r->dropped;
+		}
+		xs_mutex_unlock(&r->lock);
+	}
+	return all;
+}
+
+/* Write the @k events of @all (sorted here) to @path as a Chrome trace. */
+static XResult xs__write_file(const char *path, xs_trace_ev *all, uint64_t k, uint64_t dropped)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		XS_ERROR("trace", "cannot write the trace to %s: %s", path, strerror(errno));
+		return kXSchedErrorHardware;
+	}
+	qsort(all, k, sizeof(*all), xs__cmp);
+	uint64_t written = k - xs__keep_last_names(all, k);
+	int64_t t0 = k ? all[0].ts_ns : 0;
+	fprintf(f,
+		"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"library\":\"libxsched\","
+		"\"clock\":\"CLOCK_MONOTONIC\",\"t0_ns\":%lld,\"events\":%llu,"
+		"\"dropped\":%llu},\n\"traceEvents\":[\n"
+		"{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":"
+		"\"libxsched\"}}",
+		(long long)t0, (unsigned long long)written, (unsigned long long)dropped);
+	for (uint64_t i = 0; i < k; i++)
+		xs__write_ev(f, &all[i], t0);
+	fprintf(f, "\n]}\n");
+	if (fclose(f) != 0) {
+		XS_ERROR("trace", "cannot write the trace to %s: %s", path, strerror(errno));
+		return kXSchedErrorHardware;
+	}
+	return kXSchedSuccess;
+}
+
 XResult xs_trace_stop(void)
 {
 	xs_mutex_lock(&xs__t.lock);
@@ -253,54 +310,17 @@ XResult xs_trace_stop(void)
 	atomic_store_explicit(&xs_trace_on, false, memory_order_release);
 	xs__t.path = NULL;
 	uint64_t gen = atomic_fetch_add_explicit(&xs__t.gen, 1, memory_order_acq_rel);
-
-	/* Copy out every ring's events of this trace; a thread still inside an emit holds
-	 * its ring's lock, so each copy sees whole events. */
-	uint64_t n = 0, dropped = 0, k = 0;
-	for (xs__ring *r = xs__t.rings; r; r = r->next) {
-		xs_mutex_lock(&r->lock); /* its thread may be resizing it for the next trace */
-		n += r->gen == gen ? r->count : 0;
-		xs_mutex_unlock(&r->lock);
-	}
-	xs_trace_ev *all = malloc((n ? n : 1) * sizeof(*all));
-	for (xs__ring *r = xs__t.rings; r && all; r = r->next) {
-		xs_mutex_lock(&r->lock);
-		if (r->gen == gen) {
-			uint64_t first = (r->head + r->cap - r->count) % r->cap;
-			for (uint64_t i = 0; i < r->count && k < n; i++)
-				all[k++] = r->ev[(first + i) % r->cap];
-			dropped += r->dropped;
-		}
-		xs_mutex_unlock(&r->lock);
-	}
+	uint64_t k, dropped;
+	xs_trace_ev *all = xs__collect_locked(gen, &k, &dropped);
 	xs__free_unowned();
 	xs_mutex_unlock(&xs__t.lock);
 
-	XResult res = kXSchedSuccess;
-	FILE *f = all ? fopen(path, "w") : NULL;
-	if (!f) {
-		XS_ERROR("trace", "cannot write the trace to %s: %s", path,
-			 all ? strerror(errno) : "out of memory");
-		res = all ? kXSchedErrorHardware : kXSchedErrorUnknown;
+	XResult res;
+	if (all) {
+		res = xs__write_file(path, all, k, dropped);
 	} else {
-		qsort(all, k, sizeof(*all), xs__cmp);
-		uint64_t written = k - xs__keep_last_names(all, k);
-		int64_t t0 = k ? all[0].ts_ns : 0;
-		fprintf(f,
-			"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"library\":\"libxsched\","
-			"\"clock\":\"CLOCK_MONOTONIC\",\"t0_ns\":%lld,\"events\":%llu,"
-			"\"dropped\":%llu},\n\"traceEvents\":[\n"
-			"{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":"
-			"\"libxsched\"}}",
-			(long long)t0, (unsigned long long)written, (unsigned long long)dropped);
-		for (uint64_t i = 0; i < k; i++)
-			xs__write_ev(f, &all[i], t0);
-		fprintf(f, "\n]}\n");
-		if (fclose(f) != 0) {
-			XS_ERROR("trace", "cannot write the trace to %s: %s", path,
-				 strerror(errno));
-			res = kXSchedErrorHardware;
-		}
+		XS_ERROR("trace", "cannot write the trace to %s: %s", path, "out of memory");
+		res = kXSchedErrorUnknown;
 	}
 	free(all);
 	free(path);

@@ -57,7 +57,7 @@
  * the runtime's own name and text for it. A failed launch is reported on its command and
  * leaves the stream usable (the runtime's last error is cleared).
  *
- * Locks: xs__g.slot_lock guards the slot pages; xs__fn_lock (CUDA, gpu_cuda.h) the resolved
+ * Locks: xs__g.slot_lock guards the slot pages; xs__fc.lock (CUDA, gpu_cuda.h) the resolved
  * kernels. Leaves, never held across a runtime call that waits for the device.
  */
 #include <sched.h>
@@ -349,32 +349,35 @@ static XResult xs__launch_record(xs__gpu_q *g, xs_cmd *cmd)
 	return kXSchedSuccess;
 }
 
-/* Launch @cmd itself on the stream. */
-static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
+/* Clear a failed launch's error (not sticky: the stream stays usable) and log it. */
+static XResult xs__launch_failed(const char *what, xs__gpu_q *g, xs_gpu_err err)
 {
-	xs_gpu_err err = XS_GPU_OK;
-	const char *what = NULL;
+	xs_gpu_clear_error();
+	return xs__fail(what, g->stream, err);
+}
+
+/* A host function: its trampoline on the stream. */
+static XResult xs__launch_host_func(xs__gpu_q *g, xs_cmd *cmd)
+{
+	xs__host_call *c = malloc(sizeof(*c));
+	if (!c)
+		return kXSchedErrorUnknown;
+	c->g = g;
+	c->cmd = cmd;
+	xs_gpu_err err = xs_gpu_launch_host_func(g->stream, xs__host_tramp, c);
+	if (err == XS_GPU_OK)
+		return kXSchedSuccess;
+	free(c);
+	return xs__launch_failed("host function launch", g, err);
+}
+
+/* A kernel: by function (XS_CMD_KERNEL), resolved (CUDA) or from a module. */
+static XResult xs__launch_kernel(xs__gpu_q *g, xs_cmd *cmd)
+{
+	const char *what = "kernel launch";
+	xs_gpu_err err;
 	switch (cmd->kind) {
-	case XS_CMD_CALLBACK:
-	case XS_CMD_INLINE:
-		if (!cmd->u.callback.fn)
-			return kXSchedSuccess; /* a boundary: the gate and the done mark alone */
-		return cmd->u.callback.fn((HwQueueHandle)(uintptr_t)g->stream,
-					  cmd->u.callback.data);
-	case XS_CMD_HOST_FUNC: {
-		what = "host function launch";
-		xs__host_call *c = malloc(sizeof(*c));
-		if (!c)
-			return kXSchedErrorUnknown;
-		c->g = g;
-		c->cmd = cmd;
-		err = xs_gpu_launch_host_func(g->stream, xs__host_tramp, c);
-		if (err != XS_GPU_OK)
-			free(c);
-		break;
-	}
 	case XS_CMD_KERNEL:
-		what = "kernel launch";
 		err = xs_gpu_launch_kernel(cmd->u.kernel.func, cmd->u.kernel.grid,
 					   cmd->u.kernel.block, cmd->u.kernel.args,
 					   cmd->u.kernel.shared_mem_bytes, g->stream, &g->bind);
@@ -385,7 +388,6 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 		break;
 #ifdef XS_GPU_CUDA
 	case XS_CMD_RESOLVED_KERNEL:
-		what = "kernel launch";
 		err = xs_gpu_launch_resolved(cmd->u.kernel.func, cmd->u.kernel.resolve,
 					     cmd->u.kernel.grid, cmd->u.kernel.block,
 					     cmd->u.kernel.args, cmd->u.kernel.shared_mem_bytes,
@@ -394,12 +396,47 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 			return kXSchedErrorInvalidValue; /* logged */
 		break;
 #endif
-	case XS_CMD_MODULE_KERNEL:
+	default: /* XS_CMD_MODULE_KERNEL */
 		what = "module kernel launch";
 		err = xs_gpu_module_launch(cmd->u.kernel.func, cmd->u.kernel.grid,
 					   cmd->u.kernel.block, cmd->u.kernel.shared_mem_bytes,
 					   g->stream, cmd->u.kernel.args);
 		break;
+	}
+	return err == XS_GPU_OK ? kXSchedSuccess : xs__launch_failed(what, g, err);
+}
+
+/* An event wait: on the record's event where the record went to a GPU stream. */
+static XResult xs__launch_wait(xs__gpu_q *g, xs_cmd *cmd)
+{
+	const xs_cmd *rec = cmd->u.wait.record;
+	const xs__rec_event *r = rec->u.record.native;
+	if (rec->u.record.ops != &xs__gpu_ops || !r)
+		return kXSchedSuccess; /* the core waited for its completion */
+	xs_gpu_err err = xs_gpu_stream_wait_event(g->stream, r->ev);
+	return err == XS_GPU_OK ? kXSchedSuccess : xs__launch_failed("event wait", g, err);
+}
+
+/* Launch @cmd itself on the stream. */
+static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
+{
+	xs_gpu_err err;
+	const char *what;
+	switch (cmd->kind) {
+	case XS_CMD_CALLBACK:
+	case XS_CMD_INLINE:
+		if (!cmd->u.callback.fn)
+			return kXSchedSuccess; /* a boundary: the gate and the done mark alone */
+		return cmd->u.callback.fn((HwQueueHandle)(uintptr_t)g->stream,
+					  cmd->u.callback.data);
+	case XS_CMD_HOST_FUNC:
+		return xs__launch_host_func(g, cmd);
+	case XS_CMD_KERNEL:
+#ifdef XS_GPU_CUDA
+	case XS_CMD_RESOLVED_KERNEL:
+#endif
+	case XS_CMD_MODULE_KERNEL:
+		return xs__launch_kernel(g, cmd);
 	case XS_CMD_MEMCPY:
 		what = "asynchronous copy";
 		err = xs_gpu_memcpy_async(cmd->u.memcpy.dst, cmd->u.memcpy.src, cmd->u.memcpy.bytes,
@@ -412,23 +449,12 @@ static XResult xs__launch(xs__gpu_q *g, xs_cmd *cmd)
 		break;
 	case XS_CMD_EVENT_RECORD:
 		return xs__launch_record(g, cmd);
-	case XS_CMD_EVENT_WAIT: {
-		const xs_cmd *rec = cmd->u.wait.record;
-		const xs__rec_event *r = rec->u.record.native;
-		if (rec->u.record.ops != &xs__gpu_ops || !r)
-			return kXSchedSuccess; /* the core waited for its completion */
-		what = "event wait";
-		err = xs_gpu_stream_wait_event(g->stream, r->ev);
-		break;
-	}
+	case XS_CMD_EVENT_WAIT:
+		return xs__launch_wait(g, cmd);
 	default:
 		return kXSchedErrorNotSupported;
 	}
-	if (err != XS_GPU_OK) {
-		xs_gpu_clear_error(); /* a launch error is not sticky: keep the stream usable */
-		return xs__fail(what, g->stream, err);
-	}
-	return kXSchedSuccess;
+	return err == XS_GPU_OK ? kXSchedSuccess : xs__launch_failed(what, g, err);
 }
 
 /* The done mark of a stream without memory operations: a host function. */

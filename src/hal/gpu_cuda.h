@@ -69,9 +69,11 @@ typedef struct xs_gpu_binding {
 
 /* ---- the driver, loaded at the first CudaQueueCreate ---- */
 
-/* Entry points, written once under xs__cu_once; all set when xs__cu_status is
- * CUDA_SUCCESS. Signatures are those of CUDA 12.0 (the version asked for). */
-static struct {
+/* The driver: its entry points and what loading them came to, written once by xs__cu_load()
+ * under xs__cu_once (which orders the writes before every reader's return from pthread_once).
+ * Entry points are all set when status is CUDA_SUCCESS; their signatures are those of CUDA
+ * 12.0 (the version asked for). */
+static struct xs__cuda {
 	CUresult (*init)(unsigned int);
 	CUresult (*get_error_name)(CUresult, const char **);
 	CUresult (*get_error_string)(CUresult, const char **);
@@ -104,18 +106,47 @@ static struct {
 				  void **, void **);
 	CUresult (*module_get_loading_mode)(CUmoduleLoadingMode *);
 	CUresult (*ctx_get_id)(CUcontext, unsigned long long *); /* NULL: none (optional) */
+	/* Entry points end here (xs__cu_load clears them up to status). */
+	CUresult status; /* CUDA_SUCCESS: the driver is usable */
+	char why[256];   /* why the driver is unusable, when it is */
 } xs__cu;
 static pthread_once_t xs__cu_once = PTHREAD_ONCE_INIT;
-static CUresult xs__cu_status; /* written once under xs__cu_once */
-static char xs__cu_why[256];   /* why the driver is unusable, when it is */
-static const char *xs__cu_lib = "libcuda.so.1";
+static const char xs__cu_lib[] = "libcuda.so.1";
 
 /* Status of a driver that is not there: the library could not be opened, or lacks an
  * entry point this backend needs. Both read as "no usable driver" (xs_gpu_err_is_no_driver). */
 #define XS__CU_NO_LIBRARY CUDA_ERROR_NOT_FOUND
 #define XS__CU_TOO_OLD    CUDA_ERROR_NOT_SUPPORTED
 
-static void xs__cu_load(void)
+/* The driver's cuGetProcAddress_v2. */
+typedef CUresult (*xs__cu_get_proc_fn)(const char *, void **, int, cuuint64_t,
+				       CUdriverProcAddressQueryResult *);
+
+/* Open the driver and find its cuGetProcAddress_v2, or set xs__cu's status and why. */
+static xs__cu_get_proc_fn xs__cu_open(void)
+{
+	/* The process's driver, if the application loaded it; else load it for good (the
+	 * handle is never closed: entry points stay valid for the process's life). */
+	void *lib = dlopen(xs__cu_lib, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *e = dlerror();
+		snprintf(xs__cu.why, sizeof(xs__cu.why), "%s", e ? e : xs__cu_lib);
+		xs__cu.status = XS__CU_NO_LIBRARY;
+		return NULL;
+	}
+	xs__cu_get_proc_fn get_proc;
+	*(void **)&get_proc = dlsym(lib, "cuGetProcAddress_v2");
+	if (!get_proc) {
+		snprintf(xs__cu.why, sizeof(xs__cu.why),
+			 "%s has no cuGetProcAddress_v2 (a driver older than CUDA 12)", xs__cu_lib);
+		xs__cu.status = XS__CU_TOO_OLD;
+	}
+	return get_proc;
+}
+
+/* Fill xs__cu's entry points through @get_proc: false (status and why set, every entry
+ * point cleared) when one is missing. */
+static bool xs__cu_resolve(xs__cu_get_proc_fn get_proc)
 {
 	static const struct {
 		const char *name;
@@ -150,24 +181,6 @@ static void xs__cu_load(void)
 	    {"cuLaunchKernel", (void **)&xs__cu.launch_kernel},
 	    {"cuModuleGetLoadingMode", (void **)&xs__cu.module_get_loading_mode},
 	};
-	/* The process's driver, if the application loaded it; else load it for good (the
-	 * handle is never closed: entry points stay valid for the process's life). */
-	void *lib = dlopen(xs__cu_lib, RTLD_NOW | RTLD_LOCAL);
-	if (!lib) {
-		const char *e = dlerror();
-		snprintf(xs__cu_why, sizeof(xs__cu_why), "%s", e ? e : xs__cu_lib);
-		xs__cu_status = XS__CU_NO_LIBRARY;
-		return;
-	}
-	CUresult (*get_proc)(const char *, void **, int, cuuint64_t,
-			     CUdriverProcAddressQueryResult *);
-	*(void **)&get_proc = dlsym(lib, "cuGetProcAddress_v2");
-	if (!get_proc) {
-		snprintf(xs__cu_why, sizeof(xs__cu_why),
-			 "%s has no cuGetProcAddress_v2 (a driver older than CUDA 12)", xs__cu_lib);
-		xs__cu_status = XS__CU_TOO_OLD;
-		return;
-	}
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
 		/* 12000: each entry point's ABI as of CUDA 12.0, which later drivers keep. The
@@ -175,14 +188,22 @@ static void xs__cu_load(void)
 		CUresult r = get_proc(syms[i].name, syms[i].fn, 12000,
 				      CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q);
 		if (r != CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS || !*syms[i].fn) {
-			snprintf(xs__cu_why, sizeof(xs__cu_why),
+			snprintf(xs__cu.why, sizeof(xs__cu.why),
 				 "%s has no entry point %s for CUDA 12.0 (CUresult %d, query %d)",
 				 xs__cu_lib, syms[i].name, (int)r, (int)q);
-			memset(&xs__cu, 0, sizeof(xs__cu));
-			xs__cu_status = XS__CU_TOO_OLD;
-			return;
+			memset(&xs__cu, 0, offsetof(struct xs__cuda, status));
+			xs__cu.status = XS__CU_TOO_OLD;
+			return false;
 		}
 	}
+	return true;
+}
+
+static void xs__cu_load(void)
+{
+	xs__cu_get_proc_fn get_proc = xs__cu_open();
+	if (!get_proc || !xs__cu_resolve(get_proc))
+		return;
 	/* Optional: a context's unique id keys the kernel cache (xs__ctx_key) where the
 	 * driver has it (CUDA 12.0 and later). */
 	CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
@@ -195,8 +216,8 @@ static void xs__cu_load(void)
 		const char *name = "?", *text = "?";
 		(void)xs__cu.get_error_name(r, &name);
 		(void)xs__cu.get_error_string(r, &text);
-		snprintf(xs__cu_why, sizeof(xs__cu_why), "cuInit: %s (%s)", name, text);
-		xs__cu_status = r;
+		snprintf(xs__cu.why, sizeof(xs__cu.why), "cuInit: %s (%s)", name, text);
+		xs__cu.status = r;
 	}
 }
 
@@ -204,8 +225,8 @@ static void xs__cu_load(void)
 static inline xs_gpu_err xs_gpu_runtime_init(const char **why)
 {
 	pthread_once(&xs__cu_once, xs__cu_load);
-	*why = xs__cu_status != CUDA_SUCCESS ? xs__cu_why : NULL;
-	return xs__cu_status;
+	*why = xs__cu.status != CUDA_SUCCESS ? xs__cu.why : NULL;
+	return xs__cu.status;
 }
 
 /* The driver's name and text for @err; also before (or without) a driver. */
@@ -310,7 +331,7 @@ enum xs__fn_origin { XS__FN_SHARED_RT, XS__FN_APP };
 /* A resolved kernel: the runtime's host stub in one context (xs__ctx_key). */
 typedef struct xs__fn {
 	_Atomic(struct xs__fn *) next; /* its chain; never changed once it is unlinked */
-	struct xs__fn *retired_next;   /* xs__fns_retired's link */
+	struct xs__fn *retired_next;   /* xs__fc.retired's link */
 	const void *stub; /* stub, ctx, origin and fn: written before the entry is published */
 	uint64_t ctx;
 	enum xs__fn_origin origin;
@@ -319,21 +340,24 @@ typedef struct xs__fn {
 
 enum { XS__FN_BUCKETS = 256 };
 
-/* The cache: chains read without a lock (each command of HwCommandCreateCudaKernel looks
- * its kernel up here); xs__fn_lock serializes the writers. An entry is published whole
- * (release) and never freed: one unlinked as stale (xs__fn_forget) may still be read by a
- * lookup standing on it, which goes on along its `next` (left as it was) to the rest of
- * the chain; it is kept on xs__fns_retired. Guards xs__fns' writes, xs__fns_retired and
- * xs__rt. A leaf, never held across a runtime call. */
-static xs_mutex xs__fn_lock = XS_MUTEX_INITIALIZER;
-static _Atomic(xs__fn *) xs__fns[XS__FN_BUCKETS];
-static xs__fn *xs__fns_retired;
-/* The runtime's cudaGetFuncBySymbol, and its cudaGetLastError to clear the error a failed
- * lookup leaves on the calling thread (the application may check it after its launches). */
-static struct {
-	xs__get_func_fn get_func;
-	xs__last_error_fn last_error;
-} xs__rt;
+/* The kernel cache, one struct: chains read without a lock (each command of
+ * HwCommandCreateCudaKernel looks its kernel up here); its lock serializes the writers. An
+ * entry is published whole (release) and never freed: one unlinked as stale (xs__fn_forget)
+ * may still be read by a lookup standing on it, which goes on along its `next` (left as it
+ * was) to the rest of the chain; it is kept on `retired`. The lock guards the chains'
+ * writes, `retired` and `rt`; a leaf, never held across a runtime call. */
+static struct xs__fn_cache {
+	xs_mutex lock;
+	_Atomic(xs__fn *) chains[XS__FN_BUCKETS];
+	xs__fn *retired;
+	/* The runtime's cudaGetFuncBySymbol, and its cudaGetLastError to clear the error a
+	 * failed lookup leaves on the calling thread (the application may check it after its
+	 * launches). */
+	struct {
+		xs__get_func_fn get_func;
+		xs__last_error_fn last_error;
+	} rt;
+} xs__fc = {.lock = XS_MUTEX_INITIALIZER};
 
 /* The unique id of @ctx (NULL: the calling thread's current context) from cuCtxGetId,
  * never reused within the process; 0 if there is none or the driver has no context ids. */
@@ -365,9 +389,10 @@ static size_t xs__fn_bucket(const void *stub, uint64_t ctx)
 
 /* cudaGetFuncBySymbol of a runtime the application loaded: exported to the process
  * (an executable, or a libcudart loaded with RTLD_GLOBAL), or a shared libcudart loaded
- * locally (RTLD_NOLOAD: never loads one). */
-static void xs__find_runtime(void)
+ * locally (RTLD_NOLOAD: never loads one). Caller holds xs__fc.lock. */
+static void xs__find_runtime_locked(void)
 {
+	XS_ASSERT_HELD(&xs__fc.lock);
 	static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12",
 					   "libcudart.so.11.0", "libcudart.so"};
 	void *h = RTLD_DEFAULT;
@@ -377,8 +402,8 @@ static void xs__find_runtime(void)
 		if (l)
 			h = l;
 	}
-	*(void **)&xs__rt.last_error = dlsym(h, "cudaGetLastError");
-	*(void **)&xs__rt.get_func = dlsym(h, "cudaGetFuncBySymbol");
+	*(void **)&xs__fc.rt.last_error = dlsym(h, "cudaGetLastError");
+	*(void **)&xs__fc.rt.get_func = dlsym(h, "cudaGetFuncBySymbol");
 }
 
 /* Forget what @resolve (NULL: the shared runtime) resolved for @stub in @bind's context
@@ -389,8 +414,8 @@ static void xs__fn_forget(const void *stub, int (*resolve)(void **, const void *
 {
 	uint64_t ctx = bind->key;
 	enum xs__fn_origin origin = resolve ? XS__FN_APP : XS__FN_SHARED_RT;
-	xs_mutex_lock(&xs__fn_lock);
-	for (_Atomic(xs__fn *) *pp = &xs__fns[xs__fn_bucket(stub, ctx)];;) {
+	xs_mutex_lock(&xs__fc.lock);
+	for (_Atomic(xs__fn *) *pp = &xs__fc.chains[xs__fn_bucket(stub, ctx)];;) {
 		xs__fn *e = atomic_load_explicit(pp, memory_order_relaxed);
 		if (!e)
 			break;
@@ -398,20 +423,21 @@ static void xs__fn_forget(const void *stub, int (*resolve)(void **, const void *
 			atomic_store_explicit(pp,
 					      atomic_load_explicit(&e->next, memory_order_relaxed),
 					      memory_order_release);
-			e->retired_next = xs__fns_retired;
-			xs__fns_retired = e; /* a lookup may be reading it: kept */
-			break;               /* xs__fn_keep keeps one entry per key */
+			e->retired_next = xs__fc.retired;
+			xs__fc.retired = e; /* a lookup may be reading it: kept */
+			break;              /* xs__fn_keep keeps one entry per key */
 		}
 		pp = &e->next;
 	}
-	xs_mutex_unlock(&xs__fn_lock);
+	xs_mutex_unlock(&xs__fc.lock);
 }
 
 /* The cached CUfunction of @stub in context key @ctx resolved by @origin, or NULL. No lock:
- * see xs__fns. */
+ * see xs__fc. */
 static CUfunction xs__fn_cached(const void *stub, uint64_t ctx, enum xs__fn_origin origin)
 {
-	xs__fn *e = atomic_load_explicit(&xs__fns[xs__fn_bucket(stub, ctx)], memory_order_acquire);
+	xs__fn *e =
+	    atomic_load_explicit(&xs__fc.chains[xs__fn_bucket(stub, ctx)], memory_order_acquire);
 	for (; e; e = atomic_load_explicit(&e->next, memory_order_acquire))
 		if (e->stub == stub && e->ctx == ctx && e->origin == origin)
 			return e->fn;
@@ -431,16 +457,17 @@ static void xs__fn_keep(const void *stub, uint64_t ctx, enum xs__fn_origin origi
 	e->fn = fn;
 	e->retired_next = NULL;
 	size_t b = xs__fn_bucket(stub, ctx);
-	xs_mutex_lock(&xs__fn_lock);
+	xs_mutex_lock(&xs__fc.lock);
 	if (xs__fn_cached(stub, ctx, origin)) {
-		xs_mutex_unlock(&xs__fn_lock);
+		xs_mutex_unlock(&xs__fc.lock);
 		free(e); /* never published */
 		return;
 	}
-	atomic_store_explicit(&e->next, atomic_load_explicit(&xs__fns[b], memory_order_relaxed),
+	atomic_store_explicit(&e->next,
+			      atomic_load_explicit(&xs__fc.chains[b], memory_order_relaxed),
 			      memory_order_relaxed);
-	atomic_store_explicit(&xs__fns[b], e, memory_order_release); /* published whole */
-	xs_mutex_unlock(&xs__fn_lock);
+	atomic_store_explicit(&xs__fc.chains[b], e, memory_order_release); /* published whole */
+	xs_mutex_unlock(&xs__fc.lock);
 }
 
 /* The CUfunction of kernel stub @stub in @bind's context: cached, else asked of @resolve (an
@@ -459,12 +486,12 @@ static CUresult xs__fn_resolve(const void *stub, int (*resolve)(void **, const v
 	xs__get_func_fn get = NULL;
 	xs__last_error_fn last_error = NULL;
 	if (!resolve) {
-		xs_mutex_lock(&xs__fn_lock);
-		if (!xs__rt.get_func)
-			xs__find_runtime();
-		get = xs__rt.get_func;
-		last_error = xs__rt.last_error;
-		xs_mutex_unlock(&xs__fn_lock);
+		xs_mutex_lock(&xs__fc.lock);
+		if (!xs__fc.rt.get_func)
+			xs__find_runtime_locked();
+		get = xs__fc.rt.get_func;
+		last_error = xs__fc.rt.last_error;
+		xs_mutex_unlock(&xs__fc.lock);
 		if (!get) {
 			*why = "no shared CUDA runtime (libcudart) in the process";
 			return CUDA_ERROR_NOT_FOUND;

@@ -101,7 +101,7 @@ static inline bool xs_gpu_is_default_stream(xs_gpu_stream s)
 /* Open the runtime once and count the devices. On failure *why says what is missing. */
 static inline xs_gpu_err xs_gpu_runtime_init(const char **why)
 {
-	static char msg[160];
+	static _Thread_local char msg[160]; /* the calling thread's: it logs *why at once */
 	int n = 0;
 	hipError_t err = xs_hip_load(why);
 	if (err != hipSuccess)
@@ -110,7 +110,6 @@ static inline xs_gpu_err xs_gpu_runtime_init(const char **why)
 	if (err == hipSuccess && n == 0)
 		err = hipErrorNoDevice;
 	if (err != hipSuccess) {
-		/* Racing writers write the same text. */
 		snprintf(msg, sizeof(msg), "hipGetDeviceCount: %s (%s)",
 			 XS_HIP(hipGetErrorName)(err), XS_HIP(hipGetErrorString)(err));
 		*why = msg;

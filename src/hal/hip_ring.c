@@ -29,33 +29,46 @@ static const size_t xs_hip_ring_co_size = 0;
 
 /* The same kernel as hip_ring_kernel.hip, for hiprtc, which has no HSA headers: the ring
  * buffer address is the field at offset 8 of hsa_queue_t (hsa.h, asserted there). */
-static const char ring_src[] =
+static const char xs__ring_src[] =
     "extern \"C\" __global__ void xs_hip_ring_read(unsigned long long *out)\n"
     "{\n"
     "    const char *q = (const char *)__builtin_amdgcn_queue_ptr();\n"
     "    out[0] = *(const unsigned long long *)(q + 8);\n"
     "}\n";
 
-/* Guards everything below, and is held across a whole lookup: the kernel, the host
- * buffer and its slot are shared by every call. A leaf lock (no library lock is taken
- * inside it; the HIP runtime's own locks are). */
-static xs_mutex ring_lock = XS_MUTEX_INITIALIZER;
-static hipModule_t ring_module[MAX_DEVICES];
-static hipFunction_t ring_kernel[MAX_DEVICES];
-/* Host-mapped, portable to every device; allocated once and never freed. The kernel
- * writes slot 0; hipStreamSynchronize() makes the write visible before it is read. */
-static volatile uint64_t *ring_buf;
+/* The lookup's state, one struct. Its lock guards every field, and is held across a whole
+ * lookup: the kernel, the host buffer and its slot are shared by every call. A leaf lock
+ * (no library lock is taken inside it; the HIP runtime's own locks are). */
+static struct xs__ring {
+	xs_mutex lock;
+	hipModule_t module[MAX_DEVICES];
+	hipFunction_t kernel[MAX_DEVICES];
+	/* Host-mapped, portable to every device; allocated once and never freed. The kernel
+	 * writes slot 0; hipStreamSynchronize() makes the write visible before it is read. */
+	volatile uint64_t *buf;
+	/* hiprtc, found at run time: ROCm 5.2 exports it from libamdhip64 (the process's, or
+	 * the one hip_api.c opened), ROCm 5.3+ ships libhiprtc.so.N. */
+	struct {
+		hiprtcResult (*create)(hiprtcProgram *, const char *, const char *, int,
+				       const char *const *, const char *const *);
+		hiprtcResult (*compile)(hiprtcProgram, int, const char *const *);
+		hiprtcResult (*code_size)(hiprtcProgram, size_t *);
+		hiprtcResult (*code)(hiprtcProgram, char *);
+		hiprtcResult (*destroy)(hiprtcProgram *);
+		bool tried;
+	} rtc;
+} xs__r = {.lock = XS_MUTEX_INITIALIZER};
 
 /* Whether @e says the embedded code object does not fit this GPU. */
-static bool no_code_object(hipError_t e)
+static bool xs__no_code_object(hipError_t e)
 {
 	return e == hipErrorNoBinaryForGpu || e == hipErrorInvalidImage ||
 	       e == hipErrorInvalidKernelFile || e == hipErrorSharedObjectInitFailed;
 }
 
-static XResult map_error(hipError_t e)
+static XResult xs__map_error(hipError_t e)
 {
-	if (no_code_object(e))
+	if (xs__no_code_object(e))
 		return kXSchedErrorNotSupported;
 	switch (e) {
 	case hipErrorInvalidValue:
@@ -71,39 +84,28 @@ static XResult map_error(hipError_t e)
 }
 
 /* Log the one line of a failed lookup and map @e. */
-static XResult fail(void *stream, const char *call, hipError_t e)
+static XResult xs__fail(void *stream, const char *call, hipError_t e)
 {
-	XResult res = map_error(e);
+	XResult res = xs__map_error(e);
 	(void)XS_HIP(hipGetLastError)(); /* do not leave the failure as the thread's last error */
 	XS_WARN(TOPIC, "HIP stream %p: %s failed (%s%s); Lv3 unavailable for it", stream, call,
 		XS_HIP(hipGetErrorString)(e),
-		no_code_object(e) ? "; the library has no code object for this GPU: rebuild "
-				    "with -Dhip_offload_arch=<its gfx name>"
-				  : "");
+		xs__no_code_object(e) ? "; the library has no code object for this GPU: rebuild "
+					"with -Dhip_offload_arch=<its gfx name>"
+				      : "");
 	return res;
 }
 
-/* Load the kernel on @dev unless done. Caller holds ring_lock. */
-/* hiprtc, found at run time: ROCm 5.2 exports it from libamdhip64 (the process's, or the
- * one hip_api.c opened), ROCm 5.3+ ships libhiprtc.so.N. Guarded by ring_lock. */
-static struct {
-	hiprtcResult (*create)(hiprtcProgram *, const char *, const char *, int,
-			       const char *const *, const char *const *);
-	hiprtcResult (*compile)(hiprtcProgram, int, const char *const *);
-	hiprtcResult (*code_size)(hiprtcProgram, size_t *);
-	hiprtcResult (*code)(hiprtcProgram, char *);
-	hiprtcResult (*destroy)(hiprtcProgram *);
-	bool tried;
-} rtc;
-
-static bool rtc_find_locked(void)
+/* Look hiprtc up, once: whether it was found. Caller holds xs__r.lock. */
+static bool xs__rtc_find_locked(void)
 {
+	XS_ASSERT_HELD(&xs__r.lock);
 	static const char *const libs[] = {"libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so"};
 	void *h = RTLD_DEFAULT;
 
-	if (rtc.tried)
-		return rtc.create != NULL;
-	rtc.tried = true;
+	if (xs__r.rtc.tried)
+		return xs__r.rtc.create != NULL;
+	xs__r.rtc.tried = true;
 	if (!dlsym(h, "hiprtcCreateProgram") && xs_hip_library() &&
 	    dlsym(xs_hip_library(), "hiprtcCreateProgram"))
 		h = xs_hip_library();
@@ -113,19 +115,21 @@ static bool rtc_find_locked(void)
 		if (l)
 			h = l;
 	}
-	*(void **)&rtc.create = dlsym(h, "hiprtcCreateProgram");
-	*(void **)&rtc.compile = dlsym(h, "hiprtcCompileProgram");
-	*(void **)&rtc.code_size = dlsym(h, "hiprtcGetCodeSize");
-	*(void **)&rtc.code = dlsym(h, "hiprtcGetCode");
-	*(void **)&rtc.destroy = dlsym(h, "hiprtcDestroyProgram");
-	if (!rtc.create || !rtc.compile || !rtc.code_size || !rtc.code || !rtc.destroy)
-		rtc.create = NULL;
-	return rtc.create != NULL;
+	*(void **)&xs__r.rtc.create = dlsym(h, "hiprtcCreateProgram");
+	*(void **)&xs__r.rtc.compile = dlsym(h, "hiprtcCompileProgram");
+	*(void **)&xs__r.rtc.code_size = dlsym(h, "hiprtcGetCodeSize");
+	*(void **)&xs__r.rtc.code = dlsym(h, "hiprtcGetCode");
+	*(void **)&xs__r.rtc.destroy = dlsym(h, "hiprtcDestroyProgram");
+	if (!xs__r.rtc.create || !xs__r.rtc.compile || !xs__r.rtc.code_size || !xs__r.rtc.code ||
+	    !xs__r.rtc.destroy)
+		xs__r.rtc.create = NULL;
+	return xs__r.rtc.create != NULL;
 }
 
-/* Compile the kernel for device @dev's own arch and load it. */
-static hipError_t rtc_load_locked(int dev)
+/* Compile the kernel for device @dev's own arch and load it. Caller holds xs__r.lock. */
+static hipError_t xs__rtc_load_locked(int dev)
 {
+	XS_ASSERT_HELD(&xs__r.lock);
 	hipDeviceProp_t prop;
 	hiprtcProgram prog = NULL;
 	char opt[300];
@@ -137,7 +141,7 @@ static hipError_t rtc_load_locked(int dev)
 
 	if (e != hipSuccess)
 		return e;
-	if (!rtc_find_locked()) {
+	if (!xs__rtc_find_locked()) {
 		XS_WARN(TOPIC,
 			"no code object for %s in the library and no hiprtc found "
 			"(libhiprtc.so.6/.5)",
@@ -145,57 +149,98 @@ static hipError_t rtc_load_locked(int dev)
 		return hipErrorNoBinaryForGpu;
 	}
 	snprintf(opt, sizeof(opt), "--offload-arch=%s", prop.gcnArchName);
-	hiprtcResult r = rtc.create(&prog, ring_src, "xs_hip_ring.hip", 0, NULL, NULL);
+	hiprtcResult r = xs__r.rtc.create(&prog, xs__ring_src, "xs_hip_ring.hip", 0, NULL, NULL);
 	if (r == HIPRTC_SUCCESS)
-		r = rtc.compile(prog, 1, opts);
+		r = xs__r.rtc.compile(prog, 1, opts);
 	if (r == HIPRTC_SUCCESS)
-		r = rtc.code_size(prog, &size);
+		r = xs__r.rtc.code_size(prog, &size);
 	if (r == HIPRTC_SUCCESS && (code = malloc(size ? size : 1)) != NULL)
-		r = rtc.code(prog, code);
+		r = xs__r.rtc.code(prog, code);
 	if (prog)
-		rtc.destroy(&prog);
+		xs__r.rtc.destroy(&prog);
 	if (r != HIPRTC_SUCCESS || !code) {
 		XS_WARN(TOPIC, "hiprtc could not compile the queue-finding kernel for %s (%d)",
 			prop.gcnArchName, (int)r);
 		free(code);
 		return hipErrorNoBinaryForGpu;
 	}
-	e = XS_HIP(hipModuleLoadData)(&ring_module[dev], code);
+	e = XS_HIP(hipModuleLoadData)(&xs__r.module[dev], code);
 	free(code); /* loaded: the runtime keeps its own copy */
 	if (e != hipSuccess)
-		ring_module[dev] = NULL;
+		xs__r.module[dev] = NULL;
 	else
 		XS_INFO(TOPIC, "queue-finding kernel compiled with hiprtc for %s",
 			prop.gcnArchName);
 	return e;
 }
 
-static hipError_t load_locked(int dev)
+/* Load the kernel on @dev unless done. Caller holds xs__r.lock. */
+static hipError_t xs__load_locked(int dev)
 {
+	XS_ASSERT_HELD(&xs__r.lock);
 	hipError_t e = hipErrorInvalidImage;
 
-	if (ring_kernel[dev])
+	if (xs__r.kernel[dev])
 		return hipSuccess;
-	if (!ring_module[dev] && xs_hip_ring_co_size > 0) {
-		e = XS_HIP(hipModuleLoadData)(&ring_module[dev], xs_hip_ring_co);
+	if (!xs__r.module[dev] && xs_hip_ring_co_size > 0) {
+		e = XS_HIP(hipModuleLoadData)(&xs__r.module[dev], xs_hip_ring_co);
 		if (e != hipSuccess)
-			ring_module[dev] = NULL;
+			xs__r.module[dev] = NULL;
 	}
 	/* A code object runs only on its exact ISA: none for this GPU in the bundle (MI300
 	 * is gfx942, which a ROCm 5.2 hipcc cannot build), so compile one here. */
-	if (!ring_module[dev] && (xs_hip_ring_co_size == 0 || no_code_object(e))) {
+	if (!xs__r.module[dev] && (xs_hip_ring_co_size == 0 || xs__no_code_object(e))) {
 		(void)XS_HIP(hipGetLastError)();
-		e = rtc_load_locked(dev);
+		e = xs__rtc_load_locked(dev);
 	}
-	if (!ring_module[dev])
+	if (!xs__r.module[dev])
 		return e;
-	return XS_HIP(hipModuleGetFunction)(&ring_kernel[dev], ring_module[dev],
+	return XS_HIP(hipModuleGetFunction)(&xs__r.kernel[dev], xs__r.module[dev],
 					    "xs_hip_ring_read");
+}
+
+/* Run the queue-reading kernel on @stream (of device @dev) and read the ring buffer address
+ * it wrote into *@r (0 on failure); *@call names the HIP call that failed. Caller holds
+ * xs__r.lock. */
+static hipError_t xs__ring_read_locked(void *stream, int dev, uint64_t *r, const char **call)
+{
+	XS_ASSERT_HELD(&xs__r.lock);
+	void *dev_buf = NULL, *args[1];
+	hipError_t e = hipSuccess;
+
+	*call = "hipHostMalloc";
+	if (!xs__r.buf) {
+		void *p = NULL;
+
+		e = XS_HIP(hipHostMalloc)(&p, 64, hipHostMallocMapped | hipHostMallocPortable);
+		if (e == hipSuccess)
+			xs__r.buf = p;
+	}
+	if (e == hipSuccess) {
+		*call = "hipModuleLoadData/hipModuleGetFunction";
+		e = xs__load_locked(dev);
+	}
+	if (e == hipSuccess) {
+		*call = "hipHostGetDevicePointer";
+		e = XS_HIP(hipHostGetDevicePointer)(&dev_buf, (void *)xs__r.buf, 0);
+	}
+	if (e == hipSuccess) {
+		xs__r.buf[0] = 0;
+		args[0] = &dev_buf;
+		*call = "hipModuleLaunchKernel";
+		e = XS_HIP(hipModuleLaunchKernel)(xs__r.kernel[dev], 1, 1, 1, 1, 1, 1, 0,
+						  (hipStream_t)stream, args, NULL);
+	}
+	if (e == hipSuccess) {
+		*call = "hipStreamSynchronize";
+		e = XS_HIP(hipStreamSynchronize)((hipStream_t)stream);
+	}
+	*r = e == hipSuccess ? xs__r.buf[0] : 0;
+	return e;
 }
 
 XResult xs_hip_stream_ring_base(void *stream, uint64_t *ring)
 {
-	void *dev_buf = NULL, *args[1];
 	const char *call;
 	hipError_t e;
 	int dev = -1;
@@ -211,7 +256,7 @@ XResult xs_hip_stream_ring_base(void *stream, uint64_t *ring)
 	}
 	e = XS_HIP(hipGetDevice)(&dev);
 	if (e != hipSuccess)
-		return fail(stream, "hipGetDevice", e);
+		return xs__fail(stream, "hipGetDevice", e);
 	if (dev < 0 || dev >= MAX_DEVICES) {
 		XS_WARN(TOPIC,
 			"HIP stream %p: device %d is beyond the %d this library handles; "
@@ -220,40 +265,12 @@ XResult xs_hip_stream_ring_base(void *stream, uint64_t *ring)
 		return kXSchedErrorUnknown;
 	}
 
-	xs_mutex_lock(&ring_lock);
-	call = "hipHostMalloc";
-	e = hipSuccess;
-	if (!ring_buf) {
-		void *p = NULL;
-
-		e = XS_HIP(hipHostMalloc)(&p, 64, hipHostMallocMapped | hipHostMallocPortable);
-		if (e == hipSuccess)
-			ring_buf = p;
-	}
-	if (e == hipSuccess) {
-		call = "hipModuleLoadData/hipModuleGetFunction";
-		e = load_locked(dev);
-	}
-	if (e == hipSuccess) {
-		call = "hipHostGetDevicePointer";
-		e = XS_HIP(hipHostGetDevicePointer)(&dev_buf, (void *)ring_buf, 0);
-	}
-	if (e == hipSuccess) {
-		ring_buf[0] = 0;
-		args[0] = &dev_buf;
-		call = "hipModuleLaunchKernel";
-		e = XS_HIP(hipModuleLaunchKernel)(ring_kernel[dev], 1, 1, 1, 1, 1, 1, 0,
-						  (hipStream_t)stream, args, NULL);
-	}
-	if (e == hipSuccess) {
-		call = "hipStreamSynchronize";
-		e = XS_HIP(hipStreamSynchronize)((hipStream_t)stream);
-	}
-	r = e == hipSuccess ? ring_buf[0] : 0;
-	xs_mutex_unlock(&ring_lock);
+	xs_mutex_lock(&xs__r.lock);
+	e = xs__ring_read_locked(stream, dev, &r, &call);
+	xs_mutex_unlock(&xs__r.lock);
 
 	if (e != hipSuccess)
-		return fail(stream, call, e);
+		return xs__fail(stream, call, e);
 	if (r == 0) {
 		XS_WARN(TOPIC,
 			"HIP stream %p: the queue-reading kernel reported no ring buffer; "

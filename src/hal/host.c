@@ -57,23 +57,26 @@ typedef struct xs__host_q {
 	atomic_bool abort_waits; /* destroy: leave wait entries (never needed by the contract) */
 } xs__host_q;
 
-/* Guards nothing but the sleep of executors at wait entries: the flag they test
- * (u.record.ran, xs__host_q.abort_waits) is atomic, and every change of it is followed by
- * a broadcast on xs__ev_cv under xs__ev_lock, so a sleeper cannot miss it. A leaf lock. */
-static xs_mutex xs__ev_lock = XS_MUTEX_INITIALIZER;
-static xs_cond xs__ev_cv = PTHREAD_COND_INITIALIZER; /* no timed waits: any clock */
+/* The host event lock and its condition, the module's only state. The lock guards nothing
+ * but the sleep of executors at wait entries: the flag they test (u.record.ran,
+ * xs__host_q.abort_waits) is atomic, and every change of it is followed by a broadcast on
+ * cv under the lock, so a sleeper cannot miss it. A leaf lock. */
+static struct xs__host_events {
+	xs_mutex lock;
+	xs_cond cv; /* no timed waits: any clock */
+} xs__hev = {XS_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 void xs_host_forked(void)
 {
-	xs_mutex_init(&xs__ev_lock);
-	xs_cond_init(&xs__ev_cv);
+	xs_mutex_init(&xs__hev.lock);
+	xs_cond_init(&xs__hev.cv);
 }
 
 static void xs__ev_broadcast(void)
 {
-	xs_mutex_lock(&xs__ev_lock);
-	xs_cond_broadcast(&xs__ev_cv);
-	xs_mutex_unlock(&xs__ev_lock);
+	xs_mutex_lock(&xs__hev.lock);
+	xs_cond_broadcast(&xs__hev.cv);
+	xs_mutex_unlock(&xs__hev.lock);
 }
 
 static xs__host_q *xs__hq(xs_hwq *q)
@@ -102,15 +105,15 @@ static void xs__pass_record(xs_cmd *rec)
 static XResult xs__wait_record(xs__host_q *h, xs_cmd *rec)
 {
 	XResult res = kXSchedSuccess;
-	xs_mutex_lock(&xs__ev_lock);
+	xs_mutex_lock(&xs__hev.lock);
 	while (!atomic_load_explicit(&rec->u.record.ran, memory_order_acquire)) {
 		if (atomic_load_explicit(&h->abort_waits, memory_order_relaxed)) {
 			res = kXSchedErrorNotAllowed;
 			break;
 		}
-		xs_cond_wait(&xs__ev_cv, &xs__ev_lock);
+		xs_cond_wait(&xs__hev.cv, &xs__hev.lock);
 	}
-	xs_mutex_unlock(&xs__ev_lock);
+	xs_mutex_unlock(&xs__hev.lock);
 	return res;
 }
 
@@ -130,12 +133,40 @@ static void xs__publish(xs__host_q *h, uint64_t seq)
  * holds h->lock. */
 static void xs__mark_prev(xs__host_q *h, uint64_t *ran)
 {
+	XS_ASSERT_HELD(&h->lock);
 	if (*ran && h->head && h->head->mark_prev) {
 		xs__publish(h, *ran);
 		*ran = 0;
 	}
 }
 
+/* Run @e's command (none: a done mark alone) and drop the entry's reference to it. Called
+ * with no lock held: user code runs here. */
+static void xs__run(xs__host_q *h, struct xs__entry *e)
+{
+	xs_cmd *cmd = e->cmd;
+	XResult res = kXSchedSuccess;
+	xs_hal_set_running(&h->base, e->seq);
+	if (!cmd)
+		; /* a done mark alone */
+	else if (cmd->kind == XS_CMD_HOST_FUNC)
+		res = cmd->u.host.fn(cmd->u.host.data);
+	else if (cmd->kind == XS_CMD_CALLBACK)
+		res = cmd->u.callback.fn(h->base.obj.handle, cmd->u.callback.data);
+	else if (cmd->kind == XS_CMD_EVENT_RECORD)
+		xs__pass_record(cmd);
+	else if (cmd->kind == XS_CMD_EVENT_WAIT)
+		res = xs__wait_record(h, cmd->u.wait.record);
+	xs_hal_set_running(NULL, 0);
+	/* The engine reads result once it saw the done number stored after this, or the
+	 * queue idle (under the lock). */
+	if (res != kXSchedSuccess)
+		cmd->result = res;
+	xs_obj_unref(cmd ? &cmd->obj : NULL);
+}
+
+/* The executor thread of one host queue: runs its entries in order, honouring the counter
+ * and the run gate, and publishes their numbers. */
 static void *xs__executor(void *arg)
 {
 	xs__host_q *h = arg;
@@ -163,26 +194,7 @@ static void *xs__executor(void *arg)
 		h->running = true;
 		xs_mutex_unlock(&h->lock);
 
-		xs_cmd *cmd = e->cmd;
-		XResult res = kXSchedSuccess;
-		xs_hal_set_running(&h->base, e->seq);
-		if (!cmd)
-			; /* a done mark alone */
-		else if (cmd->kind == XS_CMD_HOST_FUNC)
-			res = cmd->u.host.fn(cmd->u.host.data);
-		else if (cmd->kind == XS_CMD_CALLBACK)
-			res = cmd->u.callback.fn(h->base.obj.handle, cmd->u.callback.data);
-		else if (cmd->kind == XS_CMD_EVENT_RECORD)
-			xs__pass_record(cmd);
-		else if (cmd->kind == XS_CMD_EVENT_WAIT)
-			res = xs__wait_record(h, cmd->u.wait.record);
-		xs_hal_set_running(NULL, 0);
-		/* The engine reads result once it saw the done number stored below, or the
-		 * queue idle (under the lock). */
-		if (res != kXSchedSuccess)
-			cmd->result = res;
-		xs_obj_unref(cmd ? &cmd->obj : NULL);
-
+		xs__run(h, e);
 		xs_mutex_lock(&h->lock);
 		h->running = false;
 		ran = e->seq;

@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/thread.h"
 #include "preempt/kfd_uapi.h"
 
 #define TOPIC "cwsr"
@@ -35,9 +35,9 @@
 
 #define QUEUE_STATUS_MASK (XS_KFD_DBG_QUEUE_ERROR_MASK | XS_KFD_DBG_QUEUE_INVALID_MASK)
 
-/* Warnings and errors go through cwsr_log(), which xs_cwsr_log_capture() can redirect. */
-#define CWSR_WARN(...)  cwsr_log(XS_LOG_WARN, __VA_ARGS__)
-#define CWSR_ERROR(...) cwsr_log(XS_LOG_ERROR, __VA_ARGS__)
+/* Warnings and errors go through xs__cwsr_log(), which xs_cwsr_log_capture() can redirect. */
+#define CWSR_WARN(...)  xs__cwsr_log(XS_LOG_WARN, __VA_ARGS__)
+#define CWSR_ERROR(...) xs__cwsr_log(XS_LOG_ERROR, __VA_ARGS__)
 
 struct xs_cwsr_queue {
 	struct xs_cwsr_queue *next; /* in xs__k.attached_list */
@@ -48,61 +48,61 @@ struct xs_cwsr_queue {
 };
 
 /* The calling thread's capture buffer (xs_cwsr_log_capture()); thread-local, so no lock. */
-static _Thread_local char *capture_buf;
-static _Thread_local size_t capture_cap;
+static _Thread_local char *xs__capture_buf;
+static _Thread_local size_t xs__capture_cap;
 
 /* Log one warning or error line under TOPIC, or append it to the capture buffer
  * ("; "-separated, truncated) while the calling thread captures. */
-__attribute__((format(printf, 2, 3))) static void cwsr_log(enum xs_log_level level, const char *fmt,
-							   ...)
+__attribute__((format(printf, 2, 3))) static void xs__cwsr_log(enum xs_log_level level,
+							       const char *fmt, ...)
 {
 	char line[384];
 	va_list ap;
 	size_t len;
 
-	if (!capture_buf && !xs_log_enabled(level))
+	if (!xs__capture_buf && !xs_log_enabled(level))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (!capture_buf) {
+	if (!xs__capture_buf) {
 		xs_log_write(level, TOPIC, "%s", line);
 		return;
 	}
-	len = strlen(capture_buf);
-	if (len > 0 && len + 2 < capture_cap) {
-		memcpy(capture_buf + len, "; ", 3);
+	len = strlen(xs__capture_buf);
+	if (len > 0 && len + 2 < xs__capture_cap) {
+		memcpy(xs__capture_buf + len, "; ", 3);
 		len += 2;
 	}
-	if (len + 1 < capture_cap)
-		snprintf(capture_buf + len, capture_cap - len, "%s", line);
+	if (len + 1 < xs__capture_cap)
+		snprintf(xs__capture_buf + len, xs__capture_cap - len, "%s", line);
 }
 
 void xs_cwsr_log_capture(char *buf, size_t cap)
 {
 	if (buf && cap > 0) {
 		buf[0] = '\0';
-		capture_buf = buf;
-		capture_cap = cap;
+		xs__capture_buf = buf;
+		xs__capture_cap = cap;
 	} else {
-		capture_buf = NULL;
-		capture_cap = 0;
+		xs__capture_buf = NULL;
+		xs__capture_cap = 0;
 	}
 }
 
-static int real_open(const char *path, int flags)
+static int xs__real_open(const char *path, int flags)
 {
 	int fd = open(path, flags);
 
 	return fd < 0 ? -errno : fd;
 }
 
-static int real_close(int fd)
+static int xs__real_close(int fd)
 {
 	return close(fd) < 0 ? -errno : 0;
 }
 
-static int real_ioctl(int fd, unsigned long request, void *arg)
+static int xs__real_ioctl(int fd, unsigned long request, void *arg)
 {
 	int r;
 
@@ -112,18 +112,19 @@ static int real_ioctl(int fd, unsigned long request, void *arg)
 	return r < 0 ? -errno : r;
 }
 
-static const xs_kfd_sys real_sys = {
-    .open = real_open,
-    .close = real_close,
-    .ioctl = real_ioctl,
+static const xs_kfd_sys xs__real_sys = {
+    .open = xs__real_open,
+    .close = xs__real_close,
+    .ioctl = xs__real_ioctl,
 };
 
-/* The process's KFD session, one struct. Its lock (`xs__k.lock` in the lock map, a plain
- * pthread mutex taken under lv3_lock) guards every field: the syscall table, the KFD fd,
- * the debug-trap state and the list of attached queues (including each queue's suspended
- * flag). It is held across the ioctls, so that the kernel state and ours change together. */
+/* The process's KFD session, one struct. Its lock (`xs__k.lock` in the lock map, taken
+ * under lv3.c's lock) guards every field: the syscall table, the KFD fd, the debug-trap
+ * state and the list of attached queues (including each queue's suspended flag). It is held
+ * across the ioctls, so that the kernel state and ours change together; every `*_locked`
+ * function below asserts it. */
 static struct xs__kfd {
-	pthread_mutex_t lock;
+	xs_mutex lock;
 	const xs_kfd_sys *sys; /* the system calls: real, or a test's fake (xs_cwsr_set_sys) */
 	int fd;                /* /dev/kfd, -1 = closed */
 	bool trap_enabled;
@@ -131,9 +132,9 @@ static struct xs__kfd {
 	size_t n_attached;
 	bool exit_registered; /* the exit handler is registered (once per process) */
 	bool released;        /* xs_cwsr_release_all ran: nothing is enabled again */
-} xs__k = {PTHREAD_MUTEX_INITIALIZER, &real_sys, -1, false, NULL, 0, false, false};
+} xs__k = {.lock = XS_MUTEX_INITIALIZER, .sys = &xs__real_sys, .fd = -1};
 
-static const char *errno_name(int err)
+static const char *xs__errno_name(int err)
 {
 	switch (err) {
 	case EPERM:
@@ -171,15 +172,17 @@ static const char *errno_name(int err)
 	}
 }
 
-static int dbg_trap(struct xs_kfd_dbg_trap_args *args, uint32_t op)
+static int xs__dbg_trap_locked(struct xs_kfd_dbg_trap_args *args, uint32_t op)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	args->pid = (uint32_t)getpid();
 	args->op = op;
 	return xs__k.sys->ioctl(xs__k.fd, XS_AMDKFD_IOC_DBG_TRAP, args);
 }
 
-static XResult kfd_open_locked(void)
+static XResult xs__kfd_open_locked(void)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	int fd;
 
 	if (xs__k.fd >= 0)
@@ -195,28 +198,30 @@ static XResult kfd_open_locked(void)
 	else if (fd == -EACCES || fd == -EPERM)
 		CWSR_WARN("Lv3 unavailable: no permission to open %s (-%s; the user needs the "
 			  "'render' or 'video' group)",
-			  XS_KFD_DEVICE_PATH, errno_name(-fd));
+			  XS_KFD_DEVICE_PATH, xs__errno_name(-fd));
 	else
 		CWSR_WARN("Lv3 unavailable: cannot open %s (-%s, %d)", XS_KFD_DEVICE_PATH,
-			  errno_name(-fd), fd);
+			  xs__errno_name(-fd), fd);
 	return kXSchedErrorNotSupported;
 }
 
-static void kfd_close_locked(void)
+static void xs__kfd_close_locked(void)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	int r;
 
 	if (xs__k.fd < 0)
 		return;
 	r = xs__k.sys->close(xs__k.fd);
 	if (r < 0)
-		XS_DEBUG(TOPIC, "close(%s) failed (-%s)", XS_KFD_DEVICE_PATH, errno_name(-r));
+		XS_DEBUG(TOPIC, "close(%s) failed (-%s)", XS_KFD_DEVICE_PATH, xs__errno_name(-r));
 	xs__k.fd = -1;
 }
 
 /* Returns 0 or -errno; logs nothing. */
-static int kfd_get_version_locked(uint32_t *major, uint32_t *minor)
+static int xs__kfd_get_version_locked(uint32_t *major, uint32_t *minor)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	struct xs_kfd_get_version_args args;
 	int r;
 
@@ -229,7 +234,7 @@ static int kfd_get_version_locked(uint32_t *major, uint32_t *minor)
 	return 0;
 }
 
-static const char *enable_failure_reason(int err)
+static const char *xs__enable_failure_reason(int err)
 {
 	switch (err) {
 	case EALREADY:
@@ -259,7 +264,7 @@ static const char *enable_failure_reason(int err)
 }
 
 /* kfd_ioctl.h: DEBUG_RUNTIME_STATE_DISABLED, _ENABLED, _ENABLED_BUSY, _ENABLED_ERROR. */
-static const char *runtime_state_name(uint32_t st)
+static const char *xs__runtime_state_name(uint32_t st)
 {
 	switch (st) {
 	case 0:
@@ -276,33 +281,35 @@ static const char *runtime_state_name(uint32_t st)
 	}
 }
 
-static void trap_disable_locked(void)
+static void xs__trap_disable_locked(void)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	struct xs_kfd_dbg_trap_args args;
 	int r;
 
 	if (!xs__k.trap_enabled)
 		return;
 	memset(&args, 0, sizeof(args));
-	r = dbg_trap(&args, XS_KFD_DBG_TRAP_DISABLE);
+	r = xs__dbg_trap_locked(&args, XS_KFD_DBG_TRAP_DISABLE);
 	if (r < 0)
-		CWSR_WARN("DBG_TRAP DISABLE failed (-%s, %d)", errno_name(-r), r);
+		CWSR_WARN("DBG_TRAP DISABLE failed (-%s, %d)", xs__errno_name(-r), r);
 	xs__k.trap_enabled = false;
 }
 
-static void cwsr_at_exit(void)
+static void xs__cwsr_at_exit(void)
 {
 	xs_cwsr_release_all();
 }
 
 /* Whether KFD's ioctl version has the debugger API (1.13+); logs why not. */
-static bool kfd_version_ok_locked(void)
+static bool xs__kfd_version_ok_locked(void)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	uint32_t major = 0, minor = 0;
-	int r = kfd_get_version_locked(&major, &minor);
+	int r = xs__kfd_get_version_locked(&major, &minor);
 	if (r < 0) {
 		CWSR_WARN("Lv3 unavailable: AMDKFD_IOC_GET_VERSION failed (-%s, %d)",
-			  errno_name(-r), r);
+			  xs__errno_name(-r), r);
 		return false;
 	}
 	if (major != XS_KFD_MAJOR_REQUIRED || minor < XS_KFD_MINOR_REQUIRED) {
@@ -317,8 +324,9 @@ static bool kfd_version_ok_locked(void)
 
 /* Enable the debug trap on the open /dev/kfd (into @rinfo: the runtime's state); logs
  * why not. */
-static bool trap_enable_locked(struct xs_kfd_runtime_info *rinfo)
+static bool xs__trap_enable_locked(struct xs_kfd_runtime_info *rinfo)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	struct xs_kfd_dbg_trap_args args;
 	memset(&args, 0, sizeof(args));
 	memset(rinfo, 0, sizeof(*rinfo));
@@ -328,10 +336,10 @@ static bool trap_enable_locked(struct xs_kfd_runtime_info *rinfo)
 	/* KFD needs a valid fd to report exceptions on; with an empty exception
 	 * mask it never writes to it. libhsakmt passes the KFD fd itself too. */
 	args.enable.dbg_fd = (uint32_t)xs__k.fd;
-	int r = dbg_trap(&args, XS_KFD_DBG_TRAP_ENABLE);
+	int r = xs__dbg_trap_locked(&args, XS_KFD_DBG_TRAP_ENABLE);
 	if (r < 0) {
-		CWSR_WARN("Lv3 unavailable: DBG_TRAP ENABLE failed (-%s, %d): %s", errno_name(-r),
-			  r, enable_failure_reason(-r));
+		CWSR_WARN("Lv3 unavailable: DBG_TRAP ENABLE failed (-%s, %d): %s",
+			  xs__errno_name(-r), r, xs__enable_failure_reason(-r));
 		return false;
 	}
 	xs__k.trap_enabled = true;
@@ -339,15 +347,16 @@ static bool trap_enable_locked(struct xs_kfd_runtime_info *rinfo)
 	 * from HIP's exit handler), waits for ever while the debug trap is enabled. Handlers
 	 * run in reverse order of registration and HIP registered its own when it loaded,
 	 * before any queue could be attached: ours runs first. */
-	if (!xs__k.exit_registered && atexit(cwsr_at_exit) == 0)
+	if (!xs__k.exit_registered && atexit(xs__cwsr_at_exit) == 0)
 		xs__k.exit_registered = true;
 	return true;
 }
 
 /* Make sure /dev/kfd is open and the debug trap enabled for this process.
  * On failure everything opened here is undone and one line is logged. */
-static XResult session_get_locked(void)
+static XResult xs__session_get_locked(void)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	struct xs_kfd_runtime_info rinfo;
 	if (xs__k.trap_enabled)
 		return kXSchedSuccess;
@@ -355,42 +364,44 @@ static XResult session_get_locked(void)
 		CWSR_WARN("Lv3 unavailable: the process is exiting (KFD session released)");
 		return kXSchedErrorNotSupported;
 	}
-	XResult res = kfd_open_locked();
+	XResult res = xs__kfd_open_locked();
 	if (res != kXSchedSuccess)
 		return res;
-	if (!kfd_version_ok_locked() || !trap_enable_locked(&rinfo))
+	if (!xs__kfd_version_ok_locked() || !xs__trap_enable_locked(&rinfo))
 		goto fail;
 	/* SUSPEND/RESUME need the runtime's debug support (-EPERM otherwise);
 	 * ROCr turns it on at start-up when the kernel and firmware allow it. */
 	if (rinfo.runtime_state != XS_KFD_RUNTIME_STATE_ENABLED) {
 		CWSR_WARN("Lv3 unavailable: the HSA runtime has not enabled KFD debug support "
 			  "(runtime_state %u: %s)",
-			  rinfo.runtime_state, runtime_state_name(rinfo.runtime_state));
-		trap_disable_locked();
+			  rinfo.runtime_state, xs__runtime_state_name(rinfo.runtime_state));
+		xs__trap_disable_locked();
 		goto fail;
 	}
 	XS_DEBUG(TOPIC, "debug trap enabled for pid %d", (int)getpid());
 	return kXSchedSuccess;
 
 fail:
-	kfd_close_locked();
+	xs__kfd_close_locked();
 	return kXSchedErrorNotSupported;
 }
 
-/* Undo session_get_locked() once no queue needs the debug trap. */
-static void session_put_locked(void)
+/* Undo xs__session_get_locked() once no queue needs the debug trap. */
+static void xs__session_put_locked(void)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	if (xs__k.n_attached > 0)
 		return;
-	trap_disable_locked();
-	kfd_close_locked();
+	xs__trap_disable_locked();
+	xs__kfd_close_locked();
 }
 
 /* Read the queue list, clearing @clear_mask on every queue reported.
  * On success *@out (free() it) holds *@n entries. Logs one line on failure. */
-static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot_entry **out,
-			       size_t *n)
+static XResult xs__snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot_entry **out,
+				   size_t *n)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	struct xs_kfd_queue_snapshot_entry *buf;
 	struct xs_kfd_dbg_trap_args args;
 	size_t cap = 16;
@@ -407,11 +418,11 @@ static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot
 		args.queue_snapshot.snapshot_buf_ptr = (uint64_t)(uintptr_t)buf;
 		args.queue_snapshot.num_queues = (uint32_t)cap;
 		args.queue_snapshot.entry_size = sizeof(*buf);
-		r = dbg_trap(&args, XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT);
+		r = xs__dbg_trap_locked(&args, XS_KFD_DBG_TRAP_GET_QUEUE_SNAPSHOT);
 		if (r < 0) {
 			free(buf);
 			CWSR_WARN("Lv3 unavailable: DBG_TRAP GET_QUEUE_SNAPSHOT failed (-%s, %d)",
-				  errno_name(-r), r);
+				  xs__errno_name(-r), r);
 			return kXSchedErrorNotSupported;
 		}
 		if (args.queue_snapshot.num_queues <= cap) {
@@ -434,16 +445,16 @@ static XResult snapshot_locked(uint64_t clear_mask, struct xs_kfd_queue_snapshot
 	return kXSchedErrorNotSupported;
 }
 
-static bool is_compute_queue(uint32_t type)
+static bool xs__is_compute_queue(uint32_t type)
 {
 	return type == XS_KFD_QUEUE_TYPE_COMPUTE || type == XS_KFD_QUEUE_TYPE_COMPUTE_AQL;
 }
 
 void xs_cwsr_set_sys(const xs_kfd_sys *sys)
 {
-	pthread_mutex_lock(&xs__k.lock);
-	xs__k.sys = sys ? sys : &real_sys;
-	pthread_mutex_unlock(&xs__k.lock);
+	xs_mutex_lock(&xs__k.lock);
+	xs__k.sys = sys ? sys : &xs__real_sys;
+	xs_mutex_unlock(&xs__k.lock);
 }
 
 XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
@@ -454,19 +465,19 @@ XResult xs_cwsr_kfd_version(uint32_t *major, uint32_t *minor)
 
 	if (!major || !minor)
 		return kXSchedErrorInvalidValue;
-	pthread_mutex_lock(&xs__k.lock);
+	xs_mutex_lock(&xs__k.lock);
 	opened_here = xs__k.fd < 0;
-	res = kfd_open_locked();
+	res = xs__kfd_open_locked();
 	if (res == kXSchedSuccess) {
-		r = kfd_get_version_locked(major, minor);
+		r = xs__kfd_get_version_locked(major, minor);
 		if (r < 0) {
-			CWSR_WARN("AMDKFD_IOC_GET_VERSION failed (-%s, %d)", errno_name(-r), r);
+			CWSR_WARN("AMDKFD_IOC_GET_VERSION failed (-%s, %d)", xs__errno_name(-r), r);
 			res = kXSchedErrorNotSupported;
 		}
 		if (opened_here)
-			kfd_close_locked();
+			xs__kfd_close_locked();
 	}
-	pthread_mutex_unlock(&xs__k.lock);
+	xs_mutex_unlock(&xs__k.lock);
 	return res;
 }
 
@@ -474,23 +485,24 @@ XResult xs_cwsr_probe(void)
 {
 	XResult res;
 
-	pthread_mutex_lock(&xs__k.lock);
-	res = session_get_locked();
+	xs_mutex_lock(&xs__k.lock);
+	res = xs__session_get_locked();
 	if (res == kXSchedSuccess)
-		session_put_locked();
-	pthread_mutex_unlock(&xs__k.lock);
+		xs__session_put_locked();
+	xs_mutex_unlock(&xs__k.lock);
 	return res;
 }
 
 /* A snapshot of this process's queues for a reader, with a session just for the call.
  * Caller holds xs__k.lock and frees *out (also on failure). */
-static XResult snapshot_once_locked(struct xs_kfd_queue_snapshot_entry **out, size_t *n)
+static XResult xs__snapshot_once_locked(struct xs_kfd_queue_snapshot_entry **out, size_t *n)
 {
-	XResult res = session_get_locked();
+	XS_ASSERT_HELD(&xs__k.lock);
+	XResult res = xs__session_get_locked();
 	if (res != kXSchedSuccess)
 		return res;
-	res = snapshot_locked(0, out, n);
-	session_put_locked();
+	res = xs__snapshot_locked(0, out, n);
+	xs__session_put_locked();
 	return res;
 }
 
@@ -503,9 +515,9 @@ XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count)
 	if (!count || (cap > 0 && !out))
 		return kXSchedErrorInvalidValue;
 	*count = 0;
-	pthread_mutex_lock(&xs__k.lock);
-	res = snapshot_once_locked(&entries, &n);
-	pthread_mutex_unlock(&xs__k.lock);
+	xs_mutex_lock(&xs__k.lock);
+	res = xs__snapshot_once_locked(&entries, &n);
+	xs_mutex_unlock(&xs__k.lock);
 	if (res == kXSchedSuccess) {
 		for (i = 0; i < n && i < cap; i++) {
 			out[i].ring_base_address = entries[i].ring_base_address;
@@ -522,7 +534,7 @@ XResult xs_cwsr_list_queues(xs_cwsr_queue_info *out, size_t cap, size_t *count)
 
 /* The entry of @n that has ring buffer @ring, or NULL. */
 static const struct xs_kfd_queue_snapshot_entry *
-find_ring(const struct xs_kfd_queue_snapshot_entry *entries, size_t n, uint64_t ring)
+xs__find_ring(const struct xs_kfd_queue_snapshot_entry *entries, size_t n, uint64_t ring)
 {
 	for (size_t i = 0; i < n; i++)
 		if (entries[i].ring_base_address == ring)
@@ -545,14 +557,14 @@ XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
 			  (unsigned long long)ring_a);
 		return kXSchedErrorNotAllowed;
 	}
-	pthread_mutex_lock(&xs__k.lock);
-	res = snapshot_once_locked(&entries, &n);
-	pthread_mutex_unlock(&xs__k.lock);
+	xs_mutex_lock(&xs__k.lock);
+	res = xs__snapshot_once_locked(&entries, &n);
+	xs_mutex_unlock(&xs__k.lock);
 	if (res == kXSchedSuccess) {
-		a = find_ring(entries, n, ring_a);
-		b = find_ring(entries, n, ring_b);
-		bool ok_a = a && is_compute_queue(a->queue_type);
-		if (!ok_a || !b || !is_compute_queue(b->queue_type)) {
+		a = xs__find_ring(entries, n, ring_a);
+		b = xs__find_ring(entries, n, ring_b);
+		bool ok_a = a && xs__is_compute_queue(a->queue_type);
+		if (!ok_a || !b || !xs__is_compute_queue(b->queue_type)) {
 			CWSR_WARN("no compute queue of this process has ring 0x%llx",
 				  (unsigned long long)(ok_a ? ring_b : ring_a));
 			res = kXSchedErrorNotFound;
@@ -562,11 +574,61 @@ XResult xs_cwsr_distinct_queues(uint64_t ring_a, uint64_t ring_b)
 	return res;
 }
 
+/* The compute queue of @entries with ring buffer @ring, not attached yet, copied to *@e.
+ * Logs why not. Caller holds xs__k.lock. */
+static XResult xs__attach_find_locked(const struct xs_kfd_queue_snapshot_entry *entries, size_t n,
+				      uint64_t ring, struct xs_kfd_queue_snapshot_entry *e)
+{
+	XS_ASSERT_HELD(&xs__k.lock);
+	const struct xs_kfd_queue_snapshot_entry *found = xs__find_ring(entries, n, ring);
+	if (!found) {
+		CWSR_WARN("attach: none of this process's %zu KFD queues has ring buffer 0x%llx", n,
+			  (unsigned long long)ring);
+		return kXSchedErrorNotFound;
+	}
+	if (!xs__is_compute_queue(found->queue_type)) {
+		CWSR_WARN("attach: KFD queue %u (ring 0x%llx) is not a compute queue (type %u)",
+			  found->queue_id, (unsigned long long)ring, found->queue_type);
+		return kXSchedErrorNotSupported;
+	}
+	for (const xs_cwsr_queue *q = xs__k.attached_list; q; q = q->next) {
+		if (q->queue_id == found->queue_id) {
+			CWSR_WARN("attach: KFD queue %u is already attached (streams sharing one "
+				  "hardware queue cannot be preempted apart)",
+				  found->queue_id);
+			return kXSchedErrorNotAllowed;
+		}
+	}
+	*e = *found;
+	return kXSchedSuccess;
+}
+
+/* Add the queue of @e (ring buffer @ring) to the attached list, as *@out. Caller holds
+ * xs__k.lock. */
+static XResult xs__attach_add_locked(xs_cwsr_queue **out, uint64_t ring,
+				     const struct xs_kfd_queue_snapshot_entry *e)
+{
+	XS_ASSERT_HELD(&xs__k.lock);
+	xs_cwsr_queue *q = calloc(1, sizeof(*q));
+	if (!q) {
+		CWSR_ERROR("attach: out of memory");
+		return kXSchedErrorUnknown;
+	}
+	q->ring_base_address = ring;
+	q->queue_id = e->queue_id;
+	q->gpu_id = e->gpu_id;
+	q->next = xs__k.attached_list;
+	xs__k.attached_list = q;
+	xs__k.n_attached++;
+	*out = q;
+	XS_DEBUG(TOPIC, "attached KFD queue %u (gpu %u, ring 0x%llx, %u bytes)", q->queue_id,
+		 q->gpu_id, (unsigned long long)ring, e->ring_size);
+	return kXSchedSuccess;
+}
+
 XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 {
-	struct xs_kfd_queue_snapshot_entry *entries = NULL;
-	const struct xs_kfd_queue_snapshot_entry *e;
-	xs_cwsr_queue *q;
+	struct xs_kfd_queue_snapshot_entry *entries = NULL, e;
 	size_t n = 0;
 	XResult res;
 
@@ -577,58 +639,20 @@ XResult xs_cwsr_attach(xs_cwsr_queue **out, uint64_t ring_base_address)
 		CWSR_WARN("attach: ring base address 0 names no queue");
 		return kXSchedErrorInvalidValue;
 	}
-	pthread_mutex_lock(&xs__k.lock);
-	res = session_get_locked();
-	if (res != kXSchedSuccess)
-		goto out;
-
-	/* Clearing EC_QUEUE_NEW is required: KFD refuses to suspend a queue
-	 * still flagged new. The snapshot clears it on every queue it reports. */
-	res = snapshot_locked(XS_KFD_EC_MASK(XS_KFD_EC_QUEUE_NEW), &entries, &n);
-	if (res != kXSchedSuccess)
-		goto put;
-	e = find_ring(entries, n, ring_base_address);
-	if (!e) {
-		CWSR_WARN("attach: none of this process's %zu KFD queues has ring buffer 0x%llx", n,
-			  (unsigned long long)ring_base_address);
-		res = kXSchedErrorNotFound;
-		goto put;
+	xs_mutex_lock(&xs__k.lock);
+	res = xs__session_get_locked();
+	if (res == kXSchedSuccess) {
+		/* Clearing EC_QUEUE_NEW is required: KFD refuses to suspend a queue
+		 * still flagged new. The snapshot clears it on every queue it reports. */
+		res = xs__snapshot_locked(XS_KFD_EC_MASK(XS_KFD_EC_QUEUE_NEW), &entries, &n);
+		if (res == kXSchedSuccess)
+			res = xs__attach_find_locked(entries, n, ring_base_address, &e);
+		if (res == kXSchedSuccess)
+			res = xs__attach_add_locked(out, ring_base_address, &e);
+		free(entries);
+		xs__session_put_locked();
 	}
-	if (!is_compute_queue(e->queue_type)) {
-		CWSR_WARN("attach: KFD queue %u (ring 0x%llx) is not a compute queue (type %u)",
-			  e->queue_id, (unsigned long long)ring_base_address, e->queue_type);
-		res = kXSchedErrorNotSupported;
-		goto put;
-	}
-	for (q = xs__k.attached_list; q; q = q->next) {
-		if (q->queue_id == e->queue_id) {
-			CWSR_WARN("attach: KFD queue %u is already attached (streams sharing one "
-				  "hardware queue cannot be preempted apart)",
-				  e->queue_id);
-			res = kXSchedErrorNotAllowed;
-			goto put;
-		}
-	}
-	q = calloc(1, sizeof(*q));
-	if (!q) {
-		CWSR_ERROR("attach: out of memory");
-		res = kXSchedErrorUnknown;
-		goto put;
-	}
-	q->ring_base_address = ring_base_address;
-	q->queue_id = e->queue_id;
-	q->gpu_id = e->gpu_id;
-	q->next = xs__k.attached_list;
-	xs__k.attached_list = q;
-	xs__k.n_attached++;
-	*out = q;
-	XS_DEBUG(TOPIC, "attached KFD queue %u (gpu %u, ring 0x%llx, %u bytes)", q->queue_id,
-		 q->gpu_id, (unsigned long long)ring_base_address, e->ring_size);
-put:
-	free(entries);
-	session_put_locked();
-out:
-	pthread_mutex_unlock(&xs__k.lock);
+	xs_mutex_unlock(&xs__k.lock);
 	return res;
 }
 
@@ -643,13 +667,13 @@ bool xs_cwsr_is_suspended(const xs_cwsr_queue *q)
 
 	if (!q)
 		return false;
-	pthread_mutex_lock(&xs__k.lock);
+	xs_mutex_lock(&xs__k.lock);
 	s = q->suspended;
-	pthread_mutex_unlock(&xs__k.lock);
+	xs_mutex_unlock(&xs__k.lock);
 	return s;
 }
 
-static XResult check_batch(xs_cwsr_queue *const *qs, size_t n)
+static XResult xs__check_batch(xs_cwsr_queue *const *qs, size_t n)
 {
 	size_t i, j;
 
@@ -667,22 +691,24 @@ static XResult check_batch(xs_cwsr_queue *const *qs, size_t n)
 
 /* Issue RESUME_QUEUES for @ids (status bits come back ORed in).
  * Returns the kernel's return value. */
-static int resume_ioctl_locked(uint32_t *ids, size_t k)
+static int xs__resume_ioctl_locked(uint32_t *ids, size_t k)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	struct xs_kfd_dbg_trap_args args;
 
 	memset(&args, 0, sizeof(args));
 	args.resume_queues.queue_array_ptr = (uint64_t)(uintptr_t)ids;
 	args.resume_queues.num_queues = (uint32_t)k;
-	return dbg_trap(&args, XS_KFD_DBG_TRAP_RESUME_QUEUES);
+	return xs__dbg_trap_locked(&args, XS_KFD_DBG_TRAP_RESUME_QUEUES);
 }
 
 /* Read RESUME_QUEUES' per-queue status in @ids (@r: what the ioctl returned, the queues
  * resumed): a queue is resumed unless flagged ERROR (INVALID alone: KFD has no such queue,
  * so nothing is suspended). Logs what went wrong. */
-static XResult resume_status_locked(xs_cwsr_queue *const *todo, const uint32_t *ids, size_t k,
-				    int r)
+static XResult xs__resume_status_locked(xs_cwsr_queue *const *todo, const uint32_t *ids, size_t k,
+					int r)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	size_t failed = 0, first_bad = 0;
 	for (size_t i = 0; i < k; i++) {
 		uint32_t st = ids[i] & QUEUE_STATUS_MASK;
@@ -711,8 +737,9 @@ static XResult resume_status_locked(xs_cwsr_queue *const *todo, const uint32_t *
 
 /* Resume the @k queues of @todo that are marked suspended. Logs one line on
  * failure. */
-static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
+static XResult xs__resume_locked(xs_cwsr_queue *const *todo, size_t k)
 {
+	XS_ASSERT_HELD(&xs__k.lock);
 	uint32_t stack_ids[STACK_BATCH], *ids = stack_ids;
 	size_t i;
 	XResult res = kXSchedSuccess;
@@ -734,112 +761,123 @@ static XResult resume_locked(xs_cwsr_queue *const *todo, size_t k)
 	}
 	for (i = 0; i < k; i++)
 		ids[i] = todo[i]->queue_id;
-	r = resume_ioctl_locked(ids, k);
+	r = xs__resume_ioctl_locked(ids, k);
 	if (r < 0) {
 		CWSR_ERROR("DBG_TRAP RESUME_QUEUES of %zu queue(s) (first %u) failed (-%s, %d); "
 			   "they stay suspended",
-			   k, todo[0]->queue_id, errno_name(-r), r);
+			   k, todo[0]->queue_id, xs__errno_name(-r), r);
 		res = kXSchedErrorHardware;
 		goto out;
 	}
-	res = resume_status_locked(todo, ids, k, r);
+	res = xs__resume_status_locked(todo, ids, k, r);
 out:
 	if (ids != stack_ids)
 		free(ids);
 	return res;
 }
 
-XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
+/* A batch's queues and their KFD ids: on the stack up to STACK_BATCH queues, else on the
+ * heap. */
+typedef struct xs__batch {
+	xs_cwsr_queue *stack_todo[STACK_BATCH], **todo;
+	uint32_t stack_ids[STACK_BATCH], *ids;
+	size_t k; /* the queues in todo */
+} xs__batch;
+
+static void xs__batch_free(xs__batch *b)
 {
-	xs_cwsr_queue *stack_todo[STACK_BATCH], **todo = stack_todo;
-	uint32_t stack_ids[STACK_BATCH], *ids = stack_ids;
-	struct xs_kfd_dbg_trap_args args;
-	size_t i, k = 0, bad = 0, first_bad = 0, n_back = 0;
-	XResult res, back = kXSchedSuccess;
-	uint32_t bad_id, bad_st;
-	char what[96];
-	int r, ret;
+	if (b->todo != b->stack_todo)
+		free(b->todo);
+	if (b->ids != b->stack_ids)
+		free(b->ids);
+	b->todo = b->stack_todo;
+	b->ids = b->stack_ids;
+}
 
-	res = check_batch(qs, n);
-	if (res != kXSchedSuccess || n == 0)
-		return res;
-	if (n > STACK_BATCH) {
-		todo = malloc(n * sizeof(*todo));
-		ids = malloc(n * sizeof(*ids));
-		if (!todo || !ids) {
-			CWSR_ERROR("suspend: out of memory for %zu queues", n);
-			res = kXSchedErrorUnknown;
-			goto free_out;
-		}
-	}
-	pthread_mutex_lock(&xs__k.lock);
-	for (i = 0; i < n; i++)
-		if (!qs[i]->suspended)
-			todo[k++] = qs[i];
-	if (k == 0)
-		goto out;
-	if (!xs__k.trap_enabled) {
-		CWSR_WARN("suspend refused: the KFD session was released (process exiting)");
-		res = kXSchedErrorNotSupported;
-		goto out;
-	}
-	for (i = 0; i < k; i++)
-		ids[i] = todo[i]->queue_id;
+/* Room for @n queues and their ids; false when out of memory (nothing is left to free). */
+static bool xs__batch_alloc(xs__batch *b, size_t n)
+{
+	b->todo = b->stack_todo;
+	b->ids = b->stack_ids;
+	b->k = 0;
+	if (n <= STACK_BATCH)
+		return true;
+	b->todo = malloc(n * sizeof(*b->todo));
+	b->ids = malloc(n * sizeof(*b->ids));
+	if (b->todo && b->ids)
+		return true;
+	xs__batch_free(b);
+	return false;
+}
 
-	memset(&args, 0, sizeof(args));
-	args.suspend_queues.exception_mask = 0;
-	args.suspend_queues.queue_array_ptr = (uint64_t)(uintptr_t)ids;
-	args.suspend_queues.num_queues = (uint32_t)k;
-	args.suspend_queues.grace_period = 0; /* preempt now: CWSR saves the waves */
-	ret = r = dbg_trap(&args, XS_KFD_DBG_TRAP_SUSPEND_QUEUES);
-	if (r < 0) {
-		/* Negative returns come from checks made before any queue is
-		 * touched, so nothing is suspended. */
-		if (r == -EPERM) {
-			CWSR_WARN("Lv3 unavailable: KFD refused SUSPEND_QUEUES (-EPERM): the "
-				  "HSA runtime has not enabled debug support");
-			res = kXSchedErrorNotSupported;
-		} else {
-			CWSR_ERROR("DBG_TRAP SUSPEND_QUEUES of %zu queue(s) (first %u) failed "
-				   "(-%s, %d); nothing suspended",
-				   k, todo[0]->queue_id, errno_name(-r), r);
-			res = kXSchedErrorHardware;
-		}
-		goto out;
+/* Log a SUSPEND_QUEUES of @k queues that returned @r < 0, and map it. Negative returns
+ * come from checks made before any queue is touched, so nothing is suspended. */
+static XResult xs__suspend_refused(xs_cwsr_queue *const *todo, size_t k, int r)
+{
+	if (r == -EPERM) {
+		CWSR_WARN("Lv3 unavailable: KFD refused SUSPEND_QUEUES (-EPERM): the "
+			  "HSA runtime has not enabled debug support");
+		return kXSchedErrorNotSupported;
 	}
+	CWSR_ERROR("DBG_TRAP SUSPEND_QUEUES of %zu queue(s) (first %u) failed "
+		   "(-%s, %d); nothing suspended",
+		   k, todo[0]->queue_id, xs__errno_name(-r), r);
+	return kXSchedErrorHardware;
+}
 
-	/* KFD clears INVALID on each queue it marked suspended, and sets ERROR
-	 * when the hardware then failed; a clean entry is a suspended queue. */
-	for (i = 0; i < k; i++) {
+/* Read SUSPEND_QUEUES' per-queue status in @ids: KFD clears INVALID on each queue it
+ * marked suspended, and sets ERROR when the hardware then failed; a clean entry is a
+ * suspended queue. Returns how many entries were flagged, the first at *@first_bad.
+ * Caller holds xs__k.lock. */
+static size_t xs__suspend_status_locked(xs_cwsr_queue *const *todo, const uint32_t *ids, size_t k,
+					size_t *first_bad)
+{
+	XS_ASSERT_HELD(&xs__k.lock);
+	size_t bad = 0;
+	*first_bad = 0;
+	for (size_t i = 0; i < k; i++) {
 		uint32_t st = ids[i] & QUEUE_STATUS_MASK;
 
 		if (!(st & XS_KFD_DBG_QUEUE_INVALID_MASK))
 			todo[i]->suspended = true;
 		if (st && bad++ == 0)
-			first_bad = i;
+			*first_bad = i;
 	}
-	if (bad == 0 && (size_t)r == k) {
-		XS_DEBUG(TOPIC, "suspended %zu queue(s), first %u", k, todo[0]->queue_id);
-		goto out;
-	}
+	return bad;
+}
 
-	/* Partial: put back what was suspended, so the batch is all or nothing. */
-	bad_id = todo[first_bad]->queue_id;
-	bad_st = ids[first_bad] & QUEUE_STATUS_MASK;
-	for (i = 0; i < k; i++)
+/* After a partial SUSPEND_QUEUES, resume the queues of @todo that it suspended (moved to
+ * the front of @todo; @ids is reused), so the batch is all or nothing. Returns how many it
+ * tried, *@back whether all of them came back. Caller holds xs__k.lock. */
+static size_t xs__suspend_undo_locked(xs_cwsr_queue **todo, uint32_t *ids, size_t k, XResult *back)
+{
+	XS_ASSERT_HELD(&xs__k.lock);
+	size_t n_back = 0;
+	*back = kXSchedSuccess;
+	for (size_t i = 0; i < k; i++)
 		if (todo[i]->suspended)
 			todo[n_back++] = todo[i];
-	if (n_back > 0) {
-		for (i = 0; i < n_back; i++)
-			ids[i] = todo[i]->queue_id;
-		r = resume_ioctl_locked(ids, n_back);
-		for (i = 0; i < n_back; i++) {
-			if (r >= 0 && !(ids[i] & XS_KFD_DBG_QUEUE_ERROR_MASK))
-				todo[i]->suspended = false;
-			if (todo[i]->suspended)
-				back = kXSchedErrorHardware;
-		}
+	if (n_back == 0)
+		return 0;
+	for (size_t i = 0; i < n_back; i++)
+		ids[i] = todo[i]->queue_id;
+	int r = xs__resume_ioctl_locked(ids, n_back);
+	for (size_t i = 0; i < n_back; i++) {
+		if (r >= 0 && !(ids[i] & XS_KFD_DBG_QUEUE_ERROR_MASK))
+			todo[i]->suspended = false;
+		if (todo[i]->suspended)
+			*back = kXSchedErrorHardware;
 	}
+	return n_back;
+}
+
+/* The one line of a partial SUSPEND_QUEUES: @ret of @k suspended, @bad entries flagged
+ * (the first: queue @bad_id, status @bad_st), @n_back resumed again (@back: all of them). */
+static void xs__suspend_log_partial(int ret, size_t k, size_t bad, uint32_t bad_id, uint32_t bad_st,
+				    size_t n_back, XResult back)
+{
+	char what[96];
+
 	if (bad == 0)
 		snprintf(what, sizeof(what), "no queue flagged");
 	else
@@ -853,14 +891,64 @@ XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
 		   n_back == 0              ? "nothing to undo"
 		   : back == kXSchedSuccess ? "resumed the suspended ones again"
 					    : "could not resume them all (the last detach will)");
-	res = kXSchedErrorHardware;
-out:
-	pthread_mutex_unlock(&xs__k.lock);
-free_out:
-	if (todo != stack_todo)
-		free(todo);
-	if (ids != stack_ids)
-		free(ids);
+}
+
+/* Suspend the @k queues of @todo (none marked suspended), all or nothing, with @ids room
+ * for their ids. Logs one line on failure. Caller holds xs__k.lock. */
+static XResult xs__suspend_locked(xs_cwsr_queue **todo, uint32_t *ids, size_t k)
+{
+	XS_ASSERT_HELD(&xs__k.lock);
+	struct xs_kfd_dbg_trap_args args;
+	size_t first_bad, bad, n_back;
+	XResult back;
+
+	if (!xs__k.trap_enabled) {
+		CWSR_WARN("suspend refused: the KFD session was released (process exiting)");
+		return kXSchedErrorNotSupported;
+	}
+	for (size_t i = 0; i < k; i++)
+		ids[i] = todo[i]->queue_id;
+	memset(&args, 0, sizeof(args));
+	args.suspend_queues.exception_mask = 0;
+	args.suspend_queues.queue_array_ptr = (uint64_t)(uintptr_t)ids;
+	args.suspend_queues.num_queues = (uint32_t)k;
+	args.suspend_queues.grace_period = 0; /* preempt now: CWSR saves the waves */
+	int r = xs__dbg_trap_locked(&args, XS_KFD_DBG_TRAP_SUSPEND_QUEUES);
+	if (r < 0)
+		return xs__suspend_refused(todo, k, r);
+	bad = xs__suspend_status_locked(todo, ids, k, &first_bad);
+	if (bad == 0 && (size_t)r == k) {
+		XS_DEBUG(TOPIC, "suspended %zu queue(s), first %u", k, todo[0]->queue_id);
+		return kXSchedSuccess;
+	}
+	/* Partial: put back what was suspended (the undo reuses todo and ids). */
+	uint32_t bad_id = todo[first_bad]->queue_id;
+	uint32_t bad_st = ids[first_bad] & QUEUE_STATUS_MASK;
+	n_back = xs__suspend_undo_locked(todo, ids, k, &back);
+	xs__suspend_log_partial(r, k, bad, bad_id, bad_st, n_back, back);
+	return kXSchedErrorHardware;
+}
+
+XResult xs_cwsr_suspend_many(xs_cwsr_queue *const *qs, size_t n)
+{
+	XResult res;
+	xs__batch b;
+
+	res = xs__check_batch(qs, n);
+	if (res != kXSchedSuccess || n == 0)
+		return res;
+	if (!xs__batch_alloc(&b, n)) {
+		CWSR_ERROR("suspend: out of memory for %zu queues", n);
+		return kXSchedErrorUnknown;
+	}
+	xs_mutex_lock(&xs__k.lock);
+	for (size_t i = 0; i < n; i++)
+		if (!qs[i]->suspended)
+			b.todo[b.k++] = qs[i];
+	if (b.k > 0)
+		res = xs__suspend_locked(b.todo, b.ids, b.k);
+	xs_mutex_unlock(&xs__k.lock);
+	xs__batch_free(&b);
 	return res;
 }
 
@@ -870,7 +958,7 @@ XResult xs_cwsr_resume_many(xs_cwsr_queue *const *qs, size_t n)
 	size_t i, k = 0;
 	XResult res;
 
-	res = check_batch(qs, n);
+	res = xs__check_batch(qs, n);
 	if (res != kXSchedSuccess || n == 0)
 		return res;
 	if (n > STACK_BATCH) {
@@ -880,12 +968,12 @@ XResult xs_cwsr_resume_many(xs_cwsr_queue *const *qs, size_t n)
 			return kXSchedErrorUnknown;
 		}
 	}
-	pthread_mutex_lock(&xs__k.lock);
+	xs_mutex_lock(&xs__k.lock);
 	for (i = 0; i < n; i++)
 		if (qs[i]->suspended)
 			todo[k++] = qs[i];
-	res = resume_locked(todo, k);
-	pthread_mutex_unlock(&xs__k.lock);
+	res = xs__resume_locked(todo, k);
+	xs_mutex_unlock(&xs__k.lock);
 	if (todo != stack_todo)
 		free(todo);
 	return res;
@@ -905,17 +993,17 @@ void xs_cwsr_release_all(void)
 {
 	xs_cwsr_queue *q;
 
-	pthread_mutex_lock(&xs__k.lock);
+	xs_mutex_lock(&xs__k.lock);
 	xs__k.released = true;
 	if (xs__k.trap_enabled) {
 		XS_DEBUG(TOPIC, "releasing the KFD session with %zu queue(s) attached",
 			 xs__k.n_attached);
-		trap_disable_locked(); /* KFD resumes every queue it had suspended */
+		xs__trap_disable_locked(); /* KFD resumes every queue it had suspended */
 		for (q = xs__k.attached_list; q; q = q->next)
 			q->suspended = false;
 	}
-	kfd_close_locked();
-	pthread_mutex_unlock(&xs__k.lock);
+	xs__kfd_close_locked();
+	xs_mutex_unlock(&xs__k.lock);
 }
 
 void xs_cwsr_detach(xs_cwsr_queue *q)
@@ -924,8 +1012,8 @@ void xs_cwsr_detach(xs_cwsr_queue *q)
 
 	if (!q)
 		return;
-	pthread_mutex_lock(&xs__k.lock);
-	if (q->suspended && resume_locked(&q, 1) != kXSchedSuccess && xs__k.n_attached > 1)
+	xs_mutex_lock(&xs__k.lock);
+	if (q->suspended && xs__resume_locked(&q, 1) != kXSchedSuccess && xs__k.n_attached > 1)
 		CWSR_ERROR("detach: KFD queue %u may stay suspended until the last detach",
 			   q->queue_id);
 	for (pp = &xs__k.attached_list; *pp; pp = &(*pp)->next) {
@@ -937,6 +1025,6 @@ void xs_cwsr_detach(xs_cwsr_queue *q)
 	}
 	XS_DEBUG(TOPIC, "detached KFD queue %u", q->queue_id);
 	free(q);
-	session_put_locked();
-	pthread_mutex_unlock(&xs__k.lock);
+	xs__session_put_locked();
+	xs_mutex_unlock(&xs__k.lock);
 }

@@ -21,7 +21,7 @@
 #define STACK_BATCH 16
 
 struct xs_lv3 {
-	/* Guarded by lv3_lock: */
+	/* Guarded by xs__lv3_lock: */
 	xs_cwsr_queue *q; /* the attachment; NULL once a degraded queue was released */
 	bool degraded;    /* a suspend or resume failed: Lv3 acts as Lv2 */
 	/* Read-only after attach: */
@@ -33,10 +33,11 @@ struct xs_lv3 {
 /* Guards q and degraded of every xs_lv3, and is held across the cwsr calls made for
  * them, so that a queue's KFD state and its flags change together. Every cwsr call is
  * serialised by the cwsr lock anyway, so one lock for all queues costs no concurrency.
- * Taken inside xq->lock; takes the cwsr lock inside. */
-static xs_mutex lv3_lock = XS_MUTEX_INITIALIZER;
+ * Taken inside xq->lock; takes the cwsr lock inside. Kept loose: it is the module's only
+ * state (what it guards lives in each xs_lv3), so no state struct holds it. */
+static xs_mutex xs__lv3_lock = XS_MUTEX_INITIALIZER;
 
-static const char *result_name(XResult r)
+static const char *xs__result_name(XResult r)
 {
 	switch (r) {
 	case kXSchedErrorInvalidValue:
@@ -56,12 +57,12 @@ static const char *result_name(XResult r)
 
 /* @why without cwsr.c's "Lv3 unavailable: " prefix (the line says so already), or a
  * description of @r when the backend gave no reason. */
-static const char *reason(const char *why, XResult r)
+static const char *xs__reason(const char *why, XResult r)
 {
 	static const char prefix[] = "Lv3 unavailable: ";
 
 	if (!why[0])
-		return result_name(r);
+		return xs__result_name(r);
 	if (!strncmp(why, prefix, sizeof(prefix) - 1))
 		return why + sizeof(prefix) - 1;
 	return why;
@@ -69,10 +70,10 @@ static const char *reason(const char *why, XResult r)
 
 /* Retry the resume that a failure left behind, and release the KFD queue once nothing
  * of it is suspended. Quiet: the one line about the failure was logged already.
- * Caller holds lv3_lock; @l is degraded. */
-static void settle_locked(xs_lv3 *l)
+ * Caller holds xs__lv3_lock; @l is degraded. */
+static void xs__settle_locked(xs_lv3 *l)
 {
-	XS_ASSERT_HELD(&lv3_lock);
+	XS_ASSERT_HELD(&xs__lv3_lock);
 	char why[WHY_LEN];
 	XResult r = kXSchedSuccess;
 
@@ -95,12 +96,12 @@ static void settle_locked(xs_lv3 *l)
 }
 
 /* Mark @l degraded after @what failed for @why, undo what can be undone, and log the
- * one line. Caller holds lv3_lock. */
-static void degrade_locked(xs_lv3 *l, const char *what, const char *why)
+ * one line. Caller holds xs__lv3_lock. */
+static void xs__degrade_locked(xs_lv3 *l, const char *what, const char *why)
 {
-	XS_ASSERT_HELD(&lv3_lock);
+	XS_ASSERT_HELD(&xs__lv3_lock);
 	l->degraded = true;
-	settle_locked(l);
+	xs__settle_locked(l);
 	if (!l->q)
 		XS_WARN(TOPIC,
 			"%s: Lv3 %s failed (%s); the queue falls back to Lv%d from now on, "
@@ -153,7 +154,7 @@ XResult xs_lv3_attach(xs_lv3 **out, uint64_t ring_base_address, int fallback_lev
 	xs_cwsr_log_capture(NULL, 0);
 	if (res != kXSchedSuccess) {
 		XS_WARN(TOPIC, "%s: Lv3 unavailable (%s); the queue falls back to Lv%d", l->name,
-			reason(why, res), fallback_level);
+			xs__reason(why, res), fallback_level);
 		free(l);
 		return res;
 	}
@@ -165,15 +166,15 @@ XResult xs_lv3_attach(xs_lv3 **out, uint64_t ring_base_address, int fallback_lev
 	return kXSchedSuccess;
 }
 
-/* Suspend one queue, degrading it on failure. Caller holds lv3_lock. */
-static bool interrupt_locked(xs_lv3 *l)
+/* Suspend one queue, degrading it on failure. Caller holds xs__lv3_lock. */
+static bool xs__interrupt_locked(xs_lv3 *l)
 {
-	XS_ASSERT_HELD(&lv3_lock);
+	XS_ASSERT_HELD(&xs__lv3_lock);
 	char why[WHY_LEN];
 	XResult r;
 
 	if (l->degraded) {
-		settle_locked(l);
+		xs__settle_locked(l);
 		return false;
 	}
 	xs_cwsr_log_capture(why, sizeof(why));
@@ -181,7 +182,7 @@ static bool interrupt_locked(xs_lv3 *l)
 	xs_cwsr_log_capture(NULL, 0);
 	if (r == kXSchedSuccess)
 		return true;
-	degrade_locked(l, "interrupt", reason(why, r));
+	xs__degrade_locked(l, "interrupt", xs__reason(why, r));
 	return false;
 }
 
@@ -191,9 +192,9 @@ bool xs_lv3_interrupt(xs_lv3 *l)
 
 	if (!l)
 		return false;
-	xs_mutex_lock(&lv3_lock);
-	ok = interrupt_locked(l);
-	xs_mutex_unlock(&lv3_lock);
+	xs_mutex_lock(&xs__lv3_lock);
+	ok = xs__interrupt_locked(l);
+	xs_mutex_unlock(&xs__lv3_lock);
 	return ok;
 }
 
@@ -208,7 +209,7 @@ size_t xs_lv3_interrupt_many(xs_lv3 *const *ls, size_t n, bool *suspended)
 		return 0;
 	if (n > STACK_BATCH)
 		qs = malloc(n * sizeof(*qs)); /* NULL: every queue is tried alone below */
-	xs_mutex_lock(&lv3_lock);
+	xs_mutex_lock(&xs__lv3_lock);
 	for (i = 0; i < n; i++) {
 		if (suspended)
 			suspended[i] = false;
@@ -236,12 +237,12 @@ size_t xs_lv3_interrupt_many(xs_lv3 *const *ls, size_t n, bool *suspended)
 		if (r == kXSchedSuccess && !ls[i]->degraded)
 			s = true; /* in the batch (duplicates included) */
 		else
-			s = interrupt_locked(ls[i]);
+			s = xs__interrupt_locked(ls[i]);
 		if (suspended)
 			suspended[i] = s;
 		done += s;
 	}
-	xs_mutex_unlock(&lv3_lock);
+	xs_mutex_unlock(&xs__lv3_lock);
 	if (qs != stack_qs)
 		free(qs);
 	return done;
@@ -254,21 +255,21 @@ XResult xs_lv3_restore(xs_lv3 *l)
 
 	if (!l)
 		return kXSchedSuccess;
-	xs_mutex_lock(&lv3_lock);
+	xs_mutex_lock(&xs__lv3_lock);
 	if (l->degraded) {
-		settle_locked(l);
+		xs__settle_locked(l);
 		r = l->q ? kXSchedErrorHardware : kXSchedSuccess;
-		xs_mutex_unlock(&lv3_lock);
+		xs_mutex_unlock(&xs__lv3_lock);
 		return r;
 	}
 	xs_cwsr_log_capture(why, sizeof(why));
 	r = xs_cwsr_resume(l->q);
 	xs_cwsr_log_capture(NULL, 0);
 	if (r != kXSchedSuccess) {
-		degrade_locked(l, "restore", reason(why, r));
+		xs__degrade_locked(l, "restore", xs__reason(why, r));
 		r = l->q ? kXSchedErrorHardware : kXSchedSuccess;
 	}
-	xs_mutex_unlock(&lv3_lock);
+	xs_mutex_unlock(&xs__lv3_lock);
 	return r;
 }
 
@@ -278,7 +279,7 @@ void xs_lv3_detach(xs_lv3 *l)
 
 	if (!l)
 		return;
-	xs_mutex_lock(&lv3_lock);
+	xs_mutex_lock(&xs__lv3_lock);
 	if (l->q) {
 		xs_cwsr_log_capture(why, sizeof(why));
 		xs_cwsr_detach(l->q);
@@ -290,7 +291,7 @@ void xs_lv3_detach(xs_lv3 *l)
 		else
 			XS_DEBUG(TOPIC, "%s: detached from KFD queue %u", l->name, l->queue_id);
 	}
-	xs_mutex_unlock(&lv3_lock);
+	xs_mutex_unlock(&xs__lv3_lock);
 	free(l);
 }
 
@@ -300,9 +301,9 @@ bool xs_lv3_degraded(const xs_lv3 *l)
 
 	if (!l)
 		return false;
-	xs_mutex_lock(&lv3_lock);
+	xs_mutex_lock(&xs__lv3_lock);
 	d = l->degraded;
-	xs_mutex_unlock(&lv3_lock);
+	xs_mutex_unlock(&xs__lv3_lock);
 	return d;
 }
 

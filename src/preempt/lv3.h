@@ -31,9 +31,9 @@
  * reaches KFD makes it unmap and remap every user queue on the GPU: expect hundreds of us
  * (up to the preemption fence's time-out on a hung GPU) with that lock held. Meanwhile
  * the scheduler's pass, which applies its decisions one XQueue at a time, and every
- * thread submitting to or waiting on that XQueue wait as well. lv3_lock (lv3.c) guards
+ * thread submitting to or waiting on that XQueue wait as well. xs__lv3_lock (lv3.c) guards
  * the state of every xs_lv3 and is held across the cwsr calls.
- * Lock order: xq->lock -> lv3_lock -> cwsr lock (-> the ioctl).
+ * Lock order: xq->lock -> xs__lv3_lock -> cwsr lock (-> the ioctl).
  *
  * Batching. xs_lv3_interrupt_many() suspends several queues with one SUSPEND_QUEUES: one
  * remap instead of N. The scheduler does not use it yet (tests do), because its pass
@@ -68,7 +68,7 @@ typedef struct xs_lv3 xs_lv3;
  * kXSchedErrorNotAllowed (another HwQueue already uses that hardware queue);
  * kXSchedErrorHardware (the trial suspend or resume failed); kXSchedErrorUnknown (out
  * of memory). Every failure logs one warning.
- * Thread-safety: any thread. Takes the cwsr lock for several ioctls (about a millisecond
+ * Thread-safety: any thread. Takes xs__k.lock (cwsr.c) for several ioctls (about a millisecond
  * on a real GPU); call it while creating the HwQueue, not on a hot path. */
 XResult xs_lv3_attach(xs_lv3 **out, uint64_t ring_base_address, int fallback_level,
 		      const char *name);
@@ -79,7 +79,8 @@ XResult xs_lv3_attach(xs_lv3 **out, uint64_t ring_base_address, int fallback_lev
  * see above) and only the caller's Lv2 gate holds it. Cannot fail otherwise. A NULL @l
  * returns false.
  * Thread-safety: any thread; the core calls it with the XQueue's lock held. Takes
- * lv3_lock and the cwsr lock; blocks for one KFD call (hundreds of us) when it suspends. */
+ * xs__lv3_lock and xs__k.lock (cwsr.c); blocks for one KFD call (hundreds of us) when it
+ * suspends. */
 bool xs_lv3_interrupt(xs_lv3 *l);
 
 /* Interrupt the @n queues of @ls with one KFD call (one remap of the GPU instead of
@@ -114,7 +115,7 @@ void xs_lv3_detach(xs_lv3 *l);
 void xs_lv3_release_all(void);
 
 /* Whether a suspend or resume of @l has failed (its Lv3 now acts as Lv2).
- * Thread-safety: any thread; takes lv3_lock. */
+ * Thread-safety: any thread; takes xs__lv3_lock. */
 bool xs_lv3_degraded(const xs_lv3 *l);
 
 /* The KFD queue id @l was attached to (for logs and tests).

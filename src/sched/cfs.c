@@ -37,8 +37,11 @@ typedef struct xs__cfs_q {
 	int64_t charged_ns;   /* time up to which vruntime has been charged */
 } xs__cfs_q;
 
-/* Under the scheduler lock; set back by reset(). */
-static double xs__min_vruntime;
+/* CFS's own state, guarded by the scheduler lock like all policy state; set back by
+ * xs__cfs_reset() when CFS becomes the policy. */
+static struct xs__cfs_state {
+	double min_vruntime; /* where a queue back from idle starts at least; monotonic */
+} xs__cfs_s;
 
 static xs__cfs_q *xs__cfs(const xs_sched_entry *e)
 {
@@ -58,7 +61,7 @@ static double xs__cfs_pow12(int prio)
 
 static void xs__cfs_reset(void)
 {
-	xs__min_vruntime = 0.0;
+	xs__cfs_s.min_vruntime = 0.0;
 }
 
 /* Charge the running queue up to @now, place the queues that just became ready at the
@@ -87,14 +90,14 @@ static xs_sched_entry *xs__cfs_account(xs_sched_entry *e, size_t n, int64_t now,
 			}
 		}
 	}
-	if (have_min && min > xs__min_vruntime)
-		xs__min_vruntime = min;
+	if (have_min && min > xs__cfs_s.min_vruntime)
+		xs__cfs_s.min_vruntime = min;
 	for (size_t i = 0; i < n; i++) {
 		if (!*e[i].slot)
 			continue;
 		xs__cfs_q *q = xs__cfs(&e[i]);
-		if (e[i].ready && !q->was_ready && q->vruntime < xs__min_vruntime)
-			q->vruntime = xs__min_vruntime;
+		if (e[i].ready && !q->was_ready && q->vruntime < xs__cfs_s.min_vruntime)
+			q->vruntime = xs__cfs_s.min_vruntime;
 		q->was_ready = e[i].ready;
 	}
 	return cur;

@@ -34,12 +34,15 @@ struct xs__hpf_q {
 	int64_t idle_since_ns; /* 0 = not lingering */
 };
 
-/* Guarded by the scheduler lock, like all policy state. -1 = not read yet. */
-static int64_t xs__linger_ns = -1;
+/* HPF's own state, guarded by the scheduler lock like all policy state; set back by
+ * xs__hpf_reset() when HPF becomes the policy. */
+static struct xs__hpf_state {
+	int64_t linger_ns; /* XSCHED_HPF_LINGER_US in ns; -1 = not read yet */
+} xs__hpf = {.linger_ns = -1};
 
 static void xs__hpf_reset(void)
 {
-	xs__linger_ns = -1;
+	xs__hpf.linger_ns = -1;
 }
 
 /* From XSCHED_HPF_LINGER_US (core/config.c), read when HPF becomes the policy. */
@@ -52,9 +55,9 @@ static int64_t xs__read_linger(void)
 
 static int64_t xs__hpf_schedule(xs_sched_entry *e, size_t n, const xs_sched_params *p)
 {
-	if (xs__linger_ns < 0)
-		xs__linger_ns = xs__read_linger();
-	if (!xs__linger_ns) {
+	if (xs__hpf.linger_ns < 0)
+		xs__hpf.linger_ns = xs__read_linger();
+	if (!xs__hpf.linger_ns) {
 		xs_policy_hpf_decide(e, n);
 		return 0;
 	}
@@ -70,7 +73,7 @@ static int64_t xs__hpf_schedule(xs_sched_entry *e, size_t n, const xs_sched_para
 				st->was_ready = false;
 				st->idle_since_ns = p->now_ns;
 			}
-			int64_t until = st->idle_since_ns + xs__linger_ns;
+			int64_t until = st->idle_since_ns + xs__hpf.linger_ns;
 			if (st->idle_since_ns && until > p->now_ns) {
 				counts = true;
 				if (!timer || until < timer)

@@ -3,8 +3,8 @@
  * A policy is a decision function over a snapshot of the registered XQueues. It runs on
  * the scheduler thread with the scheduler lock held, must not block, and must not take
  * any XQueue's lock (the snapshot is all it may read). It may keep state per XQueue in
- * *slot (allocated by it, freed by its forget()), and state of its own in static
- * variables, which are guarded by the scheduler lock and set back by its reset().
+ * *slot (allocated by it, freed by its forget()), and state of its own in one static
+ * struct, which is guarded by the scheduler lock and set back by its reset().
  *
  * Built in: HPF (hpf.c), UP (up.c), KEDF and EDF (edf.c), LAX (lax.c), CFS (cfs.c),
  * FIFO (fifo.c), MLFQ (mlfq.c). doc/policies.md describes them.

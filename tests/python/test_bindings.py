@@ -57,6 +57,64 @@ def _close(q, xq):
     q.close()
 
 
+# A timing bound is judged only where no thread of the process waited for a CPU more than
+# this fraction of the window, as in the C tests (tests/unit/check.h, T_HOST_WAIT).
+HOST_WAIT = 0.15
+
+
+def _cpu_waits():
+    """Each thread's run-queue delay in ns (Linux's /proc/self/task/N/schedstat), by thread
+    id; None where Linux does not give it."""
+    waits = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                waits[tid] = int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended meanwhile
+    return waits or None
+
+
+class _Host:
+    """What the host gave a window: the longest any thread of the process waited for a CPU,
+    as a fraction of the window (None: Linux does not tell)."""
+
+    def __enter__(self):
+        self.t0, self.w0 = time.monotonic(), _cpu_waits()
+        return self
+
+    def __exit__(self, *exc):
+        dt, w1 = time.monotonic() - self.t0, _cpu_waits()
+        self.secs, self.wait_max = dt, None
+        if self.w0 is not None and w1 is not None and dt > 0:
+            self.wait_max = max(w - self.w0.get(t, 0) for t, w in w1.items()) / 1e9 / dt
+
+    def why_not(self, what):
+        """None where the window's timing can be judged, else a line saying why not."""
+        if self.wait_max is None:
+            return "%s: cannot tell whether the host gave the time it needs (no " \
+                   "/proc/self/task/N/schedstat)" % what
+        if self.wait_max > HOST_WAIT:
+            return "%s: needs every thread to wait for a CPU at most %.0f%% of the %.2f s " \
+                   "window; one waited %.0f%%" % (what, 100 * HOST_WAIT, self.secs,
+                                                   100 * self.wait_max)
+        return None
+
+
+def _skip(why):
+    """Skip the calling test, saying why (pytest's skip under pytest)."""
+    try:
+        import pytest
+    except ImportError:
+        import _runner
+        raise _runner.Skip(why)
+    pytest.skip(why)
+
+
 # ---------------------------------------------------------------------------------------
 
 def test_library_loads():
@@ -194,16 +252,17 @@ def test_latency_objective_keyword_and_statistics():
         assert st.corun_budget_ns == 0 and st.slowdown_permille == 0, st  # starts held
         # One window of 64 units, alone: slack. The objective holds the p99 of the units,
         # and a host's timer jitter alone puts that at 1.1-1.4x a 1 ms sleep's mean: 2.0
-        # leaves room for it (1.2 would read the jitter as a violation).
-        for _ in range(64):
-            xq.submit_host_func(time.sleep, 0.001)
-        xq.wait_all()
-        st = xq.stats()
-        assert 900 <= st.slowdown_permille <= 2000, st
-        assert abs(st.slowdown - st.slowdown_permille / 1000.0) < 1e-9
-        assert st.alone_command_ns >= 1000000, st
-        assert st.corun_budget_ns > 0, st  # widened: nothing slowed it
-        assert st.as_dict()["corun_budget_ns"] == st.corun_budget_ns
+        # leaves room for it (1.2 would read the jitter as a violation). What it measured
+        # is judged only where the host gave the window its time (checked last).
+        with _Host() as host:
+            for _ in range(64):
+                xq.submit_host_func(time.sleep, 0.001)
+            xq.wait_all()
+        looked = xq.stats()
+        assert looked.slowdown_permille > 0, looked  # the controller looked
+        assert abs(looked.slowdown - looked.slowdown_permille / 1000.0) < 1e-9
+        assert looked.alone_command_ns >= 1000000, looked
+        assert looked.as_dict()["corun_budget_ns"] == looked.corun_budget_ns
         for bad in (0.5, -1.0, float("nan"), float("inf")):
             try:
                 xq.objective = bad
@@ -219,6 +278,13 @@ def test_latency_objective_keyword_and_statistics():
     finally:
         xsched.set_corun_budget(0)
         _close(q, xq)
+    why = host.why_not("objective 2.0 alone: a slowdown within [0.9, 2.0] and a budget above 0")
+    if why:
+        _skip(why)
+    assert 900 <= looked.slowdown_permille <= 2000, \
+        "a slowdown within [0.9, 2.0] alone; measured %s" % (looked,)
+    assert looked.corun_budget_ns > 0, \
+        "the budget above 0 (widened: nothing slowed it); measured %s" % (looked,)
 
 
 def test_suspend_resume_and_statistics():

@@ -57,7 +57,7 @@ static inline XResult su_fn(void *data)
 	atomic_fetch_add(&q->busy_us, end - start);
 	atomic_fetch_add(&q->ran, 1);
 	int i = atomic_fetch_add(&su_nlog, 1);
-	CHECK(i < SU_MAXLOG);
+	CHECKF(i < SU_MAXLOG, "at most %d logged commands; measured %d", SU_MAXLOG, i + 1);
 	su_log[i] = (su_event){.q = q->idx, .start_us = start, .end_us = end};
 	return kXSchedSuccess;
 }
@@ -134,7 +134,7 @@ static inline int su_starts_between(int q, int64_t from_us, int64_t to_us)
 static inline bool su_sched_suspended(int i)
 {
 	xs_obj *obj = xs_handle_get(su_q[i].xq, XS_KIND_XQUEUE);
-	CHECK(obj);
+	CHECKF(obj, "queue %d's XQueue alive; measured: its handle is gone", i);
 	xs_xqueue *x = xs_xqueue_of(obj);
 	xs_mutex_lock(&x->lock);
 	bool s = x->sched_suspended;
@@ -152,7 +152,10 @@ static inline bool su_susp_pred(void *arg)
  * that the scheduler has seen the work submitted before, not to time anything. */
 static inline void su_wait_suspended(int i)
 {
-	CHECK(t_wait_for(su_susp_pred, &i, 10000));
+	CHECKF(t_wait_for(su_susp_pred, &i, 10000),
+	       "queue %d suspended by the scheduler within "
+	       "10 s; measured: still running",
+	       i);
 }
 
 static inline bool su_run_pred(void *arg)
@@ -164,7 +167,10 @@ static inline bool su_run_pred(void *arg)
  * from a settled state). */
 static inline void su_wait_running(int i)
 {
-	CHECK(t_wait_for(su_run_pred, &i, 10000));
+	CHECKF(t_wait_for(su_run_pred, &i, 10000),
+	       "queue %d no longer suspended within 10 s; "
+	       "measured: still suspended",
+	       i);
 }
 
 static inline bool su_ran_pred(void *arg)
@@ -175,7 +181,10 @@ static inline bool su_ran_pred(void *arg)
 /* Wait (up to 10 s) until queue @i has run a recorded command. */
 static inline void su_wait_ran(int i)
 {
-	CHECK(t_wait_for(su_ran_pred, &i, 10000));
+	CHECKF(t_wait_for(su_ran_pred, &i, 10000),
+	       "queue %d runs a command within 10 s; "
+	       "measured: none ran",
+	       i);
 }
 
 /* Stop queue @i's remaining commands and wait until it is idle. */

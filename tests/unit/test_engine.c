@@ -215,9 +215,10 @@ static void publish_race(void)
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&g[i], NULL, race_getter, NULL) == 0);
 	CHECK(pthread_create(&s, NULL, race_scheduler, NULL) == 0);
-	int64_t end = t_now_us() + 1000000;
+	/* At least 1 s and 11 XQueues (up to 20 s: a busy host or a sanitizer slows each). */
+	int64_t end = t_now_us() + 1000000, limit = end + 19000000;
 	int created = 0;
-	while (t_now_us() < end) {
+	while (t_now_us() < end || (created <= 10 && t_now_us() < limit)) {
 		XQueueHandle x;
 		XResult r = XQueueCreate(&x, g_race_hwq, kPreemptLevelBlock, 0);
 		if (r == kXSchedErrorNotAllowed)
@@ -233,8 +234,12 @@ static void publish_race(void)
 	CHECK(pthread_join(s, NULL) == 0);
 	printf("publish race: %d XQueues created, %d handles of 0 seen\n", created,
 	       atomic_load(&g_race_errors));
-	CHECK(created > 10);
-	CHECK(atomic_load(&g_race_errors) == 0);
+	CHECKF(created > 10,
+	       "more than 10 XQueues created and destroyed in the race (within "
+	       "20 s); measured %d",
+	       created);
+	CHECKF(atomic_load(&g_race_errors) == 0, "no getter sees a handle of 0; measured %d",
+	       atomic_load(&g_race_errors));
 	XQueueHandle x;
 	while (XQueueGet(&x, g_race_hwq) == kXSchedSuccess)
 		XQueueDestroy(x);
@@ -313,6 +318,11 @@ static void *sync_suspender(void *arg)
 	return NULL;
 }
 
+static bool xq_suspended(void *arg)
+{
+	return t_stats(*(XQueueHandle *)arg).suspensions > 0;
+}
+
 static void sync_vs_level(void)
 {
 	HwQueueHandle hwq;
@@ -325,7 +335,10 @@ static void sync_vs_level(void)
 	atomic_store(&g_sync_done, 0);
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, sync_suspender, &xq) == 0);
-	t_sleep_us(5000);
+	/* The level changes only once the suspension is applied (XQueueSuspend checked the
+	 * level before): a busy host may start the thread late. */
+	CHECKF(t_wait_for(xq_suspended, &xq, 10000), "the XQueue suspended by the other thread "
+						     "within 10 s; measured: not suspended");
 	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelDeactivate));
 	for (int i = 0; i < 3; i++)
 		t_submit_fn(xq, slow, NULL);

@@ -49,7 +49,10 @@ static void run(XPolicyType policy, const char *name)
 	CHECK_OK(XQueueWaitAll(b));
 	uint64_t a_done = t_stats(a).completed;
 	printf("%s: B ran when A had completed %llu of 400\n", name, (unsigned long long)a_done);
-	CHECK(a_done < 300);
+	CHECKF(a_done < 300,
+	       "%s: B's command completes while A has fewer than 300 of its 400 "
+	       "done; measured %llu",
+	       name, (unsigned long long)a_done);
 	CHECK_OK(XQueueWaitAll(a));
 	CHECK_OK(XQueueWaitAll(p));
 	CHECK_OK(HwCommandDestroy(rec));

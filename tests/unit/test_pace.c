@@ -71,12 +71,12 @@ static void test_bound_exact(void)
 	printf("exact predictions: longest wait %lld ns of %lld allowed; lower time %.3f of the "
 	       "slack\n",
 	       (long long)worst, (long long)allow, (double)lower / (10000.0 * (double)allow));
-	CHECK_MSG(worst <= allow, "no unit waits beyond (G - 1) L = %lld ns, one waited %lld",
-		  (long long)allow, (long long)worst);
-	CHECK_MSG(lower * 2 >= 10000 * allow, "the lows got %lld ns of %lld ns of slack",
-		  (long long)lower, (long long)(10000 * allow));
-	CHECK_MSG(p.over_ns == 0 && p.debt_ns == 0, "no overrun expected, got %lld ns",
-		  (long long)p.over_ns);
+	CHECKF(worst <= allow, "no unit waits beyond (G - 1) L = %lld ns, one waited %lld",
+	       (long long)allow, (long long)worst);
+	CHECKF(lower * 2 >= 10000 * allow, "the lows got %lld ns of %lld ns of slack",
+	       (long long)lower, (long long)(10000 * allow));
+	CHECKF(p.over_ns == 0 && p.debt_ns == 0, "no overrun expected, got %lld ns",
+	       (long long)p.over_ns);
 }
 
 static void test_overrun_owed(void)
@@ -93,29 +93,28 @@ static void test_overrun_owed(void)
 	printf("commands 1.8x their prediction: waits %lld ns in all, bound %lld; overrun %lld "
 	       "ns, debt left %lld\n",
 	       (long long)waited, (long long)bound, (long long)p.over_ns, (long long)p.debt_ns);
-	CHECK_MSG(p.over_ns > 0, "the overrun is measured (got %lld)", (long long)p.over_ns);
-	CHECK_MSG(waited <= bound, "delays within the slack plus the debt's cap: %lld > %lld",
-		  (long long)waited, (long long)bound);
-	CHECK_MSG(p.debt_ns <= allow * XS_PACE_DEBT_UNITS, "debt capped: %lld",
-		  (long long)p.debt_ns);
+	CHECKF(p.over_ns > 0, "the overrun is measured (got %lld)", (long long)p.over_ns);
+	CHECKF(waited <= bound, "delays within the slack plus the debt's cap: %lld > %lld",
+	       (long long)waited, (long long)bound);
+	CHECKF(p.debt_ns <= allow * XS_PACE_DEBT_UNITS, "debt capped: %lld", (long long)p.debt_ns);
 }
 
 static void test_open_rules(void)
 {
 	xs_pace p = {0};
 	/* What is committed already and the debt come out of the allowance. */
-	CHECK_MSG(xs_pace_open(&p, 1000, 500000, 200000) == 300000, "slice = allow - remaining");
+	CHECKF(xs_pace_open(&p, 1000, 500000, 200000) == 300000, "slice = allow - remaining");
 	CHECK(xs_pace_open_at(&p, 1000) && !xs_pace_open_at(&p, 301000));
 	CHECK(xs_pace_fits(&p, 1000, 0, 300000) && !xs_pace_fits(&p, 1000, 1, 300000));
 	xs_pace_close(&p, 2000);
 	CHECK(!xs_pace_open_at(&p, 2000) && !xs_pace_fits(&p, 2000, 0, 1));
 	/* A command of that slice ends 100 us past its end: owed. */
 	xs_pace_done(&p, 401000, 301000);
-	CHECK_MSG(p.debt_ns == 100000, "debt 100 us, got %lld", (long long)p.debt_ns);
+	CHECKF(p.debt_ns == 100000, "debt 100 us, got %lld", (long long)p.debt_ns);
 	/* Another that ended at the same moment counts once. */
 	xs_pace_done(&p, 401000, 301000);
 	CHECK(p.debt_ns == 100000 && p.over_ns == 100000);
-	CHECK_MSG(xs_pace_open(&p, 500000, 500000, 0) == 400000, "the debt is paid first");
+	CHECKF(xs_pace_open(&p, 500000, 500000, 0) == 400000, "the debt is paid first");
 	CHECK(p.debt_ns == 0);
 	/* Too short to use: not opened; the unit goes at once. */
 	CHECK(xs_pace_open(&p, 1000000, XS_PACE_MIN_NS - 1, 0) == 0 && !p.end_ns);
@@ -124,8 +123,8 @@ static void test_open_rules(void)
 	xs_pace q = {0};
 	xs_pace_open(&q, 0, 100000, 0);
 	xs_pace_done(&q, 10000000, 100000);
-	CHECK_MSG(q.debt_ns == 100000 * XS_PACE_DEBT_UNITS, "debt capped at %d allowances: %lld",
-		  XS_PACE_DEBT_UNITS, (long long)q.debt_ns);
+	CHECKF(q.debt_ns == 100000 * XS_PACE_DEBT_UNITS, "debt capped at %d allowances: %lld",
+	       XS_PACE_DEBT_UNITS, (long long)q.debt_ns);
 }
 
 static void test_predict(void)
@@ -136,21 +135,21 @@ static void test_predict(void)
 	CHECK(xs_pace_predict(tab, 3, 50000, 0) == 50000);
 	xs_pace_learn(tab, 3, 400000, &longest);
 	CHECK(longest == 400000);
-	CHECK_MSG(xs_pace_predict(tab, 3, 50000, longest) == 401000 + 401000 / 4 + 10000,
-		  "a seen position: its time, a quarter more and 10 us; got %lld",
-		  (long long)xs_pace_predict(tab, 3, 50000, longest));
+	CHECKF(xs_pace_predict(tab, 3, 50000, longest) == 401000 + 401000 / 4 + 10000,
+	       "a seen position: its time, a quarter more and 10 us; got %lld",
+	       (long long)xs_pace_predict(tab, 3, 50000, longest));
 	CHECK(xs_pace_predict(tab, 4, 50000, longest) == 400000);
 	CHECK(xs_pace_predict(NULL, -1, 50000, longest) == 400000);
 	/* A shorter sample lowers a position by a quarter of the gap; a longer one at once. */
 	xs_pace_learn(tab, 3, 200000, &longest);
-	CHECK_MSG(tab[3] == 401 - (401 - 201) / 4, "got %u us", tab[3]);
+	CHECKF(tab[3] == 401 - (401 - 201) / 4, "got %u us", tab[3]);
 	xs_pace_learn(tab, 3, 900000, &longest);
 	CHECK(tab[3] == 901 && longest == 900000);
 	/* The longest decays by 1/32 a sample. */
 	for (int i = 0; i < 64; i++)
 		xs_pace_learn(NULL, -1, 1000, &longest);
-	CHECK_MSG(longest < 900000 / 3 && longest > 900000 / 16, "decayed longest %lld",
-		  (long long)longest);
+	CHECKF(longest < 900000 / 3 && longest > 900000 / 16, "decayed longest %lld",
+	       (long long)longest);
 	/* Positions past the table have none. */
 	xs_pace_learn(tab, XS_PACE_POS, 5000000, &longest);
 	CHECK(xs_pace_predict(tab, XS_PACE_POS, 1000, 0) == 1000);

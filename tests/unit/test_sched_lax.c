@@ -44,14 +44,22 @@ int main(void)
 	printf("A started %.1f ms after its submission (laxity %.1f ms)\n",
 	       (double)(a_start - submit_us) / 1000, LAX_US / 1000.0);
 	/* Not before the laxity ran out (the queue's ready time is after submit_us). */
-	CHECK(a_start >= submit_us + LAX_US);
+	CHECKF(a_start >= submit_us + LAX_US,
+	       "A starts no earlier than its laxity (%.1f ms) after "
+	       "its submission; measured %.1f ms",
+	       LAX_US / 1000.0, (double)(a_start - submit_us) / 1000);
 	/* Promoted while B still had work: B ran again after A, so A did not merely get the
 	 * device when B went idle. */
-	CHECK(su_starts_between(B, a_end, INT64_MAX) >= 1);
-	CHECK(a_end <= a_done_us);
+	CHECKF(su_starts_between(B, a_end, INT64_MAX) >= 1,
+	       "B runs again after A (A promoted "
+	       "while B still had work); measured no start of B after A's end");
+	CHECK_CMP(a_end, <=, a_done_us);
 	/* While A ran at crit_prio, B launched nothing new (its one in-flight command may
 	 * start late on a loaded machine). */
-	CHECK(su_starts_between(B, a_start, a_end) <= 1);
+	CHECKF(su_starts_between(B, a_start, a_end) <= 1,
+	       "at most B's one in-flight command "
+	       "starts while A runs at crit_prio; measured %d starts",
+	       su_starts_between(B, a_start, a_end));
 
 	/* Without the laxity A has its own priority again (0 < 5): with B busy, A waits
 	 * until B is idle. */
@@ -64,8 +72,11 @@ int main(void)
 	su_submit(A, 2);
 	CHECK_OK(XQueueWaitAll(su_q[A].xq));
 	CHECK_OK(XQueueWaitAll(su_q[B].xq));
-	CHECK(atomic_load(&su_nlog) == 32);
-	CHECK(su_last_end(B) <= su_first_start(A));
+	CHECK_CMP(atomic_load(&su_nlog), ==, 32);
+	CHECKF(su_last_end(B) <= su_first_start(A),
+	       "without its laxity A waits until B is idle; "
+	       "measured A's first start %.1f ms before B's last end",
+	       (double)(su_last_end(B) - su_first_start(A)) / 1000);
 
 	CHECK_RES(XHintLaxity(su_q[A].xq, -2, 0, 10), kXSchedErrorInvalidValue);
 	CHECK_RES(XHintLaxity(su_q[A].xq, 1000, PRIORITY_MAX + 1, 10), kXSchedErrorInvalidValue);
