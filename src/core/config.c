@@ -41,6 +41,25 @@ static int64_t xs__int(const char *name, int64_t lo, int64_t hi, int64_t def)
 	return v;
 }
 
+/* XSCHED_BOARD=auto|off|DIR and XSCHED_BOARD_GROUP (core/board.h). */
+static void xs__board(xs_config *c)
+{
+	const char *b = getenv("XSCHED_BOARD");
+	if (!b || !*b || !strcasecmp(b, "auto"))
+		c->board_dir = NULL;
+	else if (!strcasecmp(b, "off") || !strcmp(b, "0"))
+		c->board_dir = "";
+	else if (b[0] == '/')
+		c->board_dir = b;
+	else {
+		XS_WARN("core",
+			"XSCHED_BOARD=%s is not auto, off or an absolute directory; using auto", b);
+		c->board_dir = NULL;
+	}
+	const char *g = getenv("XSCHED_BOARD_GROUP");
+	c->board_group = g && *g ? g : NULL;
+}
+
 static void xs__load(xs_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -67,6 +86,7 @@ static void xs__load(xs_config *c)
 	c->trace_events = xs__int("XSCHED_TRACE_EVENTS", 16, 1 << 24, 65536);
 	c->stall_release_ns =
 	    xs__int("XSCHED_STALL_RELEASE_US", 0, 100000000, XS_STALL_RELEASE_DEFAULT_US) * 1000;
+	xs__board(c);
 }
 
 /* A snapshot of the environment now: the newest one when nothing changed, else a new

@@ -61,6 +61,7 @@ static void hip_open(void)
 		*(void **)&xs_hip.hipGetDeviceProperties = sym("hipGetDevicePropertiesR0000");
 	if (!xs_hip.hipGetDeviceProperties)
 		*(void **)&xs_hip.hipGetDeviceProperties = sym(props);
+	*(void **)&xs_hip.hipDeviceGetUuid = sym("hipDeviceGetUuid");
 }
 
 hipError_t xs_hip_load(const char **why)

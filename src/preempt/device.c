@@ -592,6 +592,7 @@ static bool xs__dev_start(xs_device *d, xs_hwq *q)
 		return false;
 	}
 	d->started = true;
+	xs_remote_start(d, q); /* other processes on the device, through its board */
 	return true;
 }
 
@@ -601,6 +602,7 @@ static void xs__dev_stop(xs_device *d)
 	XS_ASSERT_HELD(&xs__dv.lock);
 	if (!d->started)
 		return;
+	xs_remote_stop(d);
 	xs_mutex_lock(&d->lock);
 	d->stop = true;
 	xs_cond_signal(&d->progress_cv);
