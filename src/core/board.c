@@ -43,6 +43,8 @@ typedef struct xs__seen {
 struct xs_board {
 	xs_board *next; /* xs__bd.list */
 	char *path;
+	dev_t dev; /* the file mapped */
+	ino_t ino;
 	xs_board_hdr *hdr; /* the mapping, never unmapped */
 	xs_board_slot *slots;
 	_Atomic int self;      /* this process's slot, -1 = none */
@@ -630,7 +632,7 @@ static int xs__open_or_make(const char *path, const char *name, bool group, gid_
 
 /* Whether the file of @fd may be joined: a regular file of the right size, written only
  * by its owner (or the group asked for), owned by this user or shared through that group. */
-static bool xs__accept_file(int fd, const char *path, bool group, gid_t gid, uid_t *owner)
+static bool xs__accept_file(int fd, const char *path, bool group, gid_t gid, struct stat *out)
 {
 	struct stat st;
 	const char *why = NULL;
@@ -649,7 +651,7 @@ static bool xs__accept_file(int fd, const char *path, bool group, gid_t gid, uid
 	if (why)
 		XS_WARN("board", "refusing %s: %s; this process runs alone on the device", path,
 			why);
-	*owner = why ? 0 : st.st_uid;
+	*out = st;
 	return !why;
 }
 
@@ -731,18 +733,25 @@ xs_board *xs_board_open(const char *dir, const char *name, const char *group)
 		return NULL;
 	}
 	xs_mutex_lock(&xs__bd.lock);
-	xs_board *b = xs__bd.list;
-	while (b && strcmp(b->path, path))
-		b = b->next;
 	gid_t gid = 0;
-	bool grp = !b && group && xs__group(group, &gid);
-	int fd = b ? -1 : xs__open_or_make(path, name, grp, gid);
-	uid_t owner = 0;
-	if (fd >= 0 && xs__accept_file(fd, path, grp, gid, &owner) &&
-	    xs__accept_header(fd, path, owner) && (b = xs__map(fd, path))) {
-		b->next = xs__bd.list;
-		xs__bd.list = b;
-		XS_INFO("board", "opened the board %s", path);
+	bool grp = group && xs__group(group, &gid);
+	int fd = xs__open_or_make(path, name, grp, gid);
+	struct stat st;
+	xs_board *b = NULL;
+	if (fd >= 0 && xs__accept_file(fd, path, grp, gid, &st) &&
+	    xs__accept_header(fd, path, st.st_uid)) {
+		/* The file checked again at each open: the one mapped before, if it is still
+		 * the file of that name (else the old mapping stays, unused). */
+		for (b = xs__bd.list; b; b = b->next)
+			if (b->dev == st.st_dev && b->ino == st.st_ino && !strcmp(b->path, path))
+				break;
+		if (!b && (b = xs__map(fd, path))) {
+			b->dev = st.st_dev;
+			b->ino = st.st_ino;
+			b->next = xs__bd.list;
+			xs__bd.list = b;
+			XS_INFO("board", "opened the board %s", path);
+		}
 	}
 	if (fd >= 0)
 		close(fd);

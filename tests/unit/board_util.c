@@ -1,6 +1,6 @@
 #include "board_util.h"
 
-#include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -18,21 +18,20 @@ void bu_tmpdir(char *out, size_t n)
 	CHECK(mkdtemp(out) != NULL);
 }
 
+static int bu__rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
 void bu_rmdir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		char p[4096];
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(dir);
+	nftw(dir, bu__rm, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 void *bu_map(const char *path, size_t size)

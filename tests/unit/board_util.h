@@ -10,7 +10,7 @@
 #include "check.h"
 
 /* A new directory under $TMPDIR (else /tmp), into @out (@n bytes); bu_rmdir removes it
- * with the files in it. */
+ * with everything in it. */
 void bu_tmpdir(char *out, size_t n);
 void bu_rmdir(const char *dir);
 /* @size bytes of the file @path (made, zeroed, if absent), mapped shared. */
