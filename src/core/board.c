@@ -49,6 +49,7 @@ struct xs_board {
 	xs_board_slot *slots;
 	_Atomic int self;      /* this process's slot, -1 = none */
 	_Atomic uint64_t live; /* the other slots the watcher last found live (bit i) */
+	atomic_bool relay;     /* the watcher should wake the others' sleeping watchers */
 	/* What this process published, put back into a slot taken again (xs__beat). */
 	_Atomic int64_t my_top, my_busy, my_ask;
 	/* Written by join (the watcher not running) and by the watcher: */
@@ -163,11 +164,10 @@ static uint64_t xs__token(int64_t now)
 
 /* ---- publishing ---- */
 
-/* Tell the sleeping watchers of the other live slots (@all: of every other slot, for a
- * newcomer, whom nobody counts yet) that something changed. */
-static void xs__signal(const xs_board *b, int self, bool all)
+/* Wake the sleeping watchers of the other slots (@all: every other slot, for a newcomer,
+ * whom nobody counts yet; else the live ones). */
+static void xs__wake_others(const xs_board *b, int self, bool all)
 {
-	atomic_fetch_add_explicit(&b->hdr->changes, 1, memory_order_seq_cst);
 	uint64_t s = atomic_load_explicit(&b->hdr->sleepers, memory_order_seq_cst);
 	if (!all)
 		s &= atomic_load_explicit(&b->live, memory_order_relaxed);
@@ -177,6 +177,29 @@ static void xs__signal(const xs_board *b, int self, bool all)
 		s &= s - 1;
 		xs__wake_slot(b, i);
 	}
+}
+
+/* Tell the other processes that this one's slot @self changed. Their awake watchers see
+ * the change count move; the sleeping ones are woken by this process's own watcher (the
+ * relay), so that a publish on an application's submitting thread costs at most one
+ * wake-up (of its own watcher, if it sleeps), not one per process on the board. @all
+ * (join, leave): every other watcher, directly. */
+static void xs__signal(xs_board *b, int self, bool all)
+{
+	atomic_fetch_add_explicit(&b->hdr->changes, 1, memory_order_seq_cst);
+	if (all) {
+		xs__wake_others(b, self, true);
+		return;
+	}
+	uint64_t bit = UINT64_C(1) << self;
+	uint64_t s = atomic_load_explicit(&b->hdr->sleepers, memory_order_seq_cst);
+	if (!(s & atomic_load_explicit(&b->live, memory_order_relaxed) & ~bit))
+		return; /* nobody sleeps: each looks at the count before it sleeps */
+	/* Set the relay, then look at the own watcher's bit; the watcher sets its bit, then
+	 * looks at the relay (xs__sleep): one of the two sees the other. */
+	atomic_store_explicit(&b->relay, true, memory_order_seq_cst);
+	if (atomic_load_explicit(&b->hdr->sleepers, memory_order_seq_cst) & bit)
+		xs__wake_slot(b, self);
 }
 
 /* Store one of this process's numbers in slot @s: whether it changed. */
@@ -394,7 +417,7 @@ static void xs__release(xs_board *b, int s)
 	uint64_t token = b->token;
 	atomic_compare_exchange_strong_explicit(&sl->owner, &token, 0, memory_order_acq_rel,
 						memory_order_relaxed);
-	xs__signal(b, s, false);
+	xs__signal(b, s, true); /* the watcher is stopped: directly */
 }
 
 /* ---- the watcher ---- */
@@ -477,7 +500,8 @@ static void xs__sleep(xs_board *b, int s, uint64_t seen)
 	/* Set the bit, then look at the count; a publisher raises the count, then looks at
 	 * the bits: one of the two sees the other (both sequentially consistent). */
 	atomic_fetch_or_explicit(&b->hdr->sleepers, bit, memory_order_seq_cst);
-	if (atomic_load_explicit(&b->hdr->changes, memory_order_seq_cst) == seen &&
+	if (!atomic_load_explicit(&b->relay, memory_order_seq_cst) &&
+	    atomic_load_explicit(&b->hdr->changes, memory_order_seq_cst) == seen &&
 	    !atomic_load_explicit(&b->stop, memory_order_acquire))
 		xs__futex_wait(&me->wake, w, XS_BOARD_BEAT_NS);
 	atomic_fetch_and_explicit(&b->hdr->sleepers, ~bit, memory_order_relaxed);
@@ -490,6 +514,8 @@ static void *xs__watch(void *arg)
 		uint64_t seen = atomic_load_explicit(&b->hdr->changes, memory_order_seq_cst);
 		int64_t now = xs_now_ns();
 		int s = xs__beat(b, now);
+		if (s >= 0 && atomic_exchange_explicit(&b->relay, false, memory_order_acq_rel))
+			xs__wake_others(b, s, false); /* this process published (xs__signal) */
 		xs__scan(b, s, now);
 		b->fn(b->arg);
 		xs__sleep(b, s, seen);
@@ -705,6 +731,7 @@ static xs_board *xs__map(int fd, const char *path)
 	atomic_init(&b->my_busy, XS_BOARD_NONE);
 	atomic_init(&b->my_ask, 0);
 	atomic_init(&b->stop, false);
+	atomic_init(&b->relay, false);
 	return b;
 }
 

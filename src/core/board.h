@@ -36,10 +36,14 @@
  * Wake-ups: each slot has a futex word. Its owner's watcher thread ("xs-board", one per
  * board joined) sleeps on it (FUTEX_WAIT without the private flag: the word is in a shared
  * mapping) for at most XS_BOARD_BEAT_NS, with its bit set in the header's sleepers mask. A
- * publish that the others must see at once (top, busy) raises the header's change count
- * and wakes the sleeping watchers of the other live slots (FUTEX_WAKE); the watcher then
- * calls the hook its process registered (xs_board_join). Lower work is published
- * without a wake (it changes with every command); readers see it when they look.
+ * publish that the others must see at once (top, busy) raises the header's change count;
+ * if another live slot's watcher sleeps, the publisher sets its board's relay and wakes
+ * its own watcher (one FUTEX_WAKE, not one per process, on what may be an application's
+ * submitting thread), which wakes the sleeping watchers of the other live slots; each
+ * watcher then calls the hook its process registered (xs_board_join). Lower work is
+ * published without a wake (it changes with every command); readers see it when they
+ * look. A reader's decision never waits for a wake-up: the budget reads the busy slots
+ * themselves (preempt/remote.c); the wake-ups move the other processes' passes.
  *
  * Permissions: a board is made 0600 (XSCHED_BOARD_GROUP=name: 0660 with that group); one
  * that is not a regular file, is writable by others, is group-writable for another group

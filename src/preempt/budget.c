@@ -433,8 +433,16 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 {
-	if (!xq->limited || cmd->charge_ns)
+	if (!xq->limited)
 		return true;
+	if (cmd->charge_ns) {
+		if (!xs_remote_revokes(xq->dev))
+			return true;
+		/* Charged (Lv1: by a grant, for the launch thread) before another process's
+		 * top got work that allows nothing beside it: not committed yet, so it waits
+		 * again (remote.c). */
+		xs_budget_uncharge(xq, cmd, xs_now_lazy(now_lazy));
+	}
 	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions);
 	 * one that a running command waits for (it has lenders: priority inheritance) must
 	 * not wait for budget that this very command may hold; and one whose command waits

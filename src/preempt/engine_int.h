@@ -223,6 +223,9 @@ int64_t xs_remote_share(const xs_device *d, int64_t budget);
 /* The cap while another process's top holds @d (its co-run budget, the tightest of the
  * holders', shared as above): -1 = nothing new, INT64_MAX = not limited. Lock-free. */
 int64_t xs_remote_corun(const xs_device *d);
+/* Whether a command charged but not committed yet should give its charge back: another
+ * process's top holds @d and allows nothing new beside it. Lock-free. */
+bool xs_remote_revokes(const xs_device *d);
 /* Caller holds d->lock: */
 /* Whether the one command that may always be charged when nothing is (budget.c) may be
  * charged at @now: no other process has lower work charged, and none waits longer. */

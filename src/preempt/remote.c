@@ -157,6 +157,11 @@ int64_t xs_remote_corun(const xs_device *d)
 	return xs__ask_cap(d, ask);
 }
 
+bool xs_remote_revokes(const xs_device *d)
+{
+	return xs_remote_corun(d) < 0;
+}
+
 bool xs_engine_remote_pass(const void *dev, int64_t top, xs_engine_remote *out)
 {
 	xs_device *d = (xs_device *)dev;
