@@ -239,7 +239,8 @@ void xs_board_set_busy(xs_board *b, int64_t busy, int64_t ask)
 	xs__signal(b, s, false);
 }
 
-void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t wait_ns)
+void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t wait_ns,
+			int64_t free_ns)
 {
 	int s = atomic_load_explicit(&b->self, memory_order_acquire);
 	if (s < 0)
@@ -247,6 +248,7 @@ void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t 
 	xs_board_slot *sl = &b->slots[s];
 	xs__put(sl, &sl->charged_ns, charged_ns);
 	xs__put(sl, &sl->wait_ns, wait_ns);
+	xs__put(sl, &sl->free_ns, free_ns);
 	if (atomic_load_explicit(&sl->charged_cmds, memory_order_relaxed) != cmds)
 		atomic_store_explicit(&sl->charged_cmds, cmds, memory_order_release);
 }
@@ -296,18 +298,44 @@ void xs_board_look(const xs_board *b, xs_board_view *v)
 	}
 }
 
-bool xs_board_first(const xs_board *b, int64_t wait_ns)
+/* When slot @sl's charged work is within its lead of its end (0: none charged). */
+static int64_t xs__free_at(const xs_board_slot *sl)
+{
+	uint64_t cmds = atomic_load_explicit(&sl->charged_cmds, memory_order_acquire);
+	if (!cmds)
+		return 0;
+	int64_t per = atomic_load_explicit(&sl->charged_ns, memory_order_relaxed) / (int64_t)cmds;
+	int64_t lead = per / 8 > XS_BOARD_LEAD_NS ? per / 8 : XS_BOARD_LEAD_NS;
+	int64_t end = atomic_load_explicit(&sl->free_ns, memory_order_relaxed);
+	return end - lead > 1 ? end - lead : 1;
+}
+
+bool xs_board_first(const xs_board *b, int64_t wait_ns, int64_t now)
 {
 	uint64_t m = xs__live(b);
 	while (m) {
 		const xs_board_slot *sl = &b->slots[__builtin_ctzll(m)];
 		m &= m - 1;
 		int64_t w = atomic_load_explicit(&sl->wait_ns, memory_order_acquire);
-		if (atomic_load_explicit(&sl->charged_cmds, memory_order_acquire) ||
-		    (w && w < wait_ns))
+		int64_t free_at = xs__free_at(sl);
+		if ((free_at && free_at > now) || (w && w < wait_ns))
 			return false;
 	}
 	return true;
+}
+
+int64_t xs_board_free_at(const xs_board *b)
+{
+	uint64_t m = xs__live(b);
+	int64_t first = 0;
+	while (m) {
+		const xs_board_slot *sl = &b->slots[__builtin_ctzll(m)];
+		m &= m - 1;
+		int64_t t = xs__free_at(sl);
+		if (t && (!first || t < first))
+			first = t;
+	}
+	return first;
 }
 
 void xs_board_wake_waiter(const xs_board *b)
@@ -372,6 +400,7 @@ static void xs__fill(xs_board *b, int i, int64_t now)
 	atomic_store_explicit(&sl->charged_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->charged_cmds, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->wait_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->free_ns, 0, memory_order_relaxed);
 	atomic_fetch_and_explicit(&b->hdr->sleepers, ~bit, memory_order_relaxed);
 	if (atomic_load(&b->my_busy) != XS_BOARD_NONE)
 		atomic_fetch_or_explicit(&b->hdr->busy, bit, memory_order_relaxed);

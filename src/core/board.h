@@ -75,6 +75,11 @@ enum {
 #define XS_BOARD_STALE_NS   2000000000LL  /* then no slot is counted */
 #define XS_BOARD_RECLAIM_NS 10000000000LL /* then a newcomer may take the slot */
 
+/* How long before another process's charged work is expected to end a process may charge
+ * the one command that goes beyond the budget (xs_board_first), at least: as the
+ * budget's lead within a process (preempt/engine_int.h, XS_BUDGET_LEAD_NS). */
+#define XS_BOARD_LEAD_NS 100000LL
+
 /* "Nothing": no top, nobody busy. */
 #define XS_BOARD_NONE INT64_MIN
 
@@ -99,7 +104,8 @@ typedef struct xs_board_slot {
 	_Atomic int64_t charged_ns;
 	_Atomic uint64_t charged_cmds;
 	_Atomic int64_t wait_ns; /* 0 = not waiting */
-	uint64_t pad1[2];
+	_Atomic int64_t free_ns; /* when its charged work is expected to end (0 = none) */
+	uint64_t pad1;
 } xs_board_slot;
 
 typedef struct xs_board_hdr {
@@ -150,7 +156,8 @@ void xs_board_leave(xs_board *b);
  * watchers; lower work does not. Lock-free; one thread at a time per board. */
 void xs_board_set_top(xs_board *b, int64_t top);
 void xs_board_set_busy(xs_board *b, int64_t busy, int64_t ask);
-void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t wait_ns);
+void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t wait_ns,
+			int64_t free_ns);
 
 /* Readers, over the slots the watcher last found live (not this process's). Lock-free,
  * any thread; a board not joined reads as empty. */
@@ -158,9 +165,13 @@ void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t 
  * the slots busy at it. One load when nobody is busy. */
 int64_t xs_board_busy(const xs_board *b, int64_t *ask);
 void xs_board_look(const xs_board *b, xs_board_view *v);
-/* Whether a process that waits since @wait_ns (monotonic) goes first: no other has lower
- * work charged, and none waits since earlier. */
-bool xs_board_first(const xs_board *b, int64_t wait_ns);
+/* Whether a process that waits since @wait_ns (monotonic) goes first at @now: no other has
+ * lower work charged that is expected to run longer than its lead (100 us or an eighth of
+ * a command of it), and none waits since earlier. */
+bool xs_board_first(const xs_board *b, int64_t wait_ns, int64_t now);
+/* When the other processes' charged work is within its lead of its end, the earliest of
+ * them (monotonic ns); 0 when none has work charged. */
+int64_t xs_board_free_at(const xs_board *b);
 /* Wake the watcher of the other process that waits longest (wait_ns), if one does. */
 void xs_board_wake_waiter(const xs_board *b);
 /* Whether another live process is on the board. */

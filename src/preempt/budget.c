@@ -234,8 +234,8 @@ static bool xs__room(const xs_device *d, int64_t est, int64_t now)
 		return false;
 	if (xs__held(d))
 		return xs__remaining(b, now) + est <= cap; /* co-run: only what fits */
-	if (b->charged_cmds == 0 && xs_remote_may_start(d, now))
-		return true; /* (other processes: none has lower work charged or waits longer) */
+	if (b->charged_cmds == 0) /* other processes: none has work charged or waits longer */
+		return xs_remote_may_start(d, now) || est <= cap;
 	if (cap == 0)
 		return false; /* a budget of 0: strictly one command at a time */
 	int64_t rem = xs__remaining(b, now);
@@ -530,7 +530,9 @@ int64_t xs_budget_lower_clock(const xs_device *d, int64_t now)
 	return b->lower_busy_ns + (b->charged_cmds ? now - b->lower_from_ns : 0);
 }
 
-int64_t xs_budget_next_ns(const xs_device *d)
+/* When the first waiter fits by the passing of time alone, as far as this process's own
+ * charged work goes; 0 if none. Caller holds d->lock. */
+static int64_t xs__next_own(const xs_device *d)
 {
 	const xs_budget *b = &d->budget;
 	if (xs_list_empty(&b->waiters) || b->charged_cmds == 0)
@@ -548,6 +550,13 @@ int64_t xs_budget_next_ns(const xs_device *d)
 	if (ran > xs__credit_max(b))
 		return 0; /* only a completion makes room */
 	return b->since_ns + (ran > 0 ? ran : 0);
+}
+
+int64_t xs_budget_next_ns(const xs_device *d)
+{
+	int64_t own = xs__next_own(d);
+	int64_t remote = xs_remote_next_ns(d); /* other processes' charged work (remote.c) */
+	return !own ? remote : !remote || own < remote ? own : remote;
 }
 
 xs_xqueue *xs_budget_grant_next(xs_device *d)

@@ -230,6 +230,9 @@ bool xs_remote_revokes(const xs_device *d);
 /* Whether the one command that may always be charged when nothing is (budget.c) may be
  * charged at @now: no other process has lower work charged, and none waits longer. */
 bool xs_remote_may_start(const xs_device *d, int64_t now);
+/* When a waiter of @d, blocked by other processes' charged work only, may be served (that
+ * work within its lead of its end), 0 if none: the progress thread looks again then. */
+int64_t xs_remote_next_ns(const xs_device *d);
 /* d->top_busy went from 0 or to 0: publish it. */
 void xs_remote_busy_edge(xs_device *d);
 /* The budget's charged work or waiters changed (at @now, 0 = unknown): publish them; and

@@ -96,7 +96,8 @@ void xs_remote_lower(xs_device *d, int64_t now)
 		r->wait_ns = now ? now : xs_now_ns(); /* waits from now, or charged: to the back */
 	bool emptied = r->cmds && !bu->charged_cmds;
 	r->cmds = bu->charged_cmds;
-	xs_board_set_lower(b, bu->charged_ns, bu->charged_cmds, r->wait_ns);
+	int64_t free_ns = bu->charged_cmds ? bu->since_ns + bu->charged_ns : 0;
+	xs_board_set_lower(b, bu->charged_ns, bu->charged_cmds, r->wait_ns, free_ns);
 	if (emptied)
 		xs_board_wake_waiter(b);
 }
@@ -106,7 +107,16 @@ bool xs_remote_may_start(const xs_device *d, int64_t now)
 	XS_ASSERT_HELD(&d->lock);
 	const xs_remote *r = &d->remote;
 	xs_board *b = atomic_load_explicit(&r->board, memory_order_relaxed);
-	return !b || xs_board_first(b, r->wait_ns ? r->wait_ns : now);
+	return !b || xs_board_first(b, r->wait_ns ? r->wait_ns : now, now);
+}
+
+int64_t xs_remote_next_ns(const xs_device *d)
+{
+	XS_ASSERT_HELD(&d->lock);
+	xs_board *b = atomic_load_explicit(&d->remote.board, memory_order_relaxed);
+	if (!b || !d->remote.wait_ns || d->budget.charged_cmds)
+		return 0; /* not waiting for another process's work to end */
+	return xs_board_free_at(b);
 }
 
 /* The others' busy rank that holds this process, else XS_BOARD_NONE; *@ask: the least
