@@ -116,7 +116,10 @@ int64_t xs_remote_next_ns(const xs_device *d)
 	xs_board *b = atomic_load_explicit(&d->remote.board, memory_order_relaxed);
 	if (!b || !d->remote.wait_ns || d->budget.charged_cmds)
 		return 0; /* not waiting for another process's work to end */
-	return xs_board_free_at(b);
+	int64_t at = xs_board_free_at(b);
+	/* Past: that work overran its estimate and holds nobody back any more (what waits
+	 * now is a turn, which a wake-up or the heartbeat brings): no look to spin on. */
+	return at > xs_now_ns() ? at : 0;
 }
 
 /* The others' busy rank that holds this process, else XS_BOARD_NONE; *@ask: the least
