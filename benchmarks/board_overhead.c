@@ -96,7 +96,7 @@ static void round_of(const char *dir, double *out)
 	OK(XHintPriority(top, 10));
 	OK(XHintPriority(idle, 5));
 	OK(XHintPriority(low, 1));
-	usleep(20000); /* the scheduler's pass: limits in place */
+	usleep(20000);    /* the scheduler's pass: limits in place */
 	round_trips(top); /* warm-up */
 	out[0] = round_trips(top);
 	out[1] = stream(top);
