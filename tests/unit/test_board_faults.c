@@ -15,7 +15,11 @@
  * - another pid namespace: a slot counts while its heartbeat is fresh and no longer
  *   past XS_BOARD_FOREIGN_NS;
  * - a stale board (every slot left by dead processes) is reused: a newcomer takes a slot;
- * - a full board (64 live slots) is refused, logged: the process runs alone.
+ * - a full board (64 live slots) is refused, logged: the process runs alone;
+ * - fork(): a child of a process on the board (its threads running) is not on it until
+ *   its own first XQueue, which takes a slot of its own; the parent's slot stays the
+ *   parent's (each sees the other). Skipped under TSan, which cannot run threads after a
+ *   multi-threaded fork.
  * Slots are written here through the layout of core/board.h. */
 #include <grp.h>
 #include <pwd.h>
@@ -358,6 +362,75 @@ static void case_stale_and_full(void)
 	munmap(m, XS_BOARD_SIZE);
 }
 
+static bool sees_one(const XBoardInfo *b)
+{
+	return b->joined && b->processes == 1 && b->others_top != XBOARD_NONE;
+}
+
+static bool sees_none(const XBoardInfo *b)
+{
+	return b->joined && b->processes == 0;
+}
+
+/* In the child: the parent's queue is not usable here; a queue of its own takes a slot of
+ * its own, where it sees the parent (priority 7). Exit status 0 when so. */
+static int fork_child(XQueueHandle parent_xq)
+{
+	XBoardInfo b;
+	if (XQueueGetBoard(parent_xq, &b) != kXSchedErrorNotFound)
+		return 1;
+	HwQueueHandle hq;
+	XQueueHandle xq;
+	CHECK_OK(HostQueueCreate(&hq));
+	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelDeactivate, kQueueCreateFlagNone));
+	bool ok = bu_board_until(xq, sees_one, 5000);
+	CHECK_OK(XQueueGetBoard(xq, &b));
+	printf("fork: the child, on its own slot, sees %d other process (expected 1) at top "
+	       "%d (expected 7)\n",
+	       b.processes, b.others_top);
+	fflush(stdout);
+	ok = ok && b.others_top == 7;
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(HwQueueDestroy(hq));
+	CHECK_OK(XSchedShutdown());
+	return ok ? 0 : 1;
+}
+
+static void case_fork(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	printf("fork: skipped under ThreadSanitizer\n");
+	return;
+#endif
+	char dir[4200];
+	next_dir(dir, sizeof(dir));
+	HwQueueHandle hq;
+	XQueueHandle xq;
+	CHECK_OK(HostQueueCreate(&hq));
+	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelDeactivate, kQueueCreateFlagNone));
+	CHECK_OK(XHintPriority(xq, 7));
+	CHECK(bu_board_until(xq, sees_none, 5000));
+	fflush(stdout);
+	pid_t pid = fork(); /* the watcher and the device threads run */
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(fork_child(xq));
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The child's slot was given back when its queue went: alone again, on its own slot. */
+	bool alone = bu_board_until(xq, sees_none, 5000);
+	XBoardInfo b;
+	CHECK_OK(XQueueGetBoard(xq, &b));
+	printf("fork: the parent, after the child left, sees %d other processes (expected 0), "
+	       "joined %d\n",
+	       b.processes, b.joined);
+	CHECK(alone);
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(HwQueueDestroy(hq));
+	CHECK_OK(XSchedShutdown());
+}
+
 int main(void)
 {
 	xs_log_set_level(XS_LOG_WARN);
@@ -369,6 +442,7 @@ int main(void)
 	case_pid_reuse();
 	case_foreign_ns();
 	case_stale_and_full();
+	case_fork();
 	bu_rmdir(g_dir);
 	return 0;
 }
