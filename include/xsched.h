@@ -23,7 +23,12 @@
  *
  * Threads: the library has one scheduler thread and, per device, one progress thread
  * ("xs-progress": completions) and one launch thread ("xs-launch": commands that could
- * not be enqueued at submit time); their number does not grow with the XQueues.
+ * not be enqueued at submit time), and per device on a board shared with other processes
+ * one watcher ("xs-board"); their number does not grow with the XQueues.
+ *
+ * Several processes: processes that use one GPU coordinate through a board in shared
+ * memory (/dev/shm/xsched-<GPU UUID>; XSCHED_BOARD, XQueueGetBoard()), with no daemon:
+ * priorities compare across them as within one process.
  *
  * Stall release: a runtime call that waits for every stream (a CUDA module load, as in
  * cudnnCreate; cudaFree) would wait for ever for commands a suspended XQueue holds behind

@@ -34,7 +34,8 @@
  *   enqueues without counter waits too (xs_engine_set_limited).
  *
  * Threads: per device (HwQueues with one device key) one progress thread ("xs-progress")
- * and one launch thread ("xs-launch"), started with the device's first XQueue; the
+ * and one launch thread ("xs-launch"), started with the device's first XQueue, and on a
+ * device with a board the board's watcher ("xs-board", core/board.c; remote.c); the
  * number of library threads does not grow with the number of XQueues.
  *
  * Locks, outermost first: the scheduler's lock (sched/) -> xq->lock -> dev->lock (leaf but
