@@ -263,6 +263,7 @@ void xs_remote_start(xs_device *d, xs_hwq *q)
 	xs_mutex_lock(&d->lock);
 	atomic_store_explicit(&r->board, b, memory_order_release);
 	xs_mutex_unlock(&d->lock);
+	xs__on_board(d); /* the others' tops now, not at the watcher's next look */
 	XS_INFO("engine", "%s device %s: on the board %s with other processes", d->ops->name, name,
 		xs_board_path(b));
 }
