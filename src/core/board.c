@@ -50,6 +50,7 @@ struct xs_board {
 	_Atomic int self;      /* this process's slot, -1 = none */
 	_Atomic uint64_t live; /* the other slots the watcher last found live (bit i) */
 	atomic_bool relay;     /* the watcher should wake the others' sleeping watchers */
+	_Atomic uint64_t own;  /* this process's raises of the header's change count */
 	/* What this process published, put back into a slot taken again (xs__beat). */
 	_Atomic int64_t my_top, my_busy, my_ask;
 	/* Written by join (the watcher not running) and by the watcher: */
@@ -186,6 +187,7 @@ static void xs__wake_others(const xs_board *b, int self, bool all)
  * (join, leave): every other watcher, directly. */
 static void xs__signal(xs_board *b, int self, bool all)
 {
+	atomic_fetch_add_explicit(&b->own, 1, memory_order_seq_cst); /* before the count */
 	atomic_fetch_add_explicit(&b->hdr->changes, 1, memory_order_seq_cst);
 	if (all) {
 		xs__wake_others(b, self, true);
@@ -536,18 +538,30 @@ static void xs__sleep(xs_board *b, int s, uint64_t seen)
 	atomic_fetch_and_explicit(&b->hdr->sleepers, ~bit, memory_order_relaxed);
 }
 
+/* The watcher: a heartbeat and the relay at each wake-up; the look (the others' slots,
+ * then the hook) when another process changed something or a heartbeat period passed.
+ * Woken only to relay this process's own publish, it is done in a few microseconds: it
+ * may have taken the CPU of the very thread that published, an application's. */
 static void *xs__watch(void *arg)
 {
 	xs_board *b = arg;
+	uint64_t seen = 0, own = 0;
+	int64_t looked = 0;
 	while (!atomic_load_explicit(&b->stop, memory_order_acquire)) {
-		uint64_t seen = atomic_load_explicit(&b->hdr->changes, memory_order_seq_cst);
+		uint64_t c = atomic_load_explicit(&b->hdr->changes, memory_order_seq_cst);
+		uint64_t o = atomic_load_explicit(&b->own, memory_order_seq_cst);
 		int64_t now = xs_now_ns();
 		int s = xs__beat(b, now);
 		if (s >= 0 && atomic_exchange_explicit(&b->relay, false, memory_order_acq_rel))
 			xs__wake_others(b, s, false); /* this process published (xs__signal) */
-		xs__scan(b, s, now);
-		b->fn(b->arg);
-		xs__sleep(b, s, seen);
+		if (!looked || c - seen != o - own || now - looked >= XS_BOARD_BEAT_NS / 2) {
+			xs__scan(b, s, now);
+			b->fn(b->arg);
+			looked = now;
+		}
+		seen = c;
+		own = o;
+		xs__sleep(b, s, c);
 	}
 	return NULL;
 }
@@ -761,6 +775,7 @@ static xs_board *xs__map(int fd, const char *path)
 	atomic_init(&b->my_ask, 0);
 	atomic_init(&b->stop, false);
 	atomic_init(&b->relay, false);
+	atomic_init(&b->own, 0);
 	return b;
 }
 
