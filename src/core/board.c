@@ -354,8 +354,12 @@ void xs_board_wake_waiter(const xs_board *b)
 			best = i;
 		}
 	}
-	if (best >= 0)
+	if (best >= 0) {
+		/* The count moves, so that its watcher looks (and calls its hook) rather than
+		 * take the wake-up for its own process's relay (xs__watch). */
+		atomic_fetch_add_explicit(&b->hdr->changes, 1, memory_order_seq_cst);
 		xs__wake_slot(b, best);
+	}
 }
 
 bool xs_board_others(const xs_board *b)

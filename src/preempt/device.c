@@ -400,7 +400,13 @@ static bool xs__await_work(xs_device *d, xs__pace *p, xs__round *r)
 {
 	xs_mutex_lock(&d->lock);
 	while (!d->stop && xs_list_empty(&d->active) && !d->budget.grant) {
-		xs_cond_wait(&d->progress_cv, &d->lock);
+		/* Nothing in flight here, but waiters may be served when another process's
+		 * charged work is about to end (remote.c); else only a signal wakes it. */
+		int64_t next = xs_budget_next_ns(d);
+		if (!next)
+			xs_cond_wait(&d->progress_cv, &d->lock);
+		else if (!xs_cond_timedwait(&d->progress_cv, &d->lock, next))
+			d->budget.grant = true;
 		p->woke = true;
 	}
 	if (d->stop && xs_list_empty(&d->active)) {
