@@ -664,6 +664,8 @@ int main(void)
 	CHECK_OK(HwQueueDestroy(hwq));
 	CHECK_OK(XSchedShutdown());
 	unlink(board);
+	snprintf(board, sizeof(board), "%s/xsched-host", board_dir); /* the host queues' */
+	unlink(board);
 	rmdir(board_dir);
 	return 0;
 }
