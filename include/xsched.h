@@ -23,7 +23,12 @@
  *
  * Threads: the library has one scheduler thread and, per device, one progress thread
  * ("xs-progress": completions) and one launch thread ("xs-launch": commands that could
- * not be enqueued at submit time); their number does not grow with the XQueues.
+ * not be enqueued at submit time), and per device on a board shared with other processes
+ * one watcher ("xs-board"); their number does not grow with the XQueues.
+ *
+ * Several processes: processes that use one GPU coordinate through a board in shared
+ * memory (/dev/shm/xsched-<GPU UUID>; XSCHED_BOARD, XQueueGetBoard()), with no daemon:
+ * priorities compare across them as within one process.
  *
  * Stall release: a runtime call that waits for every stream (a CUDA module load, as in
  * cudnnCreate; cudaFree) would wait for ever for commands a suspended XQueue holds behind
@@ -706,6 +711,58 @@ XSCHED_API XResult XQueueResume(XQueueHandle xq, int64_t flags);
  * Thread-safety: any thread; the fields are read together under the XQueue's lock.
  */
 XSCHED_API XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats);
+
+/** XBoardInfo's value for "no priority". */
+#define XBOARD_NONE INT32_MIN
+
+/**
+ * What XQueueGetBoard() reports: the board through which the processes that use the
+ * XQueue's device coordinate, with no daemon (doc/architecture.md, "Several processes on
+ * one GPU: the board"). Priorities compare across processes as they do within one: an
+ * XQueue below another process's top priority present on the device is limited by the
+ * commitment budget, which the processes with lower work share, and is suspended while
+ * one of that process's top XQueues has work (HPF).
+ */
+typedef struct XBoardInfo {
+	/** 1 while this process holds a slot on the device's board; 0 when it runs alone on
+	 *  the device: XSCHED_BOARD=off, host queues with XSCHED_BOARD=auto (the default), a
+	 *  board refused (permissions, another version: logged) or full, a device without a
+	 *  UUID, or a policy other than HPF (then 1, but it takes no part: others_top and
+	 *  others_busy are XBOARD_NONE). */
+	int32_t joined;
+	/** Other processes found live on the board at the last look (within 20 ms). */
+	int32_t processes;
+	/** The greatest priority among the other processes' XQueues on the device, idle ones
+	 *  included, or XBOARD_NONE: this process's XQueues below it are limited. */
+	int32_t others_top;
+	/** The priority of another process's XQueue that has work now at the device's top
+	 *  priority, and so holds this process's lower XQueues (suspended, or kept to that
+	 *  XQueue's co-run budget), or XBOARD_NONE. */
+	int32_t others_busy;
+	/** 1 if this XQueue is limited: below its device's top priority present in this
+	 *  process or another (what it commits counts against the commitment budget). */
+	int32_t limited;
+	/** The processes with lower-priority work on the device that share its commitment
+	 *  budget (XHintCommitBudget()), this one included: 1 = the whole budget is its own. */
+	int32_t share;
+} XBoardInfo;
+
+/**
+ * @brief Read what the board of an XQueue's device says (XBoardInfo).
+ *
+ * The board is a file in shared memory, one per device (/dev/shm/xsched-<device UUID> by
+ * default; `XSCHED_BOARD=auto|off|DIR`, `XSCHED_BOARD_GROUP=name`, README), joined when
+ * the device's first XQueue is created and left when its last is destroyed. With
+ * `XSCHED_LOG=info` the library logs the board's path when it joins, and why not when it
+ * runs alone.
+ * @param xq   [in]  The XQueue.
+ * @param info [out] Filled on success.
+ * @return kXSchedSuccess; kXSchedErrorInvalidValue if @p info is null;
+ *         kXSchedErrorNotFound for a bad @p xq.
+ * Thread-safety: any thread; lock-free reads of the board, the XQueue's limit under its
+ * lock.
+ */
+XSCHED_API XResult XQueueGetBoard(XQueueHandle xq, XBoardInfo *info);
 
 /**
  * @brief Number of commands submitted to an XQueue (XSched's profiling call).

@@ -72,6 +72,15 @@ plus the start-up): about 5 minutes for the default set; --quick (8 s measured, 
 warm-up) about 2.5 minutes. To cut it: --duration S, --modes (e.g. alone,prio,xsched,xsched-obj-1.5)
 and --objectives. Each --corun value adds one mode.
 
+--processes 2: the LLM in this process and the low lanes in a second one, which the
+benchmark starts (this program again, --lows-child); priorities then cross processes
+through the board (doc/architecture.md, "Several processes on one GPU: the board"; on the
+CPU both processes get XSCHED_BOARD = a temporary directory, on a GPU the device's board
+in /dev/shm). Its modes, after alone: native-2p and prio-2p (no library, two processes),
+xsched (the library, one process: today's figure for the same load) and xsched-2p (the
+library, two processes); any mode above may be named with -2p. Target: xsched-2p's TPOT
+p99 within 1.2x alone, with the lows keeping at least 0.90 of what xsched keeps.
+
 --smoke runs everything on the CPU with tiny shapes (2 layers, d_model 64, batch 2, 4
 decode steps, 20 req/s, 1 s per mode, the decode step run eagerly instead of as a graph;
 tiny stand-ins for ViT and ResNet; the library's XQueues on host queues, hardware
@@ -95,7 +104,9 @@ import math
 import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -187,6 +198,9 @@ def parse_args(argv=None):
     p.add_argument("--jsonl", metavar="PATH", help="also write every row as a JSON line")
     p.add_argument("--seed", type=int, default=1, help="arrival times and prompts (default 1)")
     p.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
+    p.add_argument("--processes", type=int, default=1, choices=(1, 2),
+                   help="2: the low lanes in a second process (modes *-2p; see above)")
+    p.add_argument("--lows-child", metavar="MODE", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     base = dict(SMOKE if a.smoke else QUICK if a.quick else FULL)
     if not a.smoke:
@@ -219,18 +233,20 @@ def parse_args(argv=None):
     if a.rate is not None and a.rate <= 0:
         p.error("--rate must be positive")
     try:
-        a.modes = expand_modes(a.modes, a.objectives, a.corun)
+        a.modes = expand_modes(a.modes, a.objectives, a.corun, a.processes)
     except ValueError as e:
         p.error(str(e))
     return a
 
 
-def expand_modes(spec, objectives, coruns):
+def expand_modes(spec, objectives, coruns, processes=1):
     out = []
     for m in (s.strip() for s in spec.split(",")):
         if not m:
             continue
-        if m == "all":
+        if m == "all" and processes == 2:
+            names = ["alone", "native-2p", "prio-2p", "xsched", "xsched-2p"]
+        elif m == "all":
             names = ["alone", "native", "prio", "xsched"]
             names += ["xsched-obj-%g" % x for x in objectives]
             names += ["corun-%d" % us for us in coruns]
@@ -252,10 +268,16 @@ def expand_modes(spec, objectives, coruns):
 
 def mode_spec(name):
     """What mode @name does: library, high-priority LLM stream made by the application,
-    objective, co-run us, and where the LLM's graph gets its priority (capture: "app" =
-    the stream was made at the greatest priority; "lib" = a default stream, the XQueue made
+    objective, co-run us, where the LLM's graph gets its priority (capture: "app" = the
+    stream was made at the greatest priority; "lib" = a default stream, the XQueue made
     first and the graph captured with XQueue.capture(); "after" = a default stream, the
-    XQueue made after capture)."""
+    XQueue made after capture), and the low lanes in a second process (procs)."""
+    if name.endswith("-2p") and name != "alone-2p":
+        return dict(mode_spec(name[:-3]), procs=True)
+    return dict(_mode_spec(name), procs=False)
+
+
+def _mode_spec(name):
     spec = dict(library=False, prio=False, objective=None, corun=None, capture="app")
     if name in ("alone", "native"):
         return spec
@@ -276,7 +298,8 @@ def mode_spec(name):
     except ValueError:
         pass
     raise ValueError("unknown mode %r (alone, native, prio, xsched, xsched-obj-X with X >= "
-                     "1, corun-US, corun-US-lib, corun-US-after)" % name)
+                     "1, corun-US, corun-US-lib, corun-US-after, each but alone also "
+                     "with -2p)" % name)
 
 
 def pct(xs, q):
@@ -588,6 +611,8 @@ class Run:
         self.priorities = {}
         self.arrivals = []
         self.t_measure = self.t_end = 0.0
+        self.child = None  # the lows' process (-2p modes)
+        self.board_dir = None
 
     # -- threads -----------------------------------------------------------------------
     def _guard(self, what, fn):
@@ -720,6 +745,8 @@ class Run:
         self.server = Server(b.llm, a, b.device, b.s_llm, a.seed,
                              self.xq_llm) if self.with_llm else None
         self._read_priorities("created")
+        if self.spec["procs"]:
+            self._start_child()
         threads = []
         if self.with_llm:
             threads.append(threading.Thread(target=self._guard, name="llm",
@@ -738,12 +765,17 @@ class Run:
             b.sync()
             if self.spec["library"]:
                 self._make_xqueues()
+            if self.child is not None:
+                self._child_line("ready")  # its lanes warmed up, their XQueues made
             t0 = time.perf_counter()
             self.t_measure = t0 + a.warmup
             self.t_end = self.t_measure + a.duration
             self.arrivals = [t0 + x for x in b.schedule]
             progress("%s: measuring %g s after %g s of warm-up" % (
                 self.name, a.duration, a.warmup))
+            if self.child is not None:
+                self.child.stdin.write("go %.9f %.9f\n" % (self.t_measure, self.t_end))
+                self.child.stdin.flush()
             self.go.set()
             cpu = self._watch()
         except threading.BrokenBarrierError:
@@ -768,6 +800,7 @@ class Run:
             gc.collect()
             if b.cuda:
                 torch.cuda.synchronize()
+        child = self._end_child() if self.child is not None else None
         if self.errors:
             raise RunFailed("; ".join(e.splitlines()[0] for e in self.errors),
                             "\n".join(self.errors))
@@ -775,8 +808,95 @@ class Run:
             raise RunFailed("threads still running after the run: %s (hung?); the library "
                             "was left as it was" % ", ".join(alive))
         row = self._results(cpu, stats)
+        if child is not None:
+            for lane in ("vit", "resnet"):
+                row[lane] = child[lane]
+            row.setdefault("xqueue_stats", {}).update(child["stats"])
+            row["lows_cpu_cores"] = child["cpu_cores"]
         row["wall_s"] = round(time.perf_counter() - t_begin, 1)
         return row
+
+    # -- the lows' process (-2p modes) ------------------------------------------------------
+    def _start_child(self):
+        """Start the second process, which runs the low lanes (--lows-child). On the CPU
+        both processes share a board of host queues in a temporary directory."""
+        env = os.environ.copy()
+        if not self.b.cuda and self.spec["library"] and "XSCHED_BOARD" not in env:
+            self.board_dir = tempfile.mkdtemp(prefix="llm-serve-board-")
+            env["XSCHED_BOARD"] = os.environ["XSCHED_BOARD"] = self.board_dir
+            if xsched is not None:
+                xsched.shutdown()  # this process reads its settings again
+        argv = [a for i, a in enumerate(sys.argv[1:])
+                if a != "--jsonl" and (i == 0 or sys.argv[i] != "--jsonl")]
+        self.child = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__)] + argv + ["--lows-child", self.name],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+
+    def _child_line(self, want):
+        """The child's next line, which must start with @want."""
+        line = self.child.stdout.readline()
+        if not line.startswith(want):
+            raise RuntimeError("the lows' process said %r, not %r (its stderr says why)"
+                               % (line.strip(), want))
+        return line[len(want):].strip()
+
+    def _end_child(self):
+        """The child's figures (or None when it failed: an error of the run)."""
+        try:
+            out = json.loads(self._child_line("result"))
+            self.child.wait(timeout=300)
+            if out.get("errors"):
+                self.errors.extend("lows' process: " + e for e in out["errors"])
+            return out
+        except Exception as e:  # noqa: B902 - reported with the mode's row
+            self.errors.append("lows' process: %s: %s" % (type(e).__name__, e))
+            self.child.kill()
+            self.child.wait()
+            return None
+        finally:
+            if self.board_dir is not None:
+                del os.environ["XSCHED_BOARD"]
+                if xsched is not None:
+                    xsched.shutdown()
+                import shutil
+                shutil.rmtree(self.board_dir, ignore_errors=True)
+
+    def execute_child(self):
+        """In the lows' process: warm up, make the XQueues, say ready, run the window the
+        parent gives, then print the figures as one JSON line."""
+        b = self.b
+        b.make_streams(self.spec["prio"], self.lanes)
+        threads = [threading.Thread(target=self._guard, name=lane.name,
+                                    args=(lane.name, lambda lane=lane: self.lane_thread(lane)))
+                   for lane in self.lanes]
+        for t in threads:
+            t.start()
+        stats, cpu = {}, None
+        try:
+            self.ready.wait(timeout=900)
+            b.sync()
+            if self.spec["library"]:
+                self._make_xqueues()
+            print("ready", flush=True)
+            go = sys.stdin.readline().split()
+            self.t_measure, self.t_end = float(go[1]), float(go[2])
+            self.go.set()
+            cpu = self._watch()
+        except BaseException as e:  # noqa: B902 - reported in the result line
+            self.errors.append("%s: %s" % (type(e).__name__, e))
+        finally:
+            self.go.set()
+            self.stop.set()
+            for t in threads:
+                t.join(timeout=120)
+            if any(lane.xq for lane in self.lanes):
+                stats = self._teardown_xqueues()
+            b.sync()
+        row = self._results(cpu, stats)
+        print("result " + json.dumps(_jsonable(
+            {"vit": row["vit"], "resnet": row["resnet"], "stats": stats, "cpu_cores": cpu,
+             "errors": [e.splitlines()[0] for e in self.errors]})), flush=True)
+        return 1 if self.errors else 0
 
     def _join(self, threads):
         """Wait for the LLM thread (it ends after the window), then stop the lanes."""
@@ -866,7 +986,7 @@ class Run:
 # ----------------------------------------------------------------------------------------
 
 class Bench:
-    def __init__(self, args):
+    def __init__(self, args, with_llm=True):
         self.args = args
         self.cuda = not args.smoke
         if self.cuda:
@@ -884,17 +1004,21 @@ class Bench:
         torch.manual_seed(args.seed)
         dtype = torch.float16 if self.cuda else torch.float32
         progress("building the models")
-        with torch.no_grad():
-            self.llm = Decoder(args, self.device, dtype).eval()
-        self.llm_params = sum(p.numel() for p in self.llm.parameters())
+        self.llm, self.llm_params = None, 0
+        if with_llm:  # not in the lows' process of the -2p modes
+            with torch.no_grad():
+                self.llm = Decoder(args, self.device, dtype).eval()
+            self.llm_params = sum(p.numel() for p in self.llm.parameters())
         vit, res, self.low_desc = low_models(args.smoke)
         self.vit = VitTraining(vit, args.vit_batch, args.image, self.device)
         self.resnet = ResNetInference(res, args.resnet_batch, args.image, self.device)
         self.s_llm = None
         self.capacity = None  # requests/s the LLM serves alone back to back
-        if args.rate is None:
+        if args.rate is None and with_llm:
             self.capacity = self.calibrate()
             args.rate = args.load * self.capacity
+        elif args.rate is None:
+            args.rate = 1.0  # the lows' process of a -2p mode: no arrivals of its own
         rng = random.Random(args.seed)
         self.schedule = []  # arrival offsets from a run's start, the same in every mode
         t = 0.0
@@ -957,6 +1081,8 @@ class Bench:
     def runs(self, mode):
         """(row name, with the LLM, low lanes) of each run of @mode."""
         both = [self.vit, self.resnet]
+        if mode_spec(mode)["procs"]:
+            return [(mode, True, [])]  # the lanes run in the second process
         if mode == "alone":
             return [("alone:llm", True, []), ("alone:vit", False, [self.vit]),
                     ("alone:resnet", False, [self.resnet])]
@@ -1155,6 +1281,13 @@ def targets(rows, ref, args=None):
                             "TPOT p50 %.2f vs %.2f ms (%.2fx), p99 %.2f vs %.2f ms" % (
                                 l50, a50, l50 / a50, l99, a99),
                             l50 <= 1.1 * a50))
+        elif mode == "xsched-2p" and get("xsched"):
+            one = get("xsched")
+            kv, kr = kept(one, "vit"), kept(one, "resnet")
+            out.append(("xsched-2p: TPOT p99 <= 1.2x alone, lows kept >= 0.90 of xsched's "
+                        "in one process (%.2f, %.2f)" % (kv, kr), fig,
+                        p99 <= 1.2 and kept(r, "vit") >= 0.9 * kv and
+                        kept(r, "resnet") >= 0.9 * kr))
         elif r.get("corun_us") is not None and prio and r.get("capture") == "app":
             pp50, pp99 = x(prio, "tpot_p50_ms"), x(prio, "tpot_p99_ms")
             p50 = x(r, "tpot_p50_ms")
@@ -1189,8 +1322,18 @@ def _jsonable(v):
     return v
 
 
+def lows_child(args):
+    """The second process of a -2p mode: the low lanes (Run.execute_child)."""
+    sys.setswitchinterval(args.switch_interval)
+    bench = Bench(args, with_llm=False)
+    spec = mode_spec(args.lows_child)
+    return Run(bench, args.lows_child, spec, False, [bench.vit, bench.resnet]).execute_child()
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.lows_child:
+        return lows_child(args)
     sys.setswitchinterval(args.switch_interval)
     t_start = time.perf_counter()
     bench = Bench(args)

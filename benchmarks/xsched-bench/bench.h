@@ -166,6 +166,10 @@ struct xsb_backend {
 	void (*fini)(void);
 };
 
+/* The host model's device shared with other processes through the file @path (procs
+ * scenario; sim.c): 0, or -1 when it cannot be opened. */
+int xsb_sim_share(const char *path);
+
 /* Backend constructors: return 0 and fill @be, or -1 and write why into @why. */
 int xsb_host_backend(struct xsb_backend *be, char *why, size_t whylen);
 int xsb_cuda_backend(struct xsb_backend *be, char *why, size_t whylen);
@@ -312,6 +316,10 @@ const char *xsb_corun_shape_name(size_t i);
 int xsb_scenario_preempt(struct xsb_ctx *c);
 int xsb_scenario_overhead(struct xsb_ctx *c);
 int xsb_scenario_tune(struct xsb_ctx *c);
+/* The serve load with the high lane in one process and each low lane in another (procs.c);
+ * and the entry of those processes (--procs-child FILE:INDEX). */
+int xsb_scenario_procs(struct xsb_ctx *c);
+int xsb_procs_child(const struct xsb_backend *be, const char *arg);
 void xsb_print_launch_cfg(const struct xsb_ctx *c);
 /* The watchdog's hook: dumps the running run's queues and resumes every queue. */
 void xsb_on_stall(void);

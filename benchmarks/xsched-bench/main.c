@@ -9,7 +9,7 @@
 #include "bench.h"
 
 static const char *const xsb__all[] = {"systematic", "latency", "two-models", "serve", "corun",
-				       "mlfq",       "preempt", "overhead",   "tune"};
+				       "mlfq",       "preempt", "overhead",   "tune",  "procs"};
 #define XSB_NSCEN (sizeof(xsb__all) / sizeof(xsb__all[0]))
 
 static void xsb__usage(FILE *f)
@@ -21,7 +21,8 @@ static void xsb__usage(FILE *f)
 	    "through libxsched, and prints per-mode latency tables.\n"
 	    "\n"
 	    "  --scenario NAME|all  systematic, latency, two-models, serve, corun, mlfq,\n"
-	    "                       preempt, overhead, tune\n"
+	    "                       preempt, overhead, tune, procs (serve's load with each\n"
+	    "                       lane in a process of its own)\n"
 	    "                       (a comma-separated list is accepted; default all)\n"
 	    "  --modes LIST         comma-separated: native, native-prio, xsched (the library's\n"
 	    "                       defaults: the highest level, nothing set), xsched-lv1,\n"
@@ -30,9 +31,9 @@ static void xsb__usage(FILE *f)
 	    "                       are skipped with a note; mlfq runs its own four)\n"
 	    "  --duration S         seconds per mode of two-models (default 60; --quick: 1.5),\n"
 	    "                       serve, corun and mlfq (6; --quick: 1)\n"
-	    "  --lows LIST          serve, corun and mlfq: numbers of low lanes, comma-\n"
-	    "                       separated (serve 7,15,31; corun 7,31,127; mlfq 7;\n"
-	    "                       --quick: 7, 7,31 and 7)\n"
+	    "  --lows LIST          serve, corun, mlfq and procs: numbers of low lanes, comma-\n"
+	    "                       separated (serve 7,15,31; corun 7,31,127; mlfq 7; procs\n"
+	    "                       1,3,7,15 (at most 63); --quick: 7, 7,31, 7 and 3)\n"
 	    "  --shapes LIST        corun: stream-mixed, gemm-mixed, stream-memory,\n"
 	    "                       gemm-compute (default all; --quick: the two mixed ones)\n"
 	    "  --tasks N            tasks per thread (systematic 10, latency 50, preempt 100\n"
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
 	    .rate_mid = 25,
 	    .seed = 1,
 	};
-	const char *backend = "auto", *jsonl = NULL, *plot = NULL;
+	const char *backend = "auto", *jsonl = NULL, *plot = NULL, *procs_child = NULL;
 	int stall = 60;
 	bool quiet = false;
 	for (size_t i = 0; i < xsb_nmodes; i++)
@@ -197,7 +198,8 @@ int main(int argc, char **argv)
 		O_LOWS,
 		O_SHAPES,
 		O_OBJ,
-		O_OBJ_CSV
+		O_OBJ_CSV,
+		O_PROCS_CHILD
 	};
 	static const struct option lo[] = {
 	    {"scenario", required_argument, NULL, O_SCEN},
@@ -221,6 +223,7 @@ int main(int argc, char **argv)
 	    {"shapes", required_argument, NULL, O_SHAPES},
 	    {"objective", required_argument, NULL, O_OBJ},
 	    {"objective-csv", required_argument, NULL, O_OBJ_CSV},
+	    {"procs-child", required_argument, NULL, O_PROCS_CHILD},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -328,6 +331,9 @@ int main(int argc, char **argv)
 			fprintf(xsb_objective_csv, "mode,lane,t_s,slowdown_permille,alone_us,"
 						   "corun_budget_us,completed,pace_eighths\n");
 			break;
+		case O_PROCS_CHILD:
+			procs_child = optarg;
+			break;
 		case O_HELP:
 		case 'h':
 			xsb__usage(stdout);
@@ -395,6 +401,9 @@ int main(int argc, char **argv)
 		xsb_die("unknown backend '%s' (auto, cuda, hip, host)", backend);
 	}
 
+	if (procs_child) /* a process of the procs scenario (procs.c) */
+		return xsb_procs_child(&be, procs_child);
+
 	char date[64];
 	time_t now = time(NULL);
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
@@ -439,7 +448,8 @@ int main(int argc, char **argv)
 	static int (*const fns[XSB_NSCEN])(struct xsb_ctx *) = {
 	    xsb_scenario_systematic, xsb_scenario_latency,  xsb_scenario_two_models,
 	    xsb_scenario_serve,      xsb_scenario_corun,    xsb_scenario_mlfq,
-	    xsb_scenario_preempt,    xsb_scenario_overhead, xsb_scenario_tune};
+	    xsb_scenario_preempt,    xsb_scenario_overhead, xsb_scenario_tune,
+	    xsb_scenario_procs};
 	for (size_t i = 0; i < XSB_NSCEN; i++) {
 		if (!xsb__scenario_selected(o.scenario, xsb__all[i]))
 			continue;

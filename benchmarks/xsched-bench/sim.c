@@ -33,9 +33,19 @@
  * library held the command back: window full, queue suspended, gate closed, or a new
  * task) starts when it is submitted. For the same reason the model briefly holds its
  * choice of the next kernel when such a lane's next op may be on its way (xsb__sim_hold).
+ *
+ * Several processes (the procs scenario, procs.c): each process has its own model, and
+ * all of them share one device (xsb_sim_share): a kernel holds an exclusive lock on a file
+ * (flock) from its start to its end, in real time, and starts no sooner than it got the
+ * lock. So the device runs one kernel at a time across processes, in the order the lock is
+ * granted (about first come, first served) and whatever the streams' priorities, as a GPU
+ * without MPS time-slices between contexts and orders by stream priority only within one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,8 +101,40 @@ static struct {
 	int64_t await_until;
 	uint64_t seq;
 	bool stop;
+	int shared_fd; /* the device shared with other processes (flock), -1 = none */
 	int64_t stamps[XSB_STAMP_SLOTS];
-} xsb__sim;
+} xsb__sim = {.shared_fd = -1};
+
+int xsb_sim_share(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	pthread_mutex_lock(&xsb__sim.lock);
+	xsb__sim.shared_fd = fd;
+	pthread_mutex_unlock(&xsb__sim.lock);
+	return 0;
+}
+
+/* With a shared device: take it for the kernel about to start (the model's lock is let go
+ * meanwhile), and its start is no sooner than now. Lock held. */
+static int64_t xsb__sim_acquire(int64_t start)
+{
+	if (xsb__sim.shared_fd < 0)
+		return start;
+	pthread_mutex_unlock(&xsb__sim.lock);
+	while (flock(xsb__sim.shared_fd, LOCK_EX) && errno == EINTR)
+		;
+	pthread_mutex_lock(&xsb__sim.lock);
+	int64_t now = xsb_now_ns();
+	return start > now ? start : now;
+}
+
+static void xsb__sim_release(void)
+{
+	if (xsb__sim.shared_fd >= 0)
+		flock(xsb__sim.shared_fd, LOCK_UN);
+}
 
 static int64_t xsb__sim_dur(const struct xsb_op *op)
 {
@@ -202,6 +244,7 @@ static void *xsb__sim_thread(void *arg)
 			if (it->chained)
 				ready = it->s->last_end;
 			int64_t start = ready > xsb__sim.prev_end ? ready : xsb__sim.prev_end;
+			start = xsb__sim_acquire(start);
 			xsb__sim.running = it;
 			xsb__sim.run_end = start + xsb__sim_dur(it->op);
 			if (it->op->kind == XSB_OP_STAMP)
@@ -216,6 +259,7 @@ static void *xsb__sim_thread(void *arg)
 			continue; /* new work to pass on, or the end */
 		}
 		struct xsb__sim_item *it = xsb__sim.running;
+		xsb__sim_release();
 		xsb__sim.running = NULL;
 		xsb__sim.prev_end = end;
 		it->s->last_end = end;

@@ -65,7 +65,7 @@ __all__ = [
     "QueueSuspendFlag", "QueueResumeFlag",
     "XSchedError", "HardwareError", "InvalidValueError", "NotFoundError", "NotAllowedError",
     "NotSupportedError", "BadResponseError", "UnknownError", "LibraryNotFoundError",
-    "QueueStats", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command", "Scope",
+    "QueueStats", "BoardInfo", "BOARD_NONE", "HwQueue", "HostQueue", "CudaQueue", "HipQueue", "XQueue", "Command", "Scope",
     "host_func", "launch_callback", "set_scheduler", "shutdown", "set_timeslice", "trace",
     "set_k_deadline", "set_commit_budget", "stream_pointer", "hw_queue_for", "error_for", "check", "has_function",
     "result_name",
@@ -390,6 +390,12 @@ class XQueueStats(Structure):
                 ("slice_over_ns", c_uint64), ("hw_priority", c_uint64)]
 
 
+class XBoardInfo(Structure):
+    """The C struct XBoardInfo (XQueueGetBoard)."""
+    _fields_ = [("joined", c_int32), ("processes", c_int32), ("others_top", c_int32),
+                ("others_busy", c_int32), ("limited", c_int32), ("share", c_int32)]
+
+
 class XDim3(Structure):
     _fields_ = [("x", c_uint32), ("y", c_uint32), ("z", c_uint32)]
 
@@ -416,6 +422,7 @@ _PROTOTYPES = {
     "XQueueSuspend": [XQueueHandle, c_int64],
     "XQueueResume": [XQueueHandle, c_int64],
     "XQueueGetStats": [XQueueHandle, _P(XQueueStats)],
+    "XQueueGetBoard": [XQueueHandle, _P(XBoardInfo)],
     "XQueueProfileHwCommandCount": [XQueueHandle, _P(c_int64)],
     "HostQueueCreate": [_P(HwQueueHandle)],
     "CudaQueueCreate": [_P(HwQueueHandle), c_void_p],
@@ -776,6 +783,26 @@ class QueueStats:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+BOARD_NONE = -2**31  # XBOARD_NONE: no priority
+
+
+@dataclasses.dataclass(frozen=True)
+class BoardInfo:
+    """What the board of an XQueue's device says (XBoardInfo): the processes that use the
+    device coordinate through it (priorities compare across them as within one)."""
+    joined: bool  # this process holds a slot (False: it runs alone on the device)
+    processes: int  # other live processes on the board
+    others_top: int  # their greatest priority on the device (idle queues count); BOARD_NONE
+    others_busy: int  # theirs that holds this process now; BOARD_NONE
+    limited: bool  # this XQueue is below the device's top priority (budget-limited)
+    share: int  # processes sharing the commitment budget, this one included
+
+    @classmethod
+    def from_c(cls, b: XBoardInfo) -> "BoardInfo":
+        return cls(bool(b.joined), b.processes, b.others_top, b.others_busy, bool(b.limited),
+                   b.share)
 
 
 # ----------------------------------------------------------------------------------------
@@ -1560,6 +1587,12 @@ class XQueue(_Handle):
         s = XQueueStats()
         _call("XQueueGetStats", self._handle, byref(s))
         return QueueStats.from_c(s)
+
+    def board(self) -> BoardInfo:
+        """XQueueGetBoard: the board shared with other processes on the XQueue's device."""
+        b = XBoardInfo()
+        _call("XQueueGetBoard", self._handle, byref(b))
+        return BoardInfo.from_c(b)
 
     def command_count(self) -> int:
         """XQueueProfileHwCommandCount: commands submitted so far."""

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "api/api.h"
+#include "core/board.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/trace.h"
@@ -28,6 +29,7 @@ static void xs__atfork_child(void)
 	xs_cuda_forked();
 	xs_handles_forked();
 	xs_config_forked();
+	xs_board_forked();
 	xs_host_forked();
 	xs_engine_forked();
 	xs_sched_forked();

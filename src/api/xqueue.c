@@ -330,6 +330,17 @@ XResult XQueueResume(XQueueHandle xq, int64_t flags)
 	return res;
 }
 
+XResult XQueueGetBoard(XQueueHandle xq, XBoardInfo *info)
+{
+	XS_CHECK(info, kXSchedErrorInvalidValue, "api", "XQueueGetBoard: info is null");
+	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetBoard");
+	if (!x)
+		return kXSchedErrorNotFound;
+	xs_engine_board_info(x, info);
+	xs_obj_unref(&x->obj);
+	return kXSchedSuccess;
+}
+
 XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 {
 	XS_CHECK(stats, kXSchedErrorInvalidValue, "api", "XQueueGetStats: stats is null");

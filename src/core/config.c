@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,34 @@ static const char *xs__trace_path(void)
 	return t;
 }
 
+/* XSCHED_BOARD=auto|off|DIR and XSCHED_BOARD_GROUP (core/board.h). */
+static void xs__board(xs_config *c)
+{
+	const char *b = getenv("XSCHED_BOARD");
+	if (!b || !*b || !strcasecmp(b, "auto"))
+		c->board_dir = NULL;
+	else if (!strcasecmp(b, "off") || !strcmp(b, "0"))
+		c->board_dir = "";
+	else if (b[0] == '/')
+		c->board_dir = b;
+	else {
+		xs_log_setting("XSCHED_BOARD=%.200s is not auto, off or an absolute directory; "
+			       "using auto (the default)",
+			       b);
+		c->board_dir = NULL;
+	}
+	const char *g = getenv("XSCHED_BOARD_GROUP");
+	c->board_group = g && *g ? g : NULL;
+	char buf[4096];
+	struct group grp, *res = NULL;
+	if (c->board_group && (getgrnam_r(c->board_group, &grp, buf, sizeof(buf), &res) || !res)) {
+		xs_log_setting("XSCHED_BOARD_GROUP=%.64s is not a group; boards are made for this "
+			       "user only (0600, the default)",
+			       c->board_group);
+		c->board_group = NULL;
+	}
+}
+
 static void xs__load(xs_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -113,6 +142,7 @@ static void xs__load(xs_config *c)
 	c->stall_release_ns =
 	    xs__int("XSCHED_STALL_RELEASE_US", 0, 100000000, XS_STALL_RELEASE_DEFAULT_US, NULL) *
 	    1000;
+	xs__board(c);
 }
 
 /* A snapshot of the environment now: the newest one when nothing changed, else a new

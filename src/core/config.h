@@ -51,6 +51,13 @@ typedef struct xs_config {
 	 * long without progress on a device, commit what suspended XQueues hold enqueued
 	 * (preempt/device.c, "stall release"). */
 	int64_t stall_release_ns;
+	/* XSCHED_BOARD: where the boards of processes sharing a device are (core/board.h):
+	 * NULL = auto (GPU devices: /dev/shm; host queues: none), "" = off, else the
+	 * directory named. */
+	const char *board_dir;
+	/* XSCHED_BOARD_GROUP, or NULL: a board this process makes is readable and writable
+	 * by that group too (0660), and a board of that group is joined. */
+	const char *board_group;
 } xs_config;
 
 /* Default commitment budget of the work of lower-priority XQueues per device, in us: what

@@ -598,6 +598,24 @@ static uint64_t xs__device_key(xs_hwq *q)
 	return xs_gpu_binding_key(&xs__gq(q)->bind);
 }
 
+static XResult xs__device_name(xs_hwq *q, char *buf, size_t n)
+{
+	xs__gpu_q *g = xs__gq(q);
+	xs_gpu_binding saved;
+	xs_gpu_err err = xs__bind_save(&g->bind, &saved);
+	if (err != XS_GPU_OK)
+		return xs__fail("binding the stream's context for its device's UUID", g->stream,
+				err);
+	err = xs_gpu_device_uuid(&g->bind, buf, n);
+	xs__restore(&saved);
+	if (err != XS_GPU_OK) {
+		XS_INFO("hal", "%s stream %p: no device UUID (%s): no board for its device",
+			XS_GPU_NAME, (void *)g->stream, xs_gpu_err_string(err));
+		return kXSchedErrorNotSupported;
+	}
+	return kXSchedSuccess;
+}
+
 #if XS_GPU_HAS_SET_PRIORITY
 static void xs__set_priority(xs_hwq *q, bool top)
 {
@@ -666,6 +684,7 @@ static const xs_hal_ops xs__gpu_ops = {
     .thread_init = xs__thread_init,
     .supports = xs__supports,
     .device_key = xs__device_key,
+    .device_name = xs__device_name,
     .enqueue = xs__enqueue,
     .idle = xs__idle,
     .reset = xs__reset,

@@ -106,6 +106,7 @@ static struct xs__cuda {
 				  void **, void **);
 	CUresult (*module_get_loading_mode)(CUmoduleLoadingMode *);
 	CUresult (*ctx_get_id)(CUcontext, unsigned long long *); /* NULL: none (optional) */
+	CUresult (*device_get_uuid)(CUuuid *, CUdevice);/* NULL: none (optional) */
 	/* Entry points end here (xs__cu_load clears them up to status). */
 	CUresult status; /* CUDA_SUCCESS: the driver is usable */
 	char why[256];   /* why the driver is unusable, when it is */
@@ -211,6 +212,11 @@ static void xs__cu_load(void)
 		     CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q) != CUDA_SUCCESS ||
 	    q != CU_GET_PROC_ADDRESS_SUCCESS)
 		xs__cu.ctx_get_id = NULL;
+	/* Optional: the device's UUID names its board (cuDeviceGetUuid_v2 at 12.0). */
+	if (get_proc("cuDeviceGetUuid", (void **)&xs__cu.device_get_uuid, 12000,
+		     CU_GET_PROC_ADDRESS_LEGACY_STREAM, &q) != CUDA_SUCCESS ||
+	    q != CU_GET_PROC_ADDRESS_SUCCESS)
+		xs__cu.device_get_uuid = NULL;
 	CUresult r = xs__cu.init(0);
 	if (r != CUDA_SUCCESS) {
 		const char *name = "?", *text = "?";
@@ -705,6 +711,27 @@ static inline xs_gpu_err xs_gpu_write_then_wait(xs_gpu_stream s, void *done_ptr,
 	p[1].waitValue.value = (cuuint32_t)target;
 	p[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
 	return xs__cu.stream_batch_mem_op(s, 2, p, 0);
+}
+
+/* The UUID of the bound context's device as nvidia-smi prints it ("GPU-" then 8-4-4-4-12
+ * hex digits), into @buf of @n bytes. */
+static inline xs_gpu_err xs_gpu_device_uuid(const xs_gpu_binding *b, char *buf, size_t n)
+{
+	(void)b; /* bound by the caller */
+	CUdevice dev;
+	CUuuid u;
+	if (!xs__cu.device_get_uuid)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	CUresult r = xs__cu.ctx_get_device(&dev);
+	if (r == CUDA_SUCCESS)
+		r = xs__cu.device_get_uuid(&u, dev);
+	if (r != CUDA_SUCCESS)
+		return r;
+	const unsigned char *x = (const unsigned char *)u.bytes;
+	snprintf(buf, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12],
+		 x[13], x[14], x[15]);
+	return CUDA_SUCCESS;
 }
 
 /* The key of a device for the engine: the context. */

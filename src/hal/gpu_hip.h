@@ -224,6 +224,22 @@ static inline xs_gpu_err xs_gpu_write_then_wait(xs_gpu_stream s, void *done_ptr,
 	return err == XS_GPU_OK ? xs_gpu_wait_counter(s, counter_ptr, target) : err;
 }
 
+/* The UUID of the device of @b, its 16 bytes in hex, into @buf of @n bytes.
+ * hipDeviceGetUuid is optional in the runtime's table (hip_api.h). */
+static inline xs_gpu_err xs_gpu_device_uuid(const xs_gpu_binding *b, char *buf, size_t n)
+{
+	hipUUID u;
+	if (!xs_hip.hipDeviceGetUuid)
+		return hipErrorNotSupported;
+	hipError_t err = xs_hip.hipDeviceGetUuid(&u, b->device);
+	if (err != hipSuccess)
+		return err;
+	size_t k = 0;
+	for (size_t i = 0; i < sizeof(u.bytes) && k + 3 <= n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%02x", (unsigned char)u.bytes[i]);
+	return hipSuccess;
+}
+
 /* The key of a device for the engine: the device index. */
 static inline uint64_t xs_gpu_binding_key(const xs_gpu_binding *b)
 {

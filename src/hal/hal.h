@@ -50,6 +50,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/command.h"
@@ -78,6 +79,14 @@ typedef struct xs_hal_ops {
 	/* Queues with the same key share a device: one commitment budget, one progress
 	 * thread. */
 	uint64_t (*device_key)(xs_hwq *q);
+	/* The device's name on the board that processes sharing it coordinate through
+	 * (core/board.h): its UUID as text (CUDA: "GPU-" and the UUID as nvidia-smi prints
+	 * it; HIP: its 16 bytes in hex), the same in every process; the host backend's is
+	 * "host" (host queues of all processes count as one device). Writes at most @n bytes
+	 * with the terminating 0. kXSchedErrorNotSupported where the runtime cannot tell (the
+	 * device then has no board: the process runs alone on it). Any thread, no engine lock
+	 * held; a GPU backend binds the stream's context for the call. */
+	XResult (*device_name)(xs_hwq *q, char *buf, size_t n);
 	/* Whether launch callbacks run on the queue, in its order (host), rather than at
 	 * enqueue on the enqueuing thread (GPU): then they may block it like host functions. */
 	bool callbacks_on_queue;

@@ -68,6 +68,7 @@ static void xs__hip_open(void)
 		*(void **)&xs_hip.hipGetDeviceProperties = xs__sym("hipGetDevicePropertiesR0000");
 	if (!xs_hip.hipGetDeviceProperties)
 		*(void **)&xs_hip.hipGetDeviceProperties = xs__sym(props);
+	*(void **)&xs_hip.hipDeviceGetUuid = xs__sym("hipDeviceGetUuid");
 }
 
 hipError_t xs_hip_load(const char **why)

@@ -48,12 +48,13 @@
 
 /* Entry points, written once by xs_hip_load(); all set after it returned hipSuccess.
  * hipGetDeviceProperties (hip_ring.c only) may be null: a runtime without the structure
- * the headers define. */
+ * the headers define; so may hipDeviceGetUuid (a runtime without it: no board). */
 typedef struct xs_hip_api {
 #define XS_HIP_FIELD(f) __typeof__(f) *f;
 	XS_HIP_CALLS(XS_HIP_FIELD)
 #undef XS_HIP_FIELD
 	__typeof__(hipGetDeviceProperties) *hipGetDeviceProperties;
+	__typeof__(hipDeviceGetUuid) *hipDeviceGetUuid; /* may be null (the board's name) */
 } xs_hip_api;
 
 extern xs_hip_api xs_hip;

@@ -242,6 +242,13 @@ static uint64_t xs__device_key(xs_hwq *q)
 	return 0;
 }
 
+static XResult xs__device_name(xs_hwq *q, char *buf, size_t n)
+{
+	(void)q;
+	snprintf(buf, n, "host");
+	return kXSchedSuccess;
+}
+
 static void xs__append(xs__host_q *h, struct xs__entry *e)
 {
 	e->next = NULL;
@@ -397,6 +404,7 @@ static const xs_hal_ops xs__host_ops = {
     .thread_init = xs__thread_init,
     .supports = xs__supports,
     .device_key = xs__device_key,
+    .device_name = xs__device_name,
     .callbacks_on_queue = true,
     .enqueue = xs__enqueue,
     .idle = xs__idle,

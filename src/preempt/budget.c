@@ -163,19 +163,21 @@ static void xs__want_grant(xs_device *d)
 }
 
 /* Whether the top-priority queues of @d have work and hold the others to the co-run
- * budget. Caller holds d->lock. */
+ * budget: this process's, or another process's on the device's board (remote.c). Caller
+ * holds d->lock. */
 static bool xs__held(const xs_device *d)
 {
 	XS_ASSERT_HELD(&d->lock);
-	return d->top_busy && atomic_load_explicit(&xs__set.hold, memory_order_relaxed);
+	return (d->top_busy || xs_remote_held(d)) &&
+	       atomic_load_explicit(&xs__set.hold, memory_order_relaxed);
 }
 
-/* The cap in force on @d, in ns; -1 = nothing new may be committed. The co-run budget is
- * never more than the commitment budget. Caller holds d->lock. */
-static int64_t xs__cap(const xs_device *d)
+/* The cap in force on @d with this process's settings, in ns, given the commitment
+ * @budget; -1 = nothing new may be committed. The co-run budget is never more than the
+ * commitment budget. Caller holds d->lock. */
+static int64_t xs__cap_own(const xs_device *d, int64_t budget)
 {
 	XS_ASSERT_HELD(&d->lock);
-	int64_t budget = xs__budget();
 	if (d->obj_level >= 0) { /* a latency objective's controller sizes it (objective.c) */
 		int64_t corun = atomic_load_explicit(&d->obj_corun_ns, memory_order_relaxed);
 		if (corun == INT64_MAX)
@@ -188,6 +190,23 @@ static int64_t xs__cap(const xs_device *d)
 		return budget;
 	int64_t corun = xs_engine_corun_ns();
 	return corun <= 0 ? -1 : corun < budget ? corun : budget;
+}
+
+/* The cap in force on @d, in ns; -1 = nothing new may be committed. Other processes on
+ * the device (remote.c): the commitment budget is shared among those with lower work; a
+ * top of another process that holds this one sets the co-run budget (the tightest holder
+ * wins, this process's own included). Caller holds d->lock. */
+static int64_t xs__cap(const xs_device *d)
+{
+	XS_ASSERT_HELD(&d->lock);
+	int64_t budget = xs_remote_share(d, xs__budget());
+	if (!xs_remote_held(d))
+		return xs__cap_own(d, budget);
+	int64_t remote = xs_remote_corun(d);
+	if (!d->top_busy)
+		return remote; /* held by another process's top alone */
+	int64_t own = xs__cap_own(d, budget);
+	return own < remote ? own : remote;
 }
 
 /* How much of the charged work may be taken as done, at most: one command's worth (the
@@ -228,8 +247,8 @@ static bool xs__room(const xs_device *d, int64_t est, int64_t now)
 		return false;
 	if (xs__held(d))
 		return xs__remaining(b, now) + est <= cap; /* co-run: only what fits */
-	if (b->charged_cmds == 0)
-		return true;
+	if (b->charged_cmds == 0) /* other processes: none has work charged or waits longer */
+		return xs_remote_may_start(d, now) || est <= cap;
 	if (cap == 0)
 		return false; /* a budget of 0: strictly one command at a time */
 	int64_t rem = xs__remaining(b, now);
@@ -447,8 +466,16 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 {
-	if (!xq->limited || cmd->charge_ns)
+	if (!xq->limited)
 		return true;
+	if (cmd->charge_ns) {
+		if (!xs_remote_revokes(xq->dev))
+			return true;
+		/* Charged (Lv1: by a grant, for the launch thread) before another process's
+		 * top got work that allows nothing beside it: not committed yet, so it waits
+		 * again (remote.c). */
+		xs_budget_uncharge(xq, cmd, xs_now_lazy(now_lazy));
+	}
 	/* A closing XQueue drains whatever holds it (XQueueDestroy overrides suspensions);
 	 * one that a running command waits for (it has lenders: priority inheritance) must
 	 * not wait for budget that this very command may hold; and one whose command waits
@@ -499,6 +526,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		else if (room)
 			xs__want_grant(d); /* the waiter that ranks first must get its turn now */
 	}
+	xs_remote_lower(d, now); /* other processes on the device see it (remote.c) */
 	xs_mutex_unlock(&d->lock);
 	return ok;
 }
@@ -511,6 +539,7 @@ void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd)
 	int64_t now = xs_now_ns();
 	xs_mutex_lock(&d->lock);
 	xs__add(&d->budget, cmd, xs__est(d, xq), now);
+	xs_remote_lower(d, now);
 	xs_mutex_unlock(&d->lock);
 }
 
@@ -536,6 +565,7 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 	if (d->pace.end_ns)
 		xs_cond_broadcast(&d->pace_cv); /* the slice may be spent now */
 	xs__want_grant(d);
+	xs_remote_lower(d, now);
 	xs_mutex_unlock(&d->lock);
 	cmd->charge_ns = 0;
 	cmd->ready_ns = 0;
@@ -547,7 +577,9 @@ int64_t xs_budget_lower_clock(const xs_device *d, int64_t now)
 	return b->lower_busy_ns + (b->charged_cmds ? now - b->lower_from_ns : 0);
 }
 
-int64_t xs_budget_next_ns(const xs_device *d)
+/* When the first waiter fits by the passing of time alone, as far as this process's own
+ * charged work goes; 0 if none. Caller holds d->lock. */
+static int64_t xs__next_own(const xs_device *d)
 {
 	const xs_budget *b = &d->budget;
 	if (xs_list_empty(&b->waiters) || b->charged_cmds == 0)
@@ -565,6 +597,13 @@ int64_t xs_budget_next_ns(const xs_device *d)
 	if (ran > xs__credit_max(b))
 		return 0; /* only a completion makes room */
 	return b->since_ns + (ran > 0 ? ran : 0);
+}
+
+int64_t xs_budget_next_ns(const xs_device *d)
+{
+	int64_t own = xs__next_own(d);
+	int64_t remote = xs_remote_next_ns(d); /* other processes' charged work (remote.c) */
+	return !own ? remote : !remote || own < remote ? own : remote;
 }
 
 xs_xqueue *xs_budget_grant_next(xs_device *d)
@@ -607,10 +646,12 @@ void xs_budget_top_set(xs_xqueue *xq, bool busy)
 	xq->top_busy = busy;
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
-	if (busy)
-		d->top_busy++;
-	else if (--d->top_busy == 0)
+	if (busy && d->top_busy++ == 0)
+		xs_remote_busy_edge(d); /* other processes hold from now on (remote.c) */
+	else if (!busy && --d->top_busy == 0) {
 		xs__want_grant(d); /* the budget's cap grows back */
+		xs_remote_busy_edge(d);
+	}
 	xs_mutex_unlock(&d->lock);
 }
 
@@ -619,8 +660,10 @@ void xs_budget_pause(xs_xqueue *xq, bool paused)
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
 	xq->wait_paused = paused;
-	if (xs_linked(&xq->wait_link))
+	if (xs_linked(&xq->wait_link)) {
 		xs__want_grant(d); /* its turn came meanwhile, or the next waiter's now */
+		xs_remote_lower(d, 0);
+	}
 	xs_mutex_unlock(&d->lock);
 }
 
@@ -632,6 +675,7 @@ void xs_budget_leave(xs_xqueue *xq)
 		xs_list_remove(&xq->wait_link);
 		d->budget.grant = true; /* the next waiter's turn */
 		xs_cond_signal(&d->progress_cv);
+		xs_remote_lower(d, 0);
 	}
 	xs_mutex_unlock(&d->lock);
 }
@@ -682,6 +726,7 @@ void xs_budget_forget(xs_xqueue *xq)
 		xs_list_remove(&xq->wait_link);
 		d->budget.grant = true; /* the next waiter's turn */
 		xs_cond_signal(&d->progress_cv);
+		xs_remote_lower(d, 0);
 	}
 }
 

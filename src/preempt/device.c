@@ -400,7 +400,13 @@ static bool xs__await_work(xs_device *d, xs__pace *p, xs__round *r)
 {
 	xs_mutex_lock(&d->lock);
 	while (!d->stop && xs_list_empty(&d->active) && !d->budget.grant) {
-		xs_cond_wait(&d->progress_cv, &d->lock);
+		/* Nothing in flight here, but waiters may be served when another process's
+		 * charged work is about to end (remote.c); else only a signal wakes it. */
+		int64_t next = xs_budget_next_ns(d);
+		if (!next)
+			xs_cond_wait(&d->progress_cv, &d->lock);
+		else if (!xs_cond_timedwait(&d->progress_cv, &d->lock, next))
+			d->budget.grant = true;
 		p->woke = true;
 	}
 	if (d->stop && xs_list_empty(&d->active)) {
@@ -608,6 +614,7 @@ static bool xs__dev_start(xs_device *d, xs_hwq *q)
 		return false;
 	}
 	d->started = true;
+	xs_remote_start(d, q); /* other processes on the device, through its board */
 	return true;
 }
 
@@ -617,6 +624,7 @@ static void xs__dev_stop(xs_device *d)
 	XS_ASSERT_HELD(&xs__dv.lock);
 	if (!d->started)
 		return;
+	xs_remote_stop(d);
 	xs_mutex_lock(&d->lock);
 	d->stop = true;
 	xs_cond_signal(&d->progress_cv);

@@ -34,7 +34,8 @@
  *   enqueues without counter waits too (xs_engine_set_limited).
  *
  * Threads: per device (HwQueues with one device key) one progress thread ("xs-progress")
- * and one launch thread ("xs-launch"), started with the device's first XQueue; the
+ * and one launch thread ("xs-launch"), started with the device's first XQueue, and on a
+ * device with a board the board's watcher ("xs-board", core/board.c; remote.c); the
  * number of library threads does not grow with the number of XQueues.
  *
  * Locks, outermost first: the scheduler's lock (sched/) -> xq->lock -> dev->lock (leaf but
@@ -235,7 +236,9 @@ static inline xs_xqueue *xs_xqueue_of(xs_obj *obj)
 }
 
 /* Upward report: @xq changed readiness (idle <-> ready, blocked) or needs a pass. Called
- * with xq->lock held; must not take it or block. */
+ * with xq->lock held; must not take it or block. @xq is NULL for a change that is no
+ * queue's: another process on a device's board changed what it holds (remote.c, from the
+ * board's watcher thread, with no lock held). */
 typedef void (*xs_engine_notify_fn)(xs_xqueue *xq);
 void xs_engine_set_notify(xs_engine_notify_fn fn);
 
@@ -334,6 +337,24 @@ static inline const xs_xqueue *xs_engine_blocked_on(const xs_xqueue *xq)
 		return NULL;
 	return atomic_load_explicit(&c->u.wait.record->xq, memory_order_acquire);
 }
+
+/* Other processes on a device (preempt/remote.c, through its board): what one pass of the
+ * scheduler sees. */
+typedef struct xs_engine_remote {
+	int64_t top;  /* their greatest rank present (idle queues count), INT64_MIN = none */
+	int64_t busy; /* their rank that holds this process (one of their queues of the
+		       * device's top rank has work), INT64_MIN = none */
+	int64_t ask;  /* the co-run budget the holders allow lower work (ns, this process's
+		       * share; -1 = nothing new, INT64_MAX = not limited) */
+} xs_engine_remote;
+/* Publish this process's top rank on device @dev (from xs_engine_device; INT64_MIN: it
+ * takes no part, its policy does not rank by priority) and read the others' into @out.
+ * Returns false where the device has no board (the process runs alone on it). Caller
+ * holds no XQueue or device lock. */
+bool xs_engine_remote_pass(const void *dev, int64_t top, xs_engine_remote *out);
+
+/* What @xq's device's board says (XQueueGetBoard). Caller holds no lock. */
+void xs_engine_board_info(xs_xqueue *xq, XBoardInfo *info);
 
 /* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
  * device). */

@@ -7,6 +7,7 @@
 #ifndef XS_PREEMPT_ENGINE_INT_H
 #define XS_PREEMPT_ENGINE_INT_H
 
+#include "core/board.h"
 #include "preempt/engine.h"
 #include "preempt/pace.h"
 
@@ -56,6 +57,27 @@ typedef struct xs_budget {
 	bool grant_blocked;       /* the one being granted found the budget full */
 } xs_budget;
 
+/* Other processes on the device (remote.c): its board (core/board.h), what this process
+ * published there, and what the others' slots said at the board watcher's last look. */
+typedef struct xs_remote {
+	/* The board while this process holds a slot on it, else NULL (it runs alone on the
+	 * device). Written under dev->lock (and the device-list lock) at the device's start
+	 * and stop; read there, or lock-free (acquire): a board is never unmapped. */
+	xs_board *_Atomic board;
+	/* Under dev->lock: */
+	int64_t wait_ns; /* this process's budget waiters wait for a device-wide turn since
+			  * (monotonic ns; 0 = none waits) */
+	uint64_t cmds;   /* the charged commands last published */
+	/* Lock-free: */
+	_Atomic int64_t local_top;   /* this process's top rank on the device, from the
+				      * scheduler's pass; XS_BOARD_NONE: it takes no part (its
+				      * policy does not rank by priority) */
+	_Atomic int64_t remote_top;  /* the others' greatest top rank (the watcher's look) */
+	_Atomic int64_t remote_busy; /* the others' greatest busy rank (the watcher's look;
+				      * the budget's hold reads the board itself) */
+	_Atomic unsigned share;      /* processes with lower work, this one included (>= 1) */
+} xs_remote;
+
 /* A device: the HwQueues that share one device key (hal.h), their commitment budget and
  * the two threads that serve them. */
 struct xs_device {
@@ -102,7 +124,8 @@ struct xs_device {
 	xs_xqueue **snap;
 	size_t snap_cap;
 	pthread_t progress, launcher;
-	xs_hwq *init_q; /* a queue to bind the threads with (holds a reference) */
+	xs_hwq *init_q;   /* a queue to bind the threads with (holds a reference) */
+	xs_remote remote; /* remote.c: other processes on the device */
 };
 
 /* device.c */
@@ -215,6 +238,37 @@ bool xs_objective_limited(xs_xqueue *xq, bool limited);
 bool xs_objective_forget(xs_xqueue *xq);
 /* Waiters may fit now: ask the progress thread to hand budget on (budget.c). */
 void xs_budget_widened(xs_device *d);
+
+/* remote.c (see there): a leaf over core/board.h: other processes on the device. */
+/* Open and join the device's board as XSCHED_BOARD says (its name from @q's backend), and
+ * leave it. Caller holds the device-list lock (device.c), not @d->lock; @d's threads are
+ * starting (stopped). */
+void xs_remote_start(xs_device *d, xs_hwq *q);
+void xs_remote_stop(xs_device *d);
+/* Whether another process's queue of @d's top rank has work: the budget's hold counts it
+ * as a local top queue's (budget.c, xs__held). Any thread, lock-free. */
+bool xs_remote_held(const xs_device *d);
+/* This process's part of a device-wide @budget (ns): shared among the processes that have
+ * lower work on the device. Lock-free. */
+int64_t xs_remote_share(const xs_device *d, int64_t budget);
+/* The cap while another process's top holds @d (its co-run budget, the tightest of the
+ * holders', shared as above): -1 = nothing new, INT64_MAX = not limited. Lock-free. */
+int64_t xs_remote_corun(const xs_device *d);
+/* Whether a command charged but not committed yet should give its charge back: another
+ * process's top holds @d and allows nothing new beside it. Lock-free. */
+bool xs_remote_revokes(const xs_device *d);
+/* Caller holds d->lock: */
+/* Whether the one command that may always be charged when nothing is (budget.c) may be
+ * charged at @now: no other process has lower work charged, and none waits longer. */
+bool xs_remote_may_start(const xs_device *d, int64_t now);
+/* When a waiter of @d, blocked by other processes' charged work only, may be served (that
+ * work within its lead of its end), 0 if none: the progress thread looks again then. */
+int64_t xs_remote_next_ns(const xs_device *d);
+/* d->top_busy went from 0 or to 0: publish it. */
+void xs_remote_busy_edge(xs_device *d);
+/* The budget's charged work or waiters changed (at @now, 0 = unknown): publish them; and
+ * once nothing is charged, wake the process that waits longest. */
+void xs_remote_lower(xs_device *d, int64_t now);
 
 /* engine.c, caller holds xq->lock: */
 /* Commit what may be committed, and enqueue pending commands: on this thread when

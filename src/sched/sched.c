@@ -81,7 +81,8 @@ static struct xs__sched xs__s = XS__SCHED_INIT;
 static struct xs__scratch {
 	xs_sched_entry *entries;
 	xs__sq **entry_q;
-	Priority *top; /* per entry during a pass: the top rank of its device */
+	Priority *top;         /* per entry during a pass: the top rank of its device */
+	xs_engine_remote *rem; /* per entry: other processes on its device (xs__remote_tops) */
 	size_t cap;
 } xs__x;
 static xs_cond xs__ev_cv;
@@ -124,6 +125,10 @@ static bool xs__grow(size_t n)
 	if (!t)
 		return false;
 	xs__x.top = t;
+	xs_engine_remote *r = realloc(xs__x.rem, cap * sizeof(*r));
+	if (!r)
+		return false;
+	xs__x.rem = r;
 	xs__x.cap = cap;
 	return true;
 }
@@ -180,6 +185,53 @@ static void xs__find_tops(size_t n)
 	}
 }
 
+/* Other processes on each entry's device (preempt/remote.c, the device's board): publish
+ * this process's top rank there (@part: under HPF, whose ranks are priorities; otherwise
+ * none, and the process takes no part), take theirs into the device's top rank (idle
+ * queues count, as local ones do: a queue below another process's top is limited), and
+ * note in xs__x.rem whether one of their busy tops holds the device. One call per device
+ * (past XS__MAX_DEVS devices, per entry). Caller holds xs__s.lock; xs__x.top[] is set. */
+static void xs__remote_tops(size_t n, bool part)
+{
+	XS_ASSERT_HELD(&xs__s.lock);
+	enum { XS__MAX_DEVS = 16 };
+	const void *devs[XS__MAX_DEVS];
+	xs_engine_remote rs[XS__MAX_DEVS];
+	const xs_engine_remote none = {INT64_MIN, INT64_MIN, -1};
+	size_t nd = 0;
+	for (size_t i = 0; i < n; i++) {
+		const void *dev = xs_engine_device(xs__x.entry_q[i]->xq);
+		size_t d = xs__dev_index(devs, nd, dev);
+		xs_engine_remote r = none;
+		if (d < nd) {
+			r = rs[d];
+		} else {
+			if (!xs_engine_remote_pass(dev, part ? xs__x.top[i] : INT64_MIN, &r))
+				r = none;
+			if (nd < XS__MAX_DEVS) {
+				devs[nd] = dev;
+				rs[nd++] = r;
+			}
+		}
+		xs__x.rem[i] = r;
+		if (r.top > xs__x.top[i])
+			xs__x.top[i] = (Priority)r.top;
+	}
+}
+
+/* Whether another process's busy top holds entry @i suspended, as a local top of the
+ * device's top rank would under HPF: the queue ranks below it, the holders' co-run budget
+ * lets nothing new run beside it (with one above 0 the engine's hold bounds it instead,
+ * below Lv3), and no queue being destroyed waits for it. Caller holds xs__s.lock. */
+static bool xs__remote_holds(size_t i)
+{
+	XS_ASSERT_HELD(&xs__s.lock);
+	const xs_engine_remote *r = &xs__x.rem[i];
+	const xs_sched_entry *e = &xs__x.entries[i];
+	return r->busy != INT64_MIN && e->rank < r->busy && !xs__x.entry_q[i]->serves_closing &&
+	       (r->ask <= 0 || e->level >= kPreemptLevelInterrupt);
+}
+
 /* Every tier served (HPF, MLFQ): a ready (or lingering) queue keeps the queues below it
  * suspended only
  * if it is of its device's top rank (not limited). Below a busy queue that is itself
@@ -231,7 +283,7 @@ static void xs__apply_limits(size_t n, bool lift)
 		Priority rank = xs__x.entries[i].rank;
 		int limited = !lift && !sq->serves_closing && rank < xs__x.top[i];
 		bool sole = !lift && xs__s.policy->hint_ranks && rank == gtop && ntop == 1 &&
-			    !xs__x.entries[i].suspend;
+			    rank >= xs__x.top[i] && !xs__x.entries[i].suspend;
 		if (limited != sq->limited || rank != sq->applied || sole != sq->sole) {
 			sq->limited = limited;
 			sq->applied = rank;
@@ -392,12 +444,14 @@ static int64_t xs__decide(size_t n, bool inherit)
  * more), or pacing slices (a latency objective's, preempt/pace.h), the engine's hold
  * carries out the suspensions of queues below Lv3: they co-run within that budget, or run
  * in the slices, instead of stopping (preempt/budget.c). Lv3 stops its queues
- * outright, as it exists to, and so does every level with a co-run budget of 0. And
+ * outright, as it exists to, and so does every level with a co-run budget of 0. Other
+ * processes on a device count as its queues (xs__remote_tops, xs__remote_holds). And
  * PRIORITY_NO_EXECUTE suspends. Caller holds xs__s.lock. */
 static void xs__engine_rules(size_t n)
 {
 	XS_ASSERT_HELD(&xs__s.lock);
 	xs__find_tops(n);
+	xs__remote_tops(n, xs__s.policy->hint_ranks && xs__s.policy->hold);
 	if (xs__s.policy->hold && !xs_engine_strict())
 		xs__serve_tiers(n);
 	for (size_t i = 0; i < n; i++) {
@@ -406,6 +460,8 @@ static void xs__engine_rules(size_t n)
 		if (xs__s.policy->hold && e->level < kPreemptLevelInterrupt &&
 		    (xs_engine_corun_of(xq) > 0 || xs_engine_paced(xq)))
 			e->suspend = false;
+		if (xs__remote_holds(i))
+			e->suspend = true; /* another process's top (HPF across processes) */
 		if (xs__x.entry_q[i]->h.prio == PRIORITY_NO_EXECUTE)
 			e->suspend = true; /* XSched: "the XQueue will not be executed" */
 	}
@@ -538,6 +594,7 @@ static void xs__stop_locked(void)
 		}
 	}
 	xs__find_tops(n);
+	xs__remote_tops(n, false); /* other processes: this one takes no part any more */
 	xs__apply_limits(n, true);
 	xs_mutex_unlock(&xs__s.lock);
 }

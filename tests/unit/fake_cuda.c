@@ -365,6 +365,16 @@ API CUresult cuCtxGetDevice(CUdevice *d)
 	return CUDA_SUCCESS;
 }
 
+/* The device's UUID: bytes 0 to 15 (the board of the fake device, core/board.h). */
+API CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d)
+{
+	(void)d;
+	count("cuDeviceGetUuid");
+	for (int i = 0; i < 16; i++)
+		u->bytes[i] = (char)i;
+	return CUDA_SUCCESS;
+}
+
 API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
 	*least = 0;
@@ -468,6 +478,7 @@ static const struct {
     {"cuCtxSetCurrent", (void *)cuCtxSetCurrent},
     {"cuCtxGetId", (void *)cuCtxGetId},
     {"cuCtxGetDevice", (void *)cuCtxGetDevice},
+    {"cuDeviceGetUuid", (void *)cuDeviceGetUuid},
     {"cuCtxGetStreamPriorityRange", (void *)cuCtxGetStreamPriorityRange},
     {"cuDeviceGetAttribute", (void *)cuDeviceGetAttribute},
     {"cuStreamWaitValue32", (void *)cuStreamWaitValue32},

@@ -33,6 +33,7 @@
  * The device of the fake runs one operation at a time; kernels take FAKE_CUDA_KERNEL_US
  * (0 here unless set). */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -513,6 +514,14 @@ int main(void)
 	const char *lazy_env = getenv("XSCHED_GPU_LAZY_MARKS");
 	bool lazy = !lazy_env || strcmp(lazy_env, "0") != 0;
 	setenv("FAKE_CUDA_KERNEL_US", "0", 0);
+	/* 0: the device's board, named by its UUID (the fake's bytes 0..15), in the directory
+	 * XSCHED_BOARD names (set before the library's first call: its settings are read
+	 * then); the rest of the test runs with it joined. */
+	char board_dir[] = "/tmp/xs-cuda-board-XXXXXX", board[128];
+	CHECK(mkdtemp(board_dir));
+	setenv("XSCHED_BOARD", board_dir, 1);
+	snprintf(board, sizeof(board), "%s/xsched-GPU-00010203-0405-0607-0809-0a0b0c0d0e0f",
+		 board_dir);
 	HwQueueHandle hwq;
 	XQueueHandle xq;
 	void *stream = (void *)(uintptr_t)0x1000; /* the fake takes any value for a stream */
@@ -525,6 +534,11 @@ int main(void)
 
 	/* 1, 2: Lv2 and Lv1. */
 	CHECK_OK(XQueueCreate(&xq, hwq, kPreemptLevelDeactivate, 0));
+	XBoardInfo bi;
+	CHECK_OK(XQueueGetBoard(xq, &bi));
+	printf("board: joined %d (expected 1), %s %s\n", bi.joined, board,
+	       access(board, F_OK) == 0 ? "made" : "MISSING");
+	CHECK(bi.joined && access(board, F_OK) == 0);
 	order(xq);
 	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelBlock));
 	order(xq);
@@ -649,5 +663,9 @@ int main(void)
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hwq));
 	CHECK_OK(XSchedShutdown());
+	unlink(board);
+	snprintf(board, sizeof(board), "%s/xsched-host", board_dir); /* the host queues' */
+	unlink(board);
+	rmdir(board_dir);
 	return 0;
 }

@@ -35,6 +35,8 @@ static const struct bad bads[] = {
     {"XSCHED_TRACE", "/nonexistent-xsched-dir/t.json", "cannot be written"},
     {"XSCHED_TRACE_EVENTS", "8", "; using 65536 (the default)"},
     {"XSCHED_STALL_RELEASE_US", "soon", "; using 1000000 (the default)"},
+    {"XSCHED_BOARD", "relative/dir", "is not auto, off or an absolute directory; using auto"},
+    {"XSCHED_BOARD_GROUP", "no-such-group-xsched", "is not a group; boards are made for this"},
 };
 #define NBAD (sizeof(bads) / sizeof(bads[0]))
 
