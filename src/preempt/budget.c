@@ -152,16 +152,6 @@ void xs_budget_forked(void)
 	xs__set = (struct xs__settings){-1, -1, false, -1}; /* one thread here: no race */
 }
 
-/* Ask the progress thread to hand budget on. Caller holds d->lock. */
-static void xs__want_grant(xs_device *d)
-{
-	XS_ASSERT_HELD(&d->lock);
-	if (!xs_list_empty(&d->budget.waiters) && !d->budget.grant) {
-		d->budget.grant = true;
-		xs_cond_signal(&d->progress_cv);
-	}
-}
-
 /* Whether the top-priority queues of @d have work and hold the others to the co-run
  * budget: this process's, or another process's on the device's board (remote.c). Caller
  * holds d->lock. */
@@ -524,7 +514,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		if (b->granting == xq)
 			b->grant_blocked = !room;
 		else if (room)
-			xs__want_grant(d); /* the waiter that ranks first must get its turn now */
+			xs_signal_grant(d); /* the waiter that ranks first must get its turn now */
 	}
 	xs_remote_lower(d, now); /* other processes on the device see it (remote.c) */
 	xs_mutex_unlock(&d->lock);
@@ -564,7 +554,7 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 	cmd->slice_end_ns = 0;
 	if (d->pace.end_ns)
 		xs_cond_broadcast(&d->pace_cv); /* the slice may be spent now */
-	xs__want_grant(d);
+	xs_signal_grant(d);
 	xs_remote_lower(d, now);
 	xs_mutex_unlock(&d->lock);
 	cmd->charge_ns = 0;
@@ -649,7 +639,7 @@ void xs_budget_top_set(xs_xqueue *xq, bool busy)
 	if (busy && d->top_busy++ == 0)
 		xs_remote_busy_edge(d); /* other processes hold from now on (remote.c) */
 	else if (!busy && --d->top_busy == 0) {
-		xs__want_grant(d); /* the budget's cap grows back */
+		xs_signal_grant(d); /* the budget's cap grows back */
 		xs_remote_busy_edge(d);
 	}
 	xs_mutex_unlock(&d->lock);
@@ -661,7 +651,7 @@ void xs_budget_pause(xs_xqueue *xq, bool paused)
 	xs_mutex_lock(&d->lock);
 	xq->wait_paused = paused;
 	if (xs_linked(&xq->wait_link)) {
-		xs__want_grant(d); /* its turn came meanwhile, or the next waiter's now */
+		xs_signal_grant(d); /* its turn came meanwhile, or the next waiter's now */
 		xs_remote_lower(d, 0);
 	}
 	xs_mutex_unlock(&d->lock);
@@ -693,7 +683,7 @@ void xs_budget_set_prio(xs_xqueue *xq, int64_t prio)
 			xs__tier_get(b, prio, xq);
 		xq->vtime_ns = *xs__qfloor(b, prio);
 		if (xs_linked(&xq->wait_link))
-			xs__want_grant(d); /* its rank changed: the next waiter may be another */
+			xs_signal_grant(d); /* its rank changed: the next waiter may be another */
 	}
 	xs_mutex_unlock(&d->lock);
 }
@@ -712,11 +702,6 @@ bool xs_budget_reserve(xs_device *d, unsigned nqueues)
 	b->tiers = t;
 	b->tiers_cap = cap;
 	return true;
-}
-
-void xs_budget_widened(xs_device *d)
-{
-	xs__want_grant(d);
 }
 
 void xs_budget_forget(xs_xqueue *xq)
@@ -738,7 +723,7 @@ int64_t xs_budget_slice_open(xs_xqueue *xq, int64_t allow_ns, int64_t now)
 	int64_t end = len ? d->pace.end_ns : 0;
 	if (len) {
 		XS_TRACE(XS_TR_SLICE, xq->obj.handle, (uint64_t)len, d->pace.debt_ns);
-		xs__want_grant(d); /* the waiters whose commands fit it */
+		xs_signal_grant(d); /* the waiters whose commands fit it */
 	}
 	xs_mutex_unlock(&d->lock);
 	return end;

@@ -28,23 +28,9 @@
 #include "preempt/engine_int.h"
 #include "preempt/lv3.h"
 
-static _Atomic(xs_engine_notify_fn) xs__notify;
-
 /* The XQueue whose command the calling thread is enqueuing (a launch callback runs inside
  * the enqueue): calls that would wait for that XQueue from there would never return. */
 static _Thread_local const xs_xqueue *xs__in_enqueue;
-
-void xs_engine_set_notify(xs_engine_notify_fn fn)
-{
-	atomic_store_explicit(&xs__notify, fn, memory_order_release);
-}
-
-void xs_engine_notify(xs_xqueue *xq)
-{
-	xs_engine_notify_fn fn = atomic_load_explicit(&xs__notify, memory_order_acquire);
-	if (fn)
-		fn(xq);
-}
 
 /* ---- HwQueue binding ---- */
 
@@ -188,7 +174,7 @@ static void xs__sleep(xs_xqueue *xq, uint64_t seq, int64_t deadline_ns)
 	atomic_store_explicit(&xq->reaper_ns, 0, memory_order_relaxed); /* the progress thread's */
 	/* The progress thread may be asleep past the completion this thread waits for. */
 	if (xs__expect(xq) && !xq->hwq->ops->pushes_done)
-		xs_dev_look(xq);
+		xs_signal_look(xq);
 	if (deadline_ns)
 		xs_cond_timedwait(&xq->done_cv, &xq->lock, deadline_ns);
 	else
@@ -455,7 +441,7 @@ static void xs__kick_blocked(void)
 		xs_xqueue *xq = xs_dep_pop_blocked();
 		if (!xq)
 			break;
-		xs_dev_kick(xq);
+		xs_signal_kick(xq);
 		xs_obj_unref(&xq->obj);
 	}
 }
@@ -516,7 +502,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip, int64_t *
 		if (go == xq->blocked) {
 			xq->blocked = !go;
 			xs__top_update(xq);
-			xs_engine_notify(xq);
+			xs_signal_notify(xq);
 		}
 		if (!go)
 			return false;
@@ -563,7 +549,7 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 	}
 	atomic_store_explicit(&xq->tail_unmarked, unmarked, memory_order_relaxed);
 	/* A device thread (the launch thread) does not come back to reap: not a reaper. */
-	bool reaps = !xq->sleepers && !xs_dev_is_own_thread(xq->dev);
+	bool reaps = !xq->sleepers && !xs_signal_is_own_thread(xq->dev);
 	atomic_store_explicit(&xq->reaper_ns, reaps ? now : 0, memory_order_relaxed);
 }
 
@@ -716,7 +702,7 @@ static void xs__issue_begin(xs_xqueue *xq, xs__issue *it)
 		cmd->u.record.ops = q->ops;
 	it->flags = xs__enqueue_flags(xq, cmd, it->seq, it->gated, it->skip);
 	cmd->has_mark = it->flags & XS_ENQ_MARK;
-	xs_dev_activate(xq);
+	xs_signal_activate(xq);
 	xs_obj_ref(&cmd->obj);
 	xq->issuing = it->seq;
 	xs__commit(xq);
@@ -768,7 +754,7 @@ static void xs__issue_end(xs_xqueue *xq, const xs__issue *it, XResult res)
 		xs_objective_unit_begin(xq, now); /* a scope unit starts */
 	xs__tail_enqueued(xq, seq, now);
 	if (it->pushes && atomic_load(&xq->hwq->pushes) != it->pushed)
-		xs_dev_look(xq); /* look again, now that the number is stored */
+		xs_signal_look(xq); /* look again, now that the number is stored */
 	if (!it->gated && !xq->busy_since_ns)
 		xs__busy(xq, now);
 	XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
@@ -855,7 +841,7 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 	/* Worth a kick only if the head could go now; the launch thread checks it fully. */
 	bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
 	if (space && xs__may_launch(xq))
-		xs_dev_kick(xq);
+		xs_signal_kick(xq);
 }
 
 /* ---- complete ---- */
@@ -903,7 +889,7 @@ static void xs__sample(xs_xqueue *xq, uint64_t n, int64_t now)
 	xq->busy_ns += per * (int64_t)n;
 	if (xq->objective.goal_pm && !xs__in_unit(xq) &&
 	    xs_objective_sample(xq, start, per, n, now))
-		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 }
 
 /* An XQueueWaitAll in progress (on its thread's stack, on xq->wait_alls). It covers the
@@ -1008,9 +994,9 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 	xq->completed = done;
 	if (xq->objective.unit_end_seq && done >= xq->objective.unit_end_seq &&
 	    xs_objective_unit_end(xq, now))
-		xs_engine_notify(xq); /* a scope unit ended: as above */
+		xs_signal_notify(xq); /* a scope unit ended: as above */
 	if (xq->objective.unit_count && xs_objective_xunits_done(xq, done, now))
-		xs_engine_notify(xq);                 /* explicit units ended: as above */
+		xs_signal_notify(xq);                 /* explicit units ended: as above */
 	xs__busy(xq, xq->committed > done ? now : 0); /* else set at the next commit */
 	atomic_store_explicit(&xq->seen_done, done, memory_order_relaxed);
 	xs_cond_broadcast(&xq->cv);
@@ -1018,7 +1004,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 	xs_engine_progress(xq, false);
 	xs__top_update(xq);
 	if (!xs_engine_has_work(xq))
-		xs_engine_notify(xq); /* idle now */
+		xs_signal_notify(xq); /* idle now */
 }
 
 bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
@@ -1026,7 +1012,7 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 	xs_hwq *q = xq->hwq;
 	if (xq->completed == xq->enqueued) {
 		if (!xq->launching)
-			xs_dev_deactivate(xq);
+			xs_signal_deactivate(xq);
 		return false;
 	}
 	uint64_t done = q->ops->done(q), marked_done = done;
@@ -1345,13 +1331,13 @@ static void xs__waiter_begin(xs_xqueue *target, xs_lend *lend)
 	xs_mutex_lock(&b->lock);
 	if (b->waiting++ == 0) {
 		xs__top_update(b);
-		xs_engine_notify(b);
+		xs_signal_notify(b);
 		xs__wait_charges(b, false);
 	}
 	xs_mutex_unlock(&b->lock);
 	xs_mutex_lock(&target->lock);
 	xs_list_push_back(&target->lenders, &lend->link);
-	xs_engine_notify(target);          /* the scheduler ranks it anew */
+	xs_signal_notify(target);          /* the scheduler ranks it anew */
 	xs_engine_progress(target, false); /* and the budget no longer holds it */
 	xs_mutex_unlock(&target->lock);
 }
@@ -1363,12 +1349,12 @@ static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
 		return;
 	xs_mutex_lock(&target->lock);
 	xs_list_remove(&lend->link);
-	xs_engine_notify(target);
+	xs_signal_notify(target);
 	xs_mutex_unlock(&target->lock);
 	xs_mutex_lock(&b->lock);
 	if (--b->waiting == 0) {
 		xs__top_update(b);
-		xs_engine_notify(b);
+		xs_signal_notify(b);
 		xs__wait_charges(b, true);
 	}
 	xs_mutex_unlock(&b->lock);
@@ -1490,7 +1476,7 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 		xs__kick_blocked(); /* a wait on it may be blocked in this XQueue */
 	if (was_idle) {
 		xq->ready_since_ns = xs_now_ns();
-		xs_engine_notify(xq);
+		xs_signal_notify(xq);
 	}
 	return kXSchedSuccess;
 }
@@ -1567,7 +1553,7 @@ static void xs__unit_close(xs_xqueue *xq)
 	if (xq->enqueued > xq->completed)
 		o->unit_end_seq = xq->enqueued;
 	else if (xs_objective_unit_end(xq, xs_now_ns()))
-		xs_engine_notify(xq);
+		xs_signal_notify(xq);
 }
 
 /* After @xq's work, scopes or unit changed (@had: it had work before): the scheduler and
@@ -1581,7 +1567,7 @@ static void xs__work_changed(xs_xqueue *xq, bool had)
 	if (has)
 		xq->ready_since_ns = xs_now_ns();
 	xs__top_update(xq);
-	xs_engine_notify(xq);
+	xs_signal_notify(xq);
 }
 
 XResult xs_engine_scope(xs_xqueue *xq, bool open)
@@ -1688,7 +1674,7 @@ static XResult xs__unit_end(xs_xqueue *xq)
 	if (mark && res == kXSchedSuccess) {
 		xs_objective_xunit_close(xq, mark->seq);
 		if (xs_objective_xunits_done(xq, xq->completed, xs_now_ns()))
-			xs_engine_notify(xq); /* it completed already */
+			xs_signal_notify(xq); /* it completed already */
 	}
 	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 0, 0);
 	xs__work_changed(xq, had);
@@ -1907,7 +1893,7 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio)
 	xs_mutex_lock(&xq->lock);
 	xs_budget_set_prio(xq, prio);
 	if (limited != xq->limited && xq->objective.goal_pm && xs_objective_limited(xq, limited))
-		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xq->limited = limited;
 	/* The counter wait is what lets a suspension stop the queue at its next command
 	 * boundary (Lv2); a queue no pass suspends does not need it, and it is a driver call
@@ -1935,7 +1921,7 @@ void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)
 {
 	xs_mutex_lock(&xq->lock);
 	if (xs_objective_set(xq, goal_pm))
-		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xs_mutex_unlock(&xq->lock);
 }
 
@@ -1989,7 +1975,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	xq->closing = true;
 	xs__top_update(xq);
 	xs__apply(xq);
-	xs_engine_notify(xq); /* a pass: queues it lends to run now too (sched.c) */
+	xs_signal_notify(xq); /* a pass: queues it lends to run now too (sched.c) */
 	xs__waiting w = XS__WAITING_INIT;
 	while (xq->completed != xq->submitted) {
 		xs_engine_progress(xq, true);
@@ -2001,7 +1987,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	if (xq->scopes || xq->unit_open) { /* scopes and a unit left open end with it */
 		xq->scopes = 0;
 		xq->unit_open = false;
-		xs_engine_notify(xq);
+		xs_signal_notify(xq);
 	}
 	xs_dep_unblock(xq);
 	/* A waiter's mark or a run gate check may still be inside its backend call: after
@@ -2009,7 +1995,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	 * would complete that XQueue's commands. */
 	while (xq->launching)
 		xs_cond_wait(&xq->cv, &xq->lock);
-	xs_dev_deactivate(xq);
+	xs_signal_deactivate(xq);
 	xs_mutex_unlock(&xq->lock);
 	xs_dev_detach(xq);
 }

@@ -235,12 +235,12 @@ static inline xs_xqueue *xs_xqueue_of(xs_obj *obj)
 	return (xs_xqueue *)obj;
 }
 
-/* Upward report: @xq changed readiness (idle <-> ready, blocked) or needs a pass. Called
- * with xq->lock held; must not take it or block. @xq is NULL for a change that is no
- * queue's: another process on a device's board changed what it holds (remote.c, from the
- * board's watcher thread, with no lock held). */
-typedef void (*xs_engine_notify_fn)(xs_xqueue *xq);
-void xs_engine_set_notify(xs_engine_notify_fn fn);
+/* Upward report (signal.c): @xq changed readiness (idle <-> ready, blocked) or needs a
+ * pass. Called with xq->lock held; must not take it or block. @xq is NULL for a change
+ * that is no queue's: another process on a device's board changed what it holds
+ * (remote.c, from the board's watcher thread, with no lock held). */
+typedef void (*xs_signal_notify_fn)(xs_xqueue *xq);
+void xs_signal_set_notify(xs_signal_notify_fn fn);
 
 /* Create an XQueue on @q at @level (checked by the caller): it is fully built and
  * attached to its device, but not published. kXSchedErrorUnknown when out of memory or

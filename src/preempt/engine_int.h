@@ -132,15 +132,36 @@ struct xs_device {
 /* Find or start the device of xq->hwq. */
 xs_device *xs_dev_attach(xs_xqueue *xq);
 void xs_dev_detach(xs_xqueue *xq); /* the reverse; xq is drained */
-/* Caller holds xq->lock: */
-void xs_dev_kick(xs_xqueue *xq);       /* the launch thread will drain xq */
-void xs_dev_look(xs_xqueue *xq);       /* the progress thread looks again now */
-void xs_dev_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
-void xs_dev_deactivate(xs_xqueue *xq); /* and no longer */
-/* Whether the calling thread is one of the device threads of @dev. */
-bool xs_dev_is_own_thread(const xs_device *dev);
 /* Ask every device's progress thread to hand budget on (a setting changed). No lock. */
 void xs_dev_grant_all(void);
+
+/* signal.c (see there): a leaf, what the engine's files raise for the device threads and
+ * the scheduler. */
+/* Caller holds xq->lock: */
+void xs_signal_kick(xs_xqueue *xq);       /* the launch thread will drain xq */
+void xs_signal_look(xs_xqueue *xq);       /* the progress thread looks again now */
+void xs_signal_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
+void xs_signal_deactivate(xs_xqueue *xq); /* and no longer */
+/* Wake the progress thread of the device @dev for a look now: the backend's done push
+ * (hal.h on_done; any thread, no engine lock held) and xs_signal_look. */
+void xs_signal_poke(void *dev);
+/* The progress thread of @d should hand budget on, if any XQueue waits for it (a setting,
+ * a share or the cap changed, a turn came). Caller holds d->lock. */
+void xs_signal_grant(xs_device *d);
+/* Ask the scheduler for a pass about @xq (it became ready or idle, or the co-run budget
+ * crossed 0), through the hook it set (engine.h); NULL: about a device's board. Caller
+ * holds xq->lock (engine.c; device.c at detach, under dev->lock), or no lock (NULL). */
+void xs_signal_notify(xs_xqueue *xq);
+/* The calling thread serves @d from now on (its progress or launch thread). */
+void xs_signal_serve(const xs_device *d);
+/* Whether the calling thread is one of the device threads of @d. */
+bool xs_signal_is_own_thread(const xs_device *d);
+/* The progress thread's pass begins: its kicks wake the launch thread once, at its end,
+ * which wakes it for them. */
+void xs_signal_batch_begin(void);
+void xs_signal_batch_end(xs_device *d);
+/* In a child after fork(): the calling thread serves no device. */
+void xs_signal_forked(void);
 
 /* budget.c (see there): a leaf. */
 /* Charge @cmd of the limited @xq at *@now (ns, monotonic; xs_now_lazy: read if 0) if the
@@ -206,7 +227,7 @@ void xs_budget_forked(void);
 /* objective.c (see there): a leaf. Caller holds xq->lock and not dev->lock: */
 /* A command of @xq that has an objective took @per ns (@n of them completed at @now,
  * started at @start): returns whether the co-run budget went from 0 to more or back, so
- * the caller asks the scheduler for a pass (xs_engine_notify). */
+ * the caller asks the scheduler for a pass (xs_signal_notify). */
 bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, int64_t now);
 /* Set @xq's objective (@goal_pm per mille, 0 = none): a new one starts at level 0;
  * returns whether the budget in force crossed 0, as above. Caller holds xq->lock. */
@@ -236,8 +257,6 @@ bool xs_objective_limited(xs_xqueue *xq, bool limited);
 /* @xq left the device (detach): the budget in force without it; returns whether it
  * crossed 0, as above. */
 bool xs_objective_forget(xs_xqueue *xq);
-/* Waiters may fit now: ask the progress thread to hand budget on (budget.c). */
-void xs_budget_widened(xs_device *d);
 
 /* remote.c (see there): a leaf over core/board.h: other processes on the device. */
 /* Open and join the device's board as XSCHED_BOARD says (its name from @q's backend), and
@@ -313,9 +332,6 @@ int64_t xs_engine_reaper_until(const xs_xqueue *xq);
  * complete by @now: worth a reap, which asks the backend whether the queue is idle. Any
  * thread, no lock. */
 bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now);
-/* Ask the scheduler for a pass about @xq (it became ready or idle, or the co-run budget
- * crossed 0). Caller holds xq->lock (engine.c, or device.c at detach under dev->lock). */
-void xs_engine_notify(xs_xqueue *xq);
 
 /* deps.c: a leaf (it calls no other file of the engine; engine.c acts on its answers). */
 /* Whether the event wait @cmd at the head of @xq may be enqueued now; when it must not

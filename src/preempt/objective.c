@@ -70,9 +70,10 @@
  * objective 1.5 gave a time-per-token p99 of 5.8x alone while the mean it held read 2.1
  * (H100, 2026-11-27, doc/RESULTS.md).
  *
- * A leaf: this file calls no other file of the engine but budget.c's clock and settings;
- * it returns whether the budget in force crossed 0 and the engine asks the scheduler for
- * a pass (xs_engine_notify).
+ * A leaf: this file calls no other file of the engine but budget.c's clock and settings
+ * and the signals (signal.c: the progress thread hands budget on); it returns whether the
+ * budget in force crossed 0 and the engine asks the scheduler for a pass
+ * (xs_signal_notify).
  *
  * State and locks: the per-queue state (xs_xqueue.objective) and the device's level
  * (xs_device.obj_level) are under dev->lock, taken here under xq->lock (the lock map's
@@ -175,7 +176,7 @@ static bool xs__publish(xs_device *d, int level, const xs_xqueue *by)
 	int64_t now = xs__in_force(level);
 	XS_TRACE(XS_TR_CORUN, by->obj.handle, (uint64_t)by->objective.slow_pm,
 		 now ? now : -(int64_t)xs__level_pace(level));
-	xs_budget_widened(d); /* waiters may fit (a narrower cap admits nobody new) */
+	xs_signal_grant(d); /* waiters may fit (a narrower cap admits nobody new) */
 	return xs__lets_lower(old) != xs__lets_lower(level);
 }
 

@@ -34,8 +34,9 @@
  *
  * Locks: what this file keeps is under dev->lock or atomic (engine_int.h, xs_remote); it
  * calls the board, whose own lock is a leaf, and never holds dev->lock while the watcher
- * stops (the hook takes it). A leaf of the engine: it calls budget.c's xs_budget_widened
- * and the scheduler's hook (xs_engine_notify), nothing else.
+ * stops (the hook takes it). A leaf of the engine: it calls the signals (signal.c: the
+ * progress thread hands budget on, the scheduler's hook) and budget.c's settings, nothing
+ * else.
  */
 #include <string.h>
 
@@ -236,10 +237,10 @@ static void xs__on_board(void *arg)
 	int64_t busy = atomic_exchange_explicit(&r->remote_busy, v.busy, memory_order_relaxed);
 	atomic_store_explicit(&r->share, 1 + v.lower, memory_order_relaxed);
 	if (b)
-		xs_budget_widened(d); /* a hold ended, a share grew, a turn came: look again */
+		xs_signal_grant(d); /* a hold ended, a share grew, a turn came: look again */
 	xs_mutex_unlock(&d->lock);
 	if (b && (top != v.top || busy != v.busy))
-		xs_engine_notify(NULL); /* a pass: limits and suspensions move */
+		xs_signal_notify(NULL); /* a pass: limits and suspensions move */
 }
 
 void xs_remote_start(xs_device *d, xs_hwq *q)

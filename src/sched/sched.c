@@ -642,7 +642,7 @@ static XResult xs__configure_from_env(void)
 	XS_ASSERT_HELD(&xs__s.ctl);
 	const xs_config *cfg = xs_config_get();
 	const xs_policy_ops *policy = &xs_policy_hpf;
-	xs_engine_set_notify(xs__on_engine);
+	xs_signal_set_notify(xs__on_engine);
 	if (cfg->policy) {
 		policy = xs_policy_find_name(cfg->policy);
 		if (!policy) {
@@ -750,7 +750,7 @@ XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy)
 	}
 	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__s.ctl);
-	xs_engine_set_notify(xs__on_engine);
+	xs_signal_set_notify(xs__on_engine);
 	if (ops) {
 		res = xs__start_locked(ops);
 	} else {
