@@ -9,6 +9,24 @@ static bool xs__valid_level(int64_t level)
 	return level >= kPreemptLevelBlock && level < kPreemptLevelMax;
 }
 
+/* The engine's XQueue on @q at @level, attached to its device (preempt/device.c, whose
+ * threads drive the engine: they start with the device's first XQueue). */
+static XResult xs__build(xs_hwq *q, int level, xs_xqueue **out)
+{
+	XResult res = xs_engine_create(q, level, out);
+	if (res == kXSchedSuccess && (res = xs_dev_attach(*out)) != kXSchedSuccess)
+		xs_obj_unref(&(*out)->obj);
+	return res;
+}
+
+/* The reverse of xs__build: drain @x (every submitted command runs), then detach it; the
+ * caller drops its reference. */
+static void xs__teardown(xs_xqueue *x)
+{
+	xs_engine_destroy(x);
+	xs_dev_detach(x);
+}
+
 /* Build, register with the scheduler, bind, publish: the handle is the last step, so no
  * other thread can reach a half-built XQueue. */
 XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t flags)
@@ -33,8 +51,8 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 		    q->ops->name, q->max_level, (long long)level);
 		res = kXSchedErrorNotSupported;
 	}
-	if (res == kXSchedSuccess)
-		res = xs_engine_create(q, (int)level, &x);
+	if (res == kXSchedSuccess && (res = xs__build(q, (int)level, &x)) != kXSchedSuccess)
+		x = NULL;
 	if (res == kXSchedSuccess) {
 		res = xs_hwq_bind(q, x);
 		if (res != kXSchedSuccess)
@@ -50,7 +68,7 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 	}
 	if (res != kXSchedSuccess) {
 		if (x) {
-			xs_engine_destroy(x);
+			xs__teardown(x);
 			xs_obj_unref(&x->obj);
 		}
 		xs_obj_unref(qobj);
@@ -82,7 +100,7 @@ XResult XQueueDestroy(XQueueHandle xq)
 	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueDestroy: 0x%llx %s",
 		 (unsigned long long)xq, xs_handle_describe(xq, XS_KIND_XQUEUE));
 	x = xs_xqueue_of(obj);
-	xs_engine_destroy(x);
+	xs__teardown(x);
 	xs_sched_remove(x);
 	xs_hwq_unbind(x->hwq);
 	XS_DEBUG("api", "XQueue 0x%llx destroyed after %llu commands", (unsigned long long)xq,

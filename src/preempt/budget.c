@@ -85,8 +85,8 @@
  * relaxed atomics read on the hot path. */
 static struct xs__settings {
 	_Atomic int64_t budget_ns, corun_ns; /* -1 = from the configuration at first use */
-	atomic_bool hold;                    /* xs_engine_set_hold */
-	atomic_int strict;                   /* xs_engine_set_strict; -1 = configuration */
+	atomic_bool hold;                    /* xs_dev_set_hold */
+	atomic_int strict;                   /* xs_dev_set_strict; -1 = configuration */
 } xs__set = {-1, -1, false, -1};
 
 static int64_t xs__setting(_Atomic int64_t *v, bool corun)

@@ -65,33 +65,6 @@ static struct xs__devs {
  * written, the store must stay). Not state: it outlives the re-initialisation. */
 static xs_link *volatile xs__parent_devices;
 
-/* A process-wide setting of the budget changed: waiters may be served now. */
-static void xs__setting(enum xs_budget_setting which, int64_t value)
-{
-	if (xs_budget_set(which, value))
-		xs_dev_grant_all();
-}
-
-void xs_engine_set_budget(int64_t budget_ns)
-{
-	xs__setting(XS_BUDGET_COMMIT, budget_ns);
-}
-
-void xs_engine_set_corun(int64_t corun_ns)
-{
-	xs__setting(XS_BUDGET_CORUN, corun_ns);
-}
-
-void xs_engine_set_strict(int strict)
-{
-	xs__setting(XS_BUDGET_STRICT, strict);
-}
-
-void xs_engine_set_hold(bool hold)
-{
-	xs__setting(XS_BUDGET_HOLD, hold);
-}
-
 /* Serve the budget's waiters in rank order, each given its turn until one finds the
  * budget full (at Lv1 its head command is charged there and the launch thread enqueues
  * it). The progress thread. */
@@ -109,7 +82,10 @@ static void xs__grant(xs_device *d)
 	}
 }
 
-void xs_dev_grant_all(void)
+/* ---- the process-wide settings of the budget ---- */
+
+/* A setting changed: every device's progress thread hands budget on (waiters may fit). */
+static void xs__grant_all(void)
 {
 	xs_mutex_lock(&xs__dv.lock);
 	xs_list_for_each(l, &xs__dv.list)
@@ -120,6 +96,33 @@ void xs_dev_grant_all(void)
 		xs_mutex_unlock(&d->lock);
 	}
 	xs_mutex_unlock(&xs__dv.lock);
+}
+
+/* A process-wide setting of the budget changed: waiters may be served now. */
+static void xs__setting(enum xs_budget_setting which, int64_t value)
+{
+	if (xs_budget_set(which, value))
+		xs__grant_all();
+}
+
+void xs_dev_set_budget(int64_t budget_ns)
+{
+	xs__setting(XS_BUDGET_COMMIT, budget_ns);
+}
+
+void xs_dev_set_corun(int64_t corun_ns)
+{
+	xs__setting(XS_BUDGET_CORUN, corun_ns);
+}
+
+void xs_dev_set_strict(int strict)
+{
+	xs__setting(XS_BUDGET_STRICT, strict);
+}
+
+void xs_dev_set_hold(bool hold)
+{
+	xs__setting(XS_BUDGET_HOLD, hold);
 }
 
 /* ---- the launch thread ---- */
@@ -569,7 +572,7 @@ static void xs__count_queues(xs_device *d)
 			d->ops->name, d->nqueues, d->hw_queues);
 }
 
-xs_device *xs_dev_attach(xs_xqueue *xq)
+XResult xs_dev_attach(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
 	uint64_t key = q->ops->device_key(q);
@@ -605,7 +608,7 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 		xs_mutex_unlock(&d->lock);
 	}
 	xs_mutex_unlock(&xs__dv.lock);
-	return d;
+	return d ? kXSchedSuccess : kXSchedErrorUnknown;
 }
 
 void xs_dev_detach(xs_xqueue *xq)
@@ -623,14 +626,14 @@ void xs_dev_detach(xs_xqueue *xq)
 		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xs_mutex_unlock(&d->lock);
 	/* The last XQueue stops the threads, unless it runs on one of them (a launch
-	 * callback that destroys another queue): xs_engine_shutdown() stops those. */
+	 * callback that destroys another queue): xs_dev_shutdown() stops those. */
 	if (--d->nqueues == 0 && !xs_signal_is_own_thread(d))
 		xs__dev_stop(d);
 	xs__count_queues(d);
 	xs_mutex_unlock(&xs__dv.lock);
 }
 
-void xs_engine_shutdown(void)
+void xs_dev_shutdown(void)
 {
 	xs_mutex_lock(&xs__dv.lock);
 	for (xs_link *l = xs__dv.list.next; l != &xs__dv.list;) {
@@ -656,12 +659,7 @@ void xs_dev_forked(void)
 	xs_budget_forked();
 }
 
-const void *xs_engine_device(const xs_xqueue *xq)
-{
-	return xq->dev;
-}
-
-uint64_t xs_engine_wakeups(const xs_xqueue *xq)
+uint64_t xs_dev_wakeups(const xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);

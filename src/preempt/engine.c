@@ -74,7 +74,6 @@ void xs_engine_forked(void)
 {
 	xs__in_enqueue = NULL; /* a launch callback's fork: the child enqueues nothing */
 	xs_mutex_init(&xs__bind_lock);
-	xs_dev_forked();
 	xs_dep_forked();
 }
 
@@ -154,10 +153,6 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->err_pending = kXSchedSuccess;
 	xq->hw_top = -1;
 	atomic_init(&xq->hw_set, 0);
-	if (!xs_dev_attach(xq)) {
-		xs_obj_unref(&xq->obj);
-		return kXSchedErrorUnknown;
-	}
 	*out = xq;
 	return kXSchedSuccess;
 }
@@ -1960,6 +1955,11 @@ XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t ba
 	return res;
 }
 
+const void *xs_engine_device(const xs_xqueue *xq)
+{
+	return xq->dev;
+}
+
 void xs_engine_exit(void)
 {
 	xs_lv3_release_all();
@@ -1997,5 +1997,4 @@ void xs_engine_destroy(xs_xqueue *xq)
 		xs_cond_wait(&xq->cv, &xq->lock);
 	xs_signal_deactivate(xq);
 	xs_mutex_unlock(&xq->lock);
-	xs_dev_detach(xq);
 }

@@ -242,14 +242,45 @@ static inline xs_xqueue *xs_xqueue_of(xs_obj *obj)
 typedef void (*xs_signal_notify_fn)(xs_xqueue *xq);
 void xs_signal_set_notify(xs_signal_notify_fn fn);
 
-/* Create an XQueue on @q at @level (checked by the caller): it is fully built and
- * attached to its device, but not published. kXSchedErrorUnknown when out of memory or
- * threads. Any thread. */
+/* Create an XQueue on @q at @level (checked by the caller): it is fully built, but not
+ * attached to its device (xs_dev_attach, next) nor published. kXSchedErrorUnknown when out
+ * of memory. Any thread. */
 XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out);
-/* Drain @xq (every submitted command runs; waiters get their results), then detach it
- * from its device; the caller drops its reference afterwards. Any thread but one of the
- * device's own (a launch callback or host function of a queue of the same device). */
+/* Drain @xq (every submitted command runs; waiters get their results); the caller then
+ * detaches it from its device (xs_dev_detach) and drops its reference. Any thread but one
+ * of the device's own (a launch callback or host function of a queue of the same
+ * device). */
 void xs_engine_destroy(xs_xqueue *xq);
+
+/* The devices (device.c: their threads, which drive the engine): */
+/* Attach @xq, made by xs_engine_create, to the device of its HwQueue, found or started
+ * (its threads start with its first XQueue). kXSchedErrorUnknown when out of memory or
+ * threads. Any thread. */
+XResult xs_dev_attach(xs_xqueue *xq);
+/* The reverse, once xs_engine_destroy drained @xq: the device's threads stop with its last
+ * XQueue (unless that is destroyed from one of them: xs_dev_shutdown stops those). */
+void xs_dev_detach(xs_xqueue *xq);
+/* Whether, while an XQueue that is not limited has work, limited ones are held to the
+ * co-run budget (0: commit nothing new; what they committed runs on). The scheduler
+ * turns it on under HPF and MLFQ: the engine then acts on a top-rank arrival at once,
+ * without waiting for the scheduler's pass. */
+void xs_dev_set_hold(bool hold);
+/* Whether priorities below a device's top are served strictly (XHintStrictPriority,
+ * XSCHED_STRICT_PRIORITY=1): a busy limited queue then keeps every lower one waiting, the
+ * budget serves its waiters highest priority first, and HPF suspends below the highest
+ * ready priority whatever it is. By default (false) the budget shares itself among the
+ * limited priorities by weight (budget.c, "Tiers") and HPF suspends only below a ready
+ * queue of its device's top priority. -1 = from the configuration at first use. */
+void xs_dev_set_strict(int strict);
+/* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
+void xs_dev_set_budget(int64_t budget_ns);
+/* Set the per-process co-run budget in ns (>= 0; 0 = nothing new while held). */
+void xs_dev_set_corun(int64_t corun_ns);
+/* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
+void xs_dev_shutdown(void);
+/* In a child after fork(): forget the parent's devices (their threads do not exist
+ * here) and the budget's settings. */
+void xs_dev_forked(void);
 
 /* Accept @cmd (its XQueue already set by the caller) and enqueue it on the calling thread
  * when the XQueue may enqueue now. kXSchedErrorNotFound while closing,
@@ -360,25 +391,9 @@ void xs_engine_board_info(xs_xqueue *xq, XBoardInfo *info);
  * device). */
 const void *xs_engine_device(const xs_xqueue *xq);
 
-/* Whether, while an XQueue that is not limited has work, limited ones are held to the
- * co-run budget (0: commit nothing new; what they committed runs on). The scheduler
- * turns it on under HPF and MLFQ: the engine then acts on a top-rank arrival at once,
- * without waiting for the scheduler's pass. */
-void xs_engine_set_hold(bool hold);
-
-/* Whether priorities below a device's top are served strictly (XHintStrictPriority,
- * XSCHED_STRICT_PRIORITY=1): a busy limited queue then keeps every lower one waiting, the
- * budget serves its waiters highest priority first, and HPF suspends below the highest
- * ready priority whatever it is. By default (false) the budget shares itself among the
- * limited priorities by weight (budget.c, "Tiers") and HPF suspends only below a ready
- * queue of its device's top priority. -1 = from the configuration at first use. */
-void xs_engine_set_strict(int strict);
+/* Whether priorities below a device's top are served strictly (xs_dev_set_strict). */
 bool xs_engine_strict(void);
 
-/* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
-void xs_engine_set_budget(int64_t budget_ns);
-/* Set the per-process co-run budget in ns (>= 0; 0 = nothing new while held). */
-void xs_engine_set_corun(int64_t corun_ns);
 /* The co-run budget set for the process (XHintCorunBudget, XSCHED_CORUN_US), in ns. */
 int64_t xs_engine_corun_ns(void);
 /* The co-run budget in force on @xq's device, in ns: the latency objectives' controller's
@@ -414,12 +429,9 @@ bool xs_engine_paced(const xs_xqueue *xq);
 void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
 			    uint64_t *max_cmds);
 
-/* In a child after fork(): forget the parent's devices, blocked queues and bindings
- * (their threads do not exist here). */
+/* In a child after fork(): forget the parent's blocked queues and bindings. */
 void xs_engine_forked(void);
 
-/* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
-void xs_engine_shutdown(void);
 /* At process exit only: release what must not outlive the process's runtime teardown (the
  * Lv3 KFD session: xs_cwsr_release_all). Lv3 is unavailable afterwards. */
 void xs_engine_exit(void);

@@ -128,13 +128,6 @@ struct xs_device {
 	xs_remote remote; /* remote.c: other processes on the device */
 };
 
-/* device.c */
-/* Find or start the device of xq->hwq. */
-xs_device *xs_dev_attach(xs_xqueue *xq);
-void xs_dev_detach(xs_xqueue *xq); /* the reverse; xq is drained */
-/* Ask every device's progress thread to hand budget on (a setting changed). No lock. */
-void xs_dev_grant_all(void);
-
 /* signal.c (see there): a leaf, what the engine's files raise for the device threads and
  * the scheduler. */
 /* Caller holds xq->lock: */
@@ -350,7 +343,6 @@ size_t xs_dep_blocked_count(void);
 xs_xqueue *xs_dep_pop_blocked(void);
 
 /* In a child after fork(): clean state. */
-void xs_dev_forked(void);
 void xs_dep_forked(void);
 /* An event record of @xq was enqueued (@ok) or failed to; @needs_done: waiters must wait
  * for its completion. Returns whether its state changed: the blocked XQueues are then

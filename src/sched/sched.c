@@ -568,7 +568,7 @@ static void xs__stop_locked(void)
 	XS_ASSERT_HELD(&xs__s.ctl);
 	xs_mutex_lock(&xs__s.lock);
 	xs__s.active = false;
-	xs_engine_set_hold(false);
+	xs_dev_set_hold(false);
 	xs_mutex_unlock(&xs__s.lock);
 	if (xs__s.thread_running) {
 		xs_mutex_lock(&xs__s.ev);
@@ -617,7 +617,7 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 		XS_INFO("sched", "policy %s", policy->name);
 	}
 	xs__s.active = true;
-	xs_engine_set_hold(policy->hold);
+	xs_dev_set_hold(policy->hold);
 	xs_mutex_unlock(&xs__s.lock);
 	if (!xs__s.thread_running) {
 		int err = xs_thread_start(&xs__s.thread, "xsched-sched", xs__main, NULL);
@@ -778,7 +778,7 @@ void xs_sched_shutdown(void)
 
 void xs_sched_set_strict(bool strict)
 {
-	xs_engine_set_strict(strict);
+	xs_dev_set_strict(strict);
 	xs__wake();
 }
 
