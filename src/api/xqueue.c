@@ -354,7 +354,7 @@ XResult XQueueGetBoard(XQueueHandle xq, XBoardInfo *info)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetBoard");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_engine_board_info(x, info);
+	xs_remote_board_info(x, info);
 	xs_obj_unref(&x->obj);
 	return kXSchedSuccess;
 }
@@ -382,7 +382,7 @@ XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 	stats->committed = x->committed;
 	stats->est_command_ns = (uint64_t)x->est_ns;
 	xs_objective_view o;
-	xs_engine_objective_state(x, &o);
+	xs_objective_state(x, &o);
 	stats->slowdown_permille = (uint64_t)o.slow_pm;
 	stats->alone_command_ns = (uint64_t)o.alone_ns;
 	stats->lower_longest_ns = (uint64_t)o.lower_longest_ns;
@@ -393,7 +393,7 @@ XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 	stats->slice_ns = (uint64_t)o.slice_ns;
 	stats->slice_over_ns = (uint64_t)o.slice_over_ns;
 	stats->hw_priority = (uint64_t)atomic_load_explicit(&x->hw_set, memory_order_acquire);
-	int64_t corun = xs_engine_corun_of(x);
+	int64_t corun = xs_objective_corun_of(x);
 	stats->corun_budget_ns = corun == INT64_MAX ? UINT64_MAX : (uint64_t)corun;
 	xs_mutex_unlock(&x->lock);
 	xs_obj_unref(&x->obj);

@@ -69,88 +69,16 @@
  * are called with xq->lock held (xq->lock -> dev->lock). The process-wide budgets are
  * atomics read on the hot path.
  *
- * A leaf: this file calls no other file of the engine. It answers (the queue to grant
- * next, whether a setting needs waiters served, whether a grant found the budget full) and
- * device.c and engine.c act (the grant itself, the progress thread's wake-ups).
+ * A leaf of the state machine: this file calls only the leaves below it, pacing (pace.c),
+ * other processes (remote.c), the settings (settings.c) and the signals (signal.c: the
+ * progress thread hands budget on). It answers (the queue to grant next, whether a grant
+ * found the budget full) and device.c and engine.c act (the grant itself).
  */
 #include <stdlib.h>
 
-#include "core/config.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "preempt/engine_int.h"
-
-/* The process-wide settings, -1 = from the configuration at first use. */
-/* The process-wide settings, one struct, made anew in a fork child (xs_budget_forked);
- * relaxed atomics read on the hot path. */
-static struct xs__settings {
-	_Atomic int64_t budget_ns, corun_ns; /* -1 = from the configuration at first use */
-	atomic_bool hold;                    /* xs_dev_set_hold */
-	atomic_int strict;                   /* xs_dev_set_strict; -1 = configuration */
-} xs__set = {-1, -1, false, -1};
-
-static int64_t xs__setting(_Atomic int64_t *v, bool corun)
-{
-	int64_t ns = atomic_load_explicit(v, memory_order_relaxed);
-	if (ns < 0) {
-		const xs_config *c = xs_config_get();
-		ns = corun ? c->corun_ns : c->budget_ns;
-		atomic_store_explicit(v, ns, memory_order_relaxed);
-	}
-	return ns;
-}
-
-static int64_t xs__budget(void)
-{
-	return xs__setting(&xs__set.budget_ns, false);
-}
-
-int64_t xs_engine_corun_ns(void)
-{
-	return xs__setting(&xs__set.corun_ns, true);
-}
-
-bool xs_budget_set(enum xs_budget_setting which, int64_t value)
-{
-	switch (which) {
-	case XS_BUDGET_COMMIT:
-		atomic_store_explicit(&xs__set.budget_ns, value, memory_order_relaxed);
-		return true; /* waiters may fit now */
-	case XS_BUDGET_CORUN:
-		atomic_store_explicit(&xs__set.corun_ns, value, memory_order_relaxed);
-		return true;
-	case XS_BUDGET_STRICT:
-		atomic_store_explicit(&xs__set.strict, (int)value, memory_order_relaxed);
-		return true; /* another waiter may come first now */
-	case XS_BUDGET_HOLD:
-		/* Queues held back may commit now that the hold is off. */
-		return atomic_exchange_explicit(&xs__set.hold, value != 0, memory_order_relaxed) &&
-		       !value;
-	}
-	return false;
-}
-
-bool xs_engine_strict(void)
-{
-	int strict = atomic_load_explicit(&xs__set.strict, memory_order_relaxed);
-	if (strict < 0) {
-		strict = xs_config_get()->strict_priority;
-		atomic_store_explicit(&xs__set.strict, strict, memory_order_relaxed);
-	}
-	return strict;
-}
-
-void xs_budget_reset(void)
-{
-	atomic_store_explicit(&xs__set.strict, -1, memory_order_relaxed);
-	atomic_store_explicit(&xs__set.budget_ns, -1, memory_order_relaxed);
-	atomic_store_explicit(&xs__set.corun_ns, -1, memory_order_relaxed);
-}
-
-void xs_budget_forked(void)
-{
-	xs__set = (struct xs__settings){-1, -1, false, -1}; /* one thread here: no race */
-}
 
 /* Whether the top-priority queues of @d have work and hold the others to the co-run
  * budget: this process's, or another process's on the device's board (remote.c). Caller
@@ -158,8 +86,7 @@ void xs_budget_forked(void)
 static bool xs__held(const xs_device *d)
 {
 	XS_ASSERT_HELD(&d->lock);
-	return (d->top_busy || xs_remote_held(d)) &&
-	       atomic_load_explicit(&xs__set.hold, memory_order_relaxed);
+	return (d->top_busy || xs_remote_held(d)) && xs_settings_hold();
 }
 
 /* The cap in force on @d with this process's settings, in ns, given the commitment
@@ -178,7 +105,7 @@ static int64_t xs__cap_own(const xs_device *d, int64_t budget)
 	}
 	if (!xs__held(d))
 		return budget;
-	int64_t corun = xs_engine_corun_ns();
+	int64_t corun = xs_settings_corun_ns();
 	return corun <= 0 ? -1 : corun < budget ? corun : budget;
 }
 
@@ -189,7 +116,7 @@ static int64_t xs__cap_own(const xs_device *d, int64_t budget)
 static int64_t xs__cap(const xs_device *d)
 {
 	XS_ASSERT_HELD(&d->lock);
-	int64_t budget = xs_remote_share(d, xs__budget());
+	int64_t budget = xs_remote_share(d, xs_settings_budget_ns());
 	if (!xs_remote_held(d))
 		return xs__cap_own(d, budget);
 	int64_t remote = xs_remote_corun(d);
@@ -357,7 +284,7 @@ static int xs__cmp_tier(const xs_budget *b, int64_t p, int64_t q, bool strict)
  * earliest to wait, among those whose command fits @space. Caller holds d->lock. */
 static xs_xqueue *xs__best(const xs_budget *b, int64_t space)
 {
-	bool strict = xs_engine_strict();
+	bool strict = xs_settings_strict();
 	xs_xqueue *best = NULL;
 	xs_list_for_each(l, &b->waiters)
 	{
@@ -377,7 +304,7 @@ static bool xs__turn(xs_budget *b, const xs_xqueue *xq, int64_t space)
 {
 	if (b->granting)
 		return b->granting == xq;
-	bool strict = xs_engine_strict();
+	bool strict = xs_settings_strict();
 	if (!strict)
 		xs__tier_get(b, xq->prio, xq); /* at the floor if its tier is new or idle */
 	int64_t floor = *xs__qfloor(b, xq->prio);
@@ -432,7 +359,7 @@ static void xs__tier_charge(xs_budget *b, const xs_xqueue *xq, int64_t est)
 static int64_t xs__est(const xs_device *d, const xs_xqueue *xq)
 {
 	XS_ASSERT_HELD(&d->lock);
-	int64_t cap = xs__cap(d), budget = xs__budget();
+	int64_t cap = xs__cap(d), budget = xs_settings_budget_ns();
 	int64_t est = xq->est_ns > 0 ? xq->est_ns : cap < budget ? cap : budget;
 	return est < 1 ? 1 : est;
 }
@@ -507,7 +434,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 			int64_t floor = *xs__qfloor(b, xq->prio);
 			if (xq->vtime_ns < floor)
 				xq->vtime_ns = floor; /* idle spells bank no credit */
-			if (!xs_engine_strict())
+			if (!xs_settings_strict())
 				xs__tier_get(b, xq->prio, xq); /* its tier's too */
 			xs_list_push_back(&b->waiters, &xq->wait_link);
 		}
@@ -679,7 +606,7 @@ void xs_budget_set_prio(xs_xqueue *xq, int64_t prio)
 		xq->prio = prio;
 		/* It enters its new tier at the floor (the top comment): neither the credit nor
 		 * the debt of its old tier's order counts there. */
-		if (!xs_engine_strict())
+		if (!xs_settings_strict())
 			xs__tier_get(b, prio, xq);
 		xq->vtime_ns = *xs__qfloor(b, prio);
 		if (xs_linked(&xq->wait_link))
@@ -770,8 +697,8 @@ void xs_budget_slice_wait(xs_device *d, int64_t end_ns)
 	xs_mutex_unlock(&d->lock);
 }
 
-void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
-			    uint64_t *max_cmds)
+void xs_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
+		     uint64_t *max_cmds)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);

@@ -99,30 +99,30 @@ static void xs__grant_all(void)
 }
 
 /* A process-wide setting of the budget changed: waiters may be served now. */
-static void xs__setting(enum xs_budget_setting which, int64_t value)
+static void xs__setting(enum xs_setting which, int64_t value)
 {
-	if (xs_budget_set(which, value))
+	if (xs_settings_set(which, value))
 		xs__grant_all();
 }
 
 void xs_dev_set_budget(int64_t budget_ns)
 {
-	xs__setting(XS_BUDGET_COMMIT, budget_ns);
+	xs__setting(XS_SETTING_BUDGET, budget_ns);
 }
 
 void xs_dev_set_corun(int64_t corun_ns)
 {
-	xs__setting(XS_BUDGET_CORUN, corun_ns);
+	xs__setting(XS_SETTING_CORUN, corun_ns);
 }
 
 void xs_dev_set_strict(int strict)
 {
-	xs__setting(XS_BUDGET_STRICT, strict);
+	xs__setting(XS_SETTING_STRICT, strict);
 }
 
 void xs_dev_set_hold(bool hold)
 {
-	xs__setting(XS_BUDGET_HOLD, hold);
+	xs__setting(XS_SETTING_HOLD, hold);
 }
 
 /* ---- the launch thread ---- */
@@ -646,7 +646,7 @@ void xs_dev_shutdown(void)
 		 * the process ends, its threads only while it has XQueues. */
 		xs__dev_stop(d);
 	}
-	xs_budget_reset();
+	xs_settings_reset();
 	xs_mutex_unlock(&xs__dv.lock);
 }
 
@@ -656,7 +656,7 @@ void xs_dev_forked(void)
 	/* Devices of the parent are abandoned with their (absent) threads. */
 	xs__parent_devices = xs_list_first(&xs__dv.list);
 	xs__dv = (struct xs__devs){XS_MUTEX_INITIALIZER, {&xs__dv.list, &xs__dv.list}, false};
-	xs_budget_forked();
+	xs_settings_forked();
 }
 
 uint64_t xs_dev_wakeups(const xs_xqueue *xq)

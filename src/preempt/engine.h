@@ -371,35 +371,35 @@ static inline const xs_xqueue *xs_engine_blocked_on(const xs_xqueue *xq)
 
 /* Other processes on a device (preempt/remote.c, through its board): what one pass of the
  * scheduler sees. */
-typedef struct xs_engine_remote {
+typedef struct xs_remote_view {
 	int64_t top;  /* their greatest rank present (idle queues count), INT64_MIN = none */
 	int64_t busy; /* their rank that holds this process (one of their queues of the
 		       * device's top rank has work), INT64_MIN = none */
 	int64_t ask;  /* the co-run budget the holders allow lower work (ns, this process's
 		       * share; -1 = nothing new, INT64_MAX = not limited) */
-} xs_engine_remote;
+} xs_remote_view;
 /* Publish this process's top rank on device @dev (from xs_engine_device; INT64_MIN: it
  * takes no part, its policy does not rank by priority) and read the others' into @out.
  * Returns false where the device has no board (the process runs alone on it). Caller
  * holds no XQueue or device lock. */
-bool xs_engine_remote_pass(const void *dev, int64_t top, xs_engine_remote *out);
+bool xs_remote_pass(const void *dev, int64_t top, xs_remote_view *out);
 
 /* What @xq's device's board says (XQueueGetBoard). Caller holds no lock. */
-void xs_engine_board_info(xs_xqueue *xq, XBoardInfo *info);
+void xs_remote_board_info(xs_xqueue *xq, XBoardInfo *info);
 
 /* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
  * device). */
 const void *xs_engine_device(const xs_xqueue *xq);
 
-/* Whether priorities below a device's top are served strictly (xs_dev_set_strict). */
-bool xs_engine_strict(void);
+/* Whether priorities below a device's top are served strictly (xs_dev_set_strict;
+ * settings.c). Any thread, no lock. */
+bool xs_settings_strict(void);
 
-/* The co-run budget set for the process (XHintCorunBudget, XSCHED_CORUN_US), in ns. */
-int64_t xs_engine_corun_ns(void);
-/* The co-run budget in force on @xq's device, in ns: the latency objectives' controller's
- * while an XQueue of the device has an objective (INT64_MAX = not limited), else
- * xs_engine_corun_ns(). Any thread, no lock (a relaxed look). */
-int64_t xs_engine_corun_of(const xs_xqueue *xq);
+/* The co-run budget in force on @xq's device, in ns (objective.c): the latency
+ * objectives' controller's while an XQueue of the device has an objective (INT64_MAX = not
+ * limited), else the process's (XHintCorunBudget, XSCHED_CORUN_US). Any thread, no lock
+ * (a relaxed look). */
+int64_t xs_objective_corun_of(const xs_xqueue *xq);
 /* Give @xq a latency objective: its commands may take @goal_pm per mille of their time
  * alone (>= 1000); 0 clears it. Any thread but the device's own, no lock held. */
 void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm);
@@ -419,15 +419,15 @@ typedef struct xs_objective_view {
 } xs_objective_view;
 
 /* The objective state of @xq and its device's pacing. Caller holds xq->lock. */
-void xs_engine_objective_state(xs_xqueue *xq, xs_objective_view *out);
+void xs_objective_state(xs_xqueue *xq, xs_objective_view *out);
 /* Whether @xq's device paces: a latency objective's level hands out slices (pace.h), and
  * lower queues are held by the budget rather than suspended. Any thread, no lock. */
-bool xs_engine_paced(const xs_xqueue *xq);
+bool xs_objective_paced(const xs_xqueue *xq);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
  * queues now (ns, commands) and the most commands charged at once since the last call. */
-void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
-			    uint64_t *max_cmds);
+void xs_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
+		     uint64_t *max_cmds);
 
 /* In a child after fork(): forget the parent's blocked queues and bindings. */
 void xs_engine_forked(void);

@@ -44,7 +44,7 @@ typedef struct xs_budget {
 	int64_t tier_floor_ns; /* the virtual time of the tier of the last grant */
 	int64_t charged_ns;    /* estimated device time of the charged commands */
 	uint64_t charged_cmds; /* the charged (committed, incomplete) commands of limited queues */
-	uint64_t max_cmds;     /* the most charged at once since xs_engine_budget_state */
+	uint64_t max_cmds;     /* the most charged at once since xs_budget_state */
 	int64_t since_ns;      /* the charged work has run since: the last completion */
 	int64_t vfloor_ns;     /* the virtual time of the last grant (fair order) */
 	int64_t lower_end_ns;  /* when charged_cmds last fell to 0 (objective.c: "alone") */
@@ -128,6 +128,22 @@ struct xs_device {
 	xs_remote remote; /* remote.c: other processes on the device */
 };
 
+/* settings.c (see there): a leaf, the process-wide settings the budget, the objectives
+ * and the board's glue read (relaxed atomics, no lock). */
+/* Set one (XHintCommitBudget, XHintCorunBudget, XHintStrictPriority, the scheduler's
+ * hold): returns whether waiters may now be served (the caller, device.c, then asks every
+ * device to hand budget on). */
+enum xs_setting { XS_SETTING_BUDGET, XS_SETTING_CORUN, XS_SETTING_STRICT, XS_SETTING_HOLD };
+bool xs_settings_set(enum xs_setting which, int64_t value);
+/* The commitment budget (ns), the co-run budget set for the process (ns), and whether the
+ * scheduler's hold is on (xs_dev_set_hold). */
+int64_t xs_settings_budget_ns(void);
+int64_t xs_settings_corun_ns(void);
+bool xs_settings_hold(void);
+/* The settings from the configuration again at next use (shutdown), and after fork. */
+void xs_settings_reset(void);
+void xs_settings_forked(void);
+
 /* signal.c (see there): a leaf, what the engine's files raise for the device threads and
  * the scheduler. */
 /* Caller holds xq->lock: */
@@ -178,11 +194,6 @@ int64_t xs_budget_lower_clock(const xs_device *dev, int64_t now);
  * lock), then calls xs_budget_grant_done: true if the next waiter may be served. */
 xs_xqueue *xs_budget_grant_next(xs_device *dev);
 bool xs_budget_grant_done(xs_device *dev);
-/* The process-wide settings (XHintCommitBudget, XHintCorunBudget, XHintStrictPriority,
- * the scheduler's hold): returns whether waiters may now be served (the caller then asks
- * every device to hand budget on). */
-enum xs_budget_setting { XS_BUDGET_COMMIT, XS_BUDGET_CORUN, XS_BUDGET_STRICT, XS_BUDGET_HOLD };
-bool xs_budget_set(enum xs_budget_setting which, int64_t value);
 /* When the first waiter fits by the passing of time alone (ns, monotonic), 0 if none.
  * Caller holds dev->lock. */
 int64_t xs_budget_next_ns(const xs_device *dev);
@@ -213,9 +224,6 @@ int64_t xs_budget_slice_open(xs_xqueue *xq, int64_t allow_ns, int64_t now);
  * runs in it and no waiter's command fits what is left (the slice is spent); then close it.
  * Caller holds no lock. */
 void xs_budget_slice_wait(xs_device *dev, int64_t end_ns);
-/* The settings from the configuration again at next use (shutdown), and after fork. */
-void xs_budget_reset(void);
-void xs_budget_forked(void);
 
 /* objective.c (see there): a leaf. Caller holds xq->lock and not dev->lock: */
 /* A command of @xq that has an objective took @per ns (@n of them completed at @now,

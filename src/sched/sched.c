@@ -81,8 +81,8 @@ static struct xs__sched xs__s = XS__SCHED_INIT;
 static struct xs__scratch {
 	xs_sched_entry *entries;
 	xs__sq **entry_q;
-	Priority *top;         /* per entry during a pass: the top rank of its device */
-	xs_engine_remote *rem; /* per entry: other processes on its device (xs__remote_tops) */
+	Priority *top;       /* per entry during a pass: the top rank of its device */
+	xs_remote_view *rem; /* per entry: other processes on its device (xs__remote_tops) */
 	size_t cap;
 } xs__x;
 static xs_cond xs__ev_cv;
@@ -125,7 +125,7 @@ static bool xs__grow(size_t n)
 	if (!t)
 		return false;
 	xs__x.top = t;
-	xs_engine_remote *r = realloc(xs__x.rem, cap * sizeof(*r));
+	xs_remote_view *r = realloc(xs__x.rem, cap * sizeof(*r));
 	if (!r)
 		return false;
 	xs__x.rem = r;
@@ -196,17 +196,17 @@ static void xs__remote_tops(size_t n, bool part)
 	XS_ASSERT_HELD(&xs__s.lock);
 	enum { XS__MAX_DEVS = 16 };
 	const void *devs[XS__MAX_DEVS];
-	xs_engine_remote rs[XS__MAX_DEVS];
-	const xs_engine_remote none = {INT64_MIN, INT64_MIN, -1};
+	xs_remote_view rs[XS__MAX_DEVS];
+	const xs_remote_view none = {INT64_MIN, INT64_MIN, -1};
 	size_t nd = 0;
 	for (size_t i = 0; i < n; i++) {
 		const void *dev = xs_engine_device(xs__x.entry_q[i]->xq);
 		size_t d = xs__dev_index(devs, nd, dev);
-		xs_engine_remote r = none;
+		xs_remote_view r = none;
 		if (d < nd) {
 			r = rs[d];
 		} else {
-			if (!xs_engine_remote_pass(dev, part ? xs__x.top[i] : INT64_MIN, &r))
+			if (!xs_remote_pass(dev, part ? xs__x.top[i] : INT64_MIN, &r))
 				r = none;
 			if (nd < XS__MAX_DEVS) {
 				devs[nd] = dev;
@@ -226,7 +226,7 @@ static void xs__remote_tops(size_t n, bool part)
 static bool xs__remote_holds(size_t i)
 {
 	XS_ASSERT_HELD(&xs__s.lock);
-	const xs_engine_remote *r = &xs__x.rem[i];
+	const xs_remote_view *r = &xs__x.rem[i];
 	const xs_sched_entry *e = &xs__x.entries[i];
 	return r->busy != INT64_MIN && e->rank < r->busy && !xs__x.entry_q[i]->serves_closing &&
 	       (r->ask <= 0 || e->level >= kPreemptLevelInterrupt);
@@ -452,13 +452,13 @@ static void xs__engine_rules(size_t n)
 	XS_ASSERT_HELD(&xs__s.lock);
 	xs__find_tops(n);
 	xs__remote_tops(n, xs__s.policy->hint_ranks && xs__s.policy->hold);
-	if (xs__s.policy->hold && !xs_engine_strict())
+	if (xs__s.policy->hold && !xs_settings_strict())
 		xs__serve_tiers(n);
 	for (size_t i = 0; i < n; i++) {
 		xs_sched_entry *e = &xs__x.entries[i];
 		const xs_xqueue *xq = xs__x.entry_q[i]->xq;
 		if (xs__s.policy->hold && e->level < kPreemptLevelInterrupt &&
-		    (xs_engine_corun_of(xq) > 0 || xs_engine_paced(xq)))
+		    (xs_objective_corun_of(xq) > 0 || xs_objective_paced(xq)))
 			e->suspend = false;
 		if (xs__remote_holds(i))
 			e->suspend = true; /* another process's top (HPF across processes) */
