@@ -381,6 +381,27 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 	cmd->ready_ns = now + xs__remaining(b, now) - est; /* before it: the rest */
 }
 
+/* @xq's command of @est ns was not charged (@room: the budget had room, but not @xq's
+ * turn): @xq waits, at its place in the order. Caller holds d->lock. */
+static void xs__wait(xs_device *d, xs_xqueue *xq, int64_t est, bool room)
+{
+	XS_ASSERT_HELD(&d->lock);
+	xs_budget *b = &d->budget;
+	xq->wait_est_ns = est;
+	if (!xs_linked(&xq->wait_link)) {
+		int64_t floor = *xs__qfloor(b, xq->prio);
+		if (xq->vtime_ns < floor)
+			xq->vtime_ns = floor; /* idle spells bank no credit */
+		if (!xs_settings_strict())
+			xs__tier_get(b, xq->prio, xq); /* its tier's too */
+		xs_list_push_back(&b->waiters, &xq->wait_link);
+	}
+	if (b->granting == xq)
+		b->grant_blocked = !room;
+	else if (room)
+		xs_signal_grant(d); /* the waiter that ranks first must get its turn now */
+}
+
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 {
 	if (!xq->limited)
@@ -429,19 +450,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		if (xs_linked(&xq->wait_link))
 			xs_list_remove(&xq->wait_link);
 	} else {
-		xq->wait_est_ns = est;
-		if (!xs_linked(&xq->wait_link)) {
-			int64_t floor = *xs__qfloor(b, xq->prio);
-			if (xq->vtime_ns < floor)
-				xq->vtime_ns = floor; /* idle spells bank no credit */
-			if (!xs_settings_strict())
-				xs__tier_get(b, xq->prio, xq); /* its tier's too */
-			xs_list_push_back(&b->waiters, &xq->wait_link);
-		}
-		if (b->granting == xq)
-			b->grant_blocked = !room;
-		else if (room)
-			xs_signal_grant(d); /* the waiter that ranks first must get its turn now */
+		xs__wait(d, xq, est, room);
 	}
 	xs_remote_lower(d, now); /* other processes on the device see it (remote.c) */
 	xs_mutex_unlock(&d->lock);

@@ -32,6 +32,34 @@
  * the enqueue): calls that would wait for that XQueue from there would never return. */
 static _Thread_local const xs_xqueue *xs__in_enqueue;
 
+/* ---- what the XQueue has ---- */
+
+/* Whether @xq has work: submitted, incomplete commands, or an open scope. Caller holds
+ * xq->lock. */
+static bool xs__has_work(const xs_xqueue *xq)
+{
+	return xq->completed != xq->submitted || xq->scopes || xq->unit_open;
+}
+
+/* Whether @xq has work and is not blocked. Caller holds xq->lock. */
+static bool xs__ready(const xs_xqueue *xq)
+{
+	return xs__has_work(xq) && !xq->blocked && !xq->waiting;
+}
+
+/* The XQueue whose event record the head command of @xq waits for while @xq is blocked
+ * (deps.c), else NULL. An address to compare, not to follow: that XQueue may be destroyed
+ * at any moment. Caller holds xq->lock. */
+static const xs_xqueue *xs__blocked_on(const xs_xqueue *xq)
+{
+	if (!xq->blocked || xs_list_empty(&xq->pending))
+		return NULL;
+	const xs_cmd *c = xs_container_of(xq->pending.next, xs_cmd, link);
+	if (c->kind != XS_CMD_EVENT_WAIT)
+		return NULL;
+	return atomic_load_explicit(&c->u.wait.record->xq, memory_order_acquire);
+}
+
 /* ---- HwQueue binding ---- */
 
 /* Guards xs_hwq.xq, xs_hwq.dead and xs_xqueue.published. A leaf. */
@@ -270,7 +298,7 @@ static void xs__busy(xs_xqueue *xq, int64_t now)
 static void xs__top_update(xs_xqueue *xq)
 {
 	XS_ASSERT_HELD(&xq->lock);
-	xs_budget_top_set(xq, !xq->limited && !xq->closing && xs_engine_ready(xq));
+	xs_budget_top_set(xq, !xq->limited && !xq->closing && xs__ready(xq));
 }
 
 /* ---- commit ---- */
@@ -316,7 +344,10 @@ static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 	xs__wake_sleepers(xq, c); /* waiters sleep until their command is committed */
 }
 
-bool xs_engine_gated(const xs_xqueue *xq)
+/* Whether @xq's commands wait at a counter: Lv2 or above on a device that is not
+ * oversubscribed, unless it is the sole top queue (xs_engine_set_limited). Caller holds
+ * xq->lock. */
+static bool xs__gated(const xs_xqueue *xq)
 {
 	return xq->level >= kPreemptLevelDeactivate && !xq->sole_top &&
 	       !atomic_load_explicit(&xq->dev->oversubscribed, memory_order_relaxed);
@@ -339,7 +370,7 @@ static void xs__commit(xs_xqueue *xq)
 	uint64_t top = xs__last_enqueued(xq);
 	/* At Lv1 enqueued means committed, suspended or not: a command enqueued behind the
 	 * counter before the level went down runs as Lv1 work does. */
-	bool lv1 = !xs_engine_gated(xq);
+	bool lv1 = !xs__gated(xq);
 	if ((!xq->running && !lv1) || xq->committed >= top)
 		return;
 	uint64_t c = top;
@@ -382,7 +413,7 @@ static void xs__decommit(xs_xqueue *xq)
 		keep = xq->completed;
 	if (keep < xq->ungated_upto && xq->ungated_upto <= xq->committed)
 		keep = xq->ungated_upto; /* enqueued as the sole top queue: they run on */
-	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= keep)
+	if (!q->ops->commit || !xs__gated(xq) || xq->committed <= keep)
 		return;
 	xs__store_commit(xq, keep);
 	uint64_t started = q->ops->started ? q->ops->started(q) : keep;
@@ -399,7 +430,7 @@ static void xs__decommit(xs_xqueue *xq)
 
 bool xs_engine_holds(const xs_xqueue *xq)
 {
-	return xs_engine_gated(xq) && !xq->app_suspended && xq->hwq->ops->commit &&
+	return xs__gated(xq) && !xq->app_suspended && xq->hwq->ops->commit &&
 	       xq->committed < xs__last_enqueued(xq);
 }
 
@@ -420,7 +451,7 @@ bool xs_engine_release(xs_xqueue *xq)
  * after a stall release (device.c: then its stream must be able to go idle). */
 static bool xs__may_launch(const xs_xqueue *xq)
 {
-	return xq->running || (xs_engine_gated(xq) && !xq->app_suspended &&
+	return xq->running || (xs__gated(xq) && !xq->app_suspended &&
 			       !atomic_load_explicit(&xq->dev->draining, memory_order_relaxed));
 }
 
@@ -506,7 +537,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip, int64_t *
 		return false;
 	if (!xs__may_launch(xq))
 		return false;
-	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd, now);
+	return xs__gated(xq) || xs_budget_charge(xq, cmd, now);
 }
 
 enum {
@@ -687,7 +718,7 @@ static void xs__issue_begin(xs_xqueue *xq, xs__issue *it)
 	xs_list_push_back(&xq->inflight, &cmd->link);
 	cmd->state = XS_CMD_IN_FLIGHT;
 	it->seq = xq->enqueued + 1;
-	it->gated = xs_engine_gated(xq);
+	it->gated = xs__gated(xq);
 	cmd->gated = it->gated;
 	if (!it->gated && xq->level >= kPreemptLevelDeactivate)
 		xq->ungated_upto = it->seq;
@@ -789,7 +820,7 @@ static void xs__drain(xs_xqueue *xq)
 
 void xs_engine_grant(xs_xqueue *xq)
 {
-	if (!xs_engine_gated(xq) && !xq->launching && xs__may_launch(xq)) {
+	if (!xs__gated(xq) && !xq->launching && xs__may_launch(xq)) {
 		/* Lv1: charge pending commands here, where the grant has its turn, up to a
 		 * quantum of device time, so that exactly the queues the budget admits are
 		 * kicked, once per quantum (else every waiter was kicked and all but one
@@ -998,7 +1029,7 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 	xs__wake_sleepers(xq, done);
 	xs_engine_progress(xq, false);
 	xs__top_update(xq);
-	if (!xs_engine_has_work(xq))
+	if (!xs__has_work(xq))
 		xs_signal_notify(xq); /* idle now */
 }
 
@@ -1457,7 +1488,7 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 			(unsigned long long)cmd->obj.handle);
 		return kXSchedErrorNotAllowed;
 	}
-	bool was_idle = !xs_engine_has_work(xq);
+	bool was_idle = !xs__has_work(xq);
 	cmd->seq = ++xq->submitted;
 	cmd->pos = xq->scopes ? xq->scope_pos : -1;
 	if (xq->scopes && xq->scope_pos < XS_PACE_POS)
@@ -1556,7 +1587,7 @@ static void xs__unit_close(xs_xqueue *xq)
 static void xs__work_changed(xs_xqueue *xq, bool had)
 {
 	XS_ASSERT_HELD(&xq->lock);
-	bool has = xs_engine_has_work(xq);
+	bool has = xs__has_work(xq);
 	if (has == had)
 		return;
 	if (has)
@@ -1576,7 +1607,7 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 			(unsigned long long)xq->obj.handle);
 		return kXSchedErrorNotFound;
 	}
-	bool had = xs_engine_has_work(xq);
+	bool had = xs__has_work(xq);
 	if (open) {
 		if (xq->scopes++ == 0) {
 			xq->scope_pos = 0; /* positions count from each outermost scope */
@@ -1626,7 +1657,7 @@ static XResult xs__unit_begin(xs_xqueue *xq)
 		xs_mutex_unlock(&xq->lock);
 		return res;
 	}
-	bool had = xs_engine_has_work(xq);
+	bool had = xs__has_work(xq);
 	xq->unit_open = true;
 	xq->units_explicit = true;
 	xs_engine_reap(xq, false, false); /* the last unit's end, if the device passed it */
@@ -1664,7 +1695,7 @@ static XResult xs__unit_end(xs_xqueue *xq)
 		res = xs_engine_launch_inline(xq, mark);
 	}
 	xs_mutex_lock(&xq->lock);
-	bool had = xs_engine_has_work(xq);
+	bool had = xs__has_work(xq);
 	xq->unit_open = false;
 	if (mark && res == kXSchedSuccess) {
 		xs_objective_xunit_close(xq, mark->seq);
@@ -1953,6 +1984,76 @@ XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t ba
 	}
 	xs_mutex_unlock(&xq->lock);
 	return res;
+}
+
+/* ---- what the layers above read ---- */
+
+/* @xq's state now, into @out. Caller holds xq->lock. */
+static void xs__snap(xs_xqueue *xq, xs_xqueue_snap *out)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	*out = (xs_xqueue_snap){
+	    .submitted = xq->submitted,
+	    /* A command inside its enqueue call counts as launched: the device may run it. */
+	    .launched = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued,
+	    .completed = xq->completed,
+	    .failed = xq->failed,
+	    .committed = xq->committed,
+	    .level = xq->level,
+	    .threshold = xq->threshold,
+	    .batch_size = xq->batch_size,
+	    .ready = xs__ready(xq),
+	    .sched_suspended = xq->sched_suspended,
+	    .closing = xq->closing,
+	    .lent = !xs_list_empty(&xq->lenders),
+	    .ready_since_ns = xq->ready_since_ns,
+	    .busy_ns = xq->busy_ns,
+	    .blocked_on = xs__blocked_on(xq),
+	};
+}
+
+void xs_engine_snapshot(xs_xqueue *xq, xs_xqueue_snap *out)
+{
+	xs_mutex_lock(&xq->lock);
+	xs__snap(xq, out);
+	xs_mutex_unlock(&xq->lock);
+}
+
+void xs_engine_stats(xs_xqueue *xq, xs_xqueue_stats *out)
+{
+	xs_mutex_lock(&xq->lock);
+	xs__snap(xq, &out->now);
+	out->suspensions = xq->suspensions;
+	out->suspended_ns = xq->suspended_ns;
+	if (!xq->running)
+		out->suspended_ns += xs_now_ns() - xq->suspended_since_ns;
+	out->est_ns = xq->est_ns;
+	xs_objective_state(xq, &out->objective);
+	out->hw_priority = atomic_load_explicit(&xq->hw_set, memory_order_acquire);
+	out->corun_ns = xs_objective_corun_of(xq);
+	xs_mutex_unlock(&xq->lock);
+}
+
+void xs_engine_lenders(xs_xqueue *xq, void (*fn)(void *arg, const xs_xqueue *from), void *arg)
+{
+	xs_mutex_lock(&xq->lock);
+	xs_list_for_each(l, &xq->lenders) fn(arg, xs_container_of(l, xs_lend, link)->from);
+	xs_mutex_unlock(&xq->lock);
+}
+
+void *xs_engine_sched_priv(const xs_xqueue *xq)
+{
+	return xq->sched_priv;
+}
+
+void xs_engine_set_sched_priv(xs_xqueue *xq, void *priv)
+{
+	xq->sched_priv = priv;
+}
+
+xs_hwq *xs_engine_hwq(const xs_xqueue *xq)
+{
+	return xq->hwq;
 }
 
 const void *xs_engine_device(const xs_xqueue *xq)
