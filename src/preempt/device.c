@@ -1,5 +1,15 @@
 /* Devices: the two threads that serve every XQueue of a device.
  *
+ * Above the state machine: this file calls engine.c (the launch thread drains a queue with
+ * xs_engine_progress, the progress thread reaps with xs_engine_reap and hands budget on
+ * with xs_engine_grant) and the accountants below it, and engine.c never calls it: what
+ * the engine asks of these threads (kick, look, activate, deactivate, hand budget on) it
+ * raises through the signals (signal.c), which these threads wait for. The api attaches
+ * each XQueue here after xs_engine_create (xs_dev_attach: a device and its threads start
+ * with its first XQueue) and detaches it after xs_engine_destroy drained it
+ * (xs_dev_detach). The process-wide settings of the budget are set here too
+ * (xs_dev_set_*: settings.c keeps them; every device then hands budget on).
+ *
  * The progress thread ("xs-progress") reads the done numbers of the device's active
  * XQueues (hal.h) and completes what they cover; that frees window space and budget,
  * which it hands on by kicks (Lv1: enqueuing runs user code, so the launch thread does it)

@@ -1,6 +1,9 @@
 /* The engine's XQueue state machine: submit, enqueue, commit, complete, wait, suspend.
  * engine.h describes the model; budget.c the commitment budget; device.c the threads;
- * deps.c the event dependencies.
+ * deps.c the event dependencies. The device threads call this file (device.c is above
+ * it); what it needs of them it raises as signals (signal.c: kick the launch thread, wake
+ * the progress thread, an XQueue active or not), and it calls the accountants below it
+ * (objective.c, budget.c, deps.c, lv3.c), which answer and leave the acting to it.
  *
  * Per XQueue, with seq the 1-based submit number (= the number on the HwQueue):
  *   completed <= committed (in effect) <= enqueued <= submitted
@@ -38,6 +41,7 @@ static _Thread_local const xs_xqueue *xs__in_enqueue;
  * xq->lock. */
 static bool xs__has_work(const xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	return xq->completed != xq->submitted || xq->scopes || xq->unit_open;
 }
 
@@ -52,6 +56,7 @@ static bool xs__ready(const xs_xqueue *xq)
  * at any moment. Caller holds xq->lock. */
 static const xs_xqueue *xs__blocked_on(const xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (!xq->blocked || xs_list_empty(&xq->pending))
 		return NULL;
 	const xs_cmd *c = xs_container_of(xq->pending.next, xs_cmd, link);

@@ -330,11 +330,15 @@ void xs_settings_forked(void);
 
 /* signal.c (see there): a leaf, what the engine's files raise for the device threads and
  * the scheduler. */
-/* Caller holds xq->lock: */
-void xs_signal_kick(xs_xqueue *xq);       /* the launch thread will drain xq */
-void xs_signal_look(xs_xqueue *xq);       /* the progress thread looks again now */
-void xs_signal_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
-void xs_signal_deactivate(xs_xqueue *xq); /* and no longer */
+/* The launch thread will drain @xq (not once it is detached). Any thread, with xq->lock
+ * or without (engine.c kicks the queues blocked on a record with none). */
+void xs_signal_kick(xs_xqueue *xq);
+/* The progress thread looks again now. Any thread. */
+void xs_signal_look(xs_xqueue *xq);
+/* @xq has enqueued, incomplete work now, and no longer (the progress thread's list).
+ * Caller holds xq->lock. */
+void xs_signal_activate(xs_xqueue *xq);
+void xs_signal_deactivate(xs_xqueue *xq);
 /* Wake the progress thread of the device @dev for a look now: the backend's done push
  * (hal.h on_done; any thread, no engine lock held) and xs_signal_look. */
 void xs_signal_poke(void *dev);
@@ -356,7 +360,7 @@ void xs_signal_batch_end(xs_device *d);
 /* In a child after fork(): the calling thread serves no device. */
 void xs_signal_forked(void);
 
-/* budget.c (see there): a leaf. */
+/* budget.c (see there): an accountant; it calls only remote.c, pace.c and the leaves. */
 /* Charge @cmd of the limited @xq at *@now (ns, monotonic; xs_now_lazy: read if 0) if the
  * budget has room and it is @xq's turn, else queue @xq as a waiter; true if @cmd may be
  * committed (always, uncharged, while @xq closes). Caller holds xq->lock. */
@@ -409,7 +413,8 @@ int64_t xs_budget_slice_open(xs_xqueue *xq, int64_t allow_ns, int64_t now);
  * Caller holds no lock. */
 void xs_budget_slice_wait(xs_device *dev, int64_t end_ns);
 
-/* objective.c (see there): a leaf. Caller holds xq->lock and not dev->lock: */
+/* objective.c (see there): an accountant; it calls only budget.c's clock and the leaves.
+ * Caller holds xq->lock and not dev->lock: */
 /* A command of @xq that has an objective took @per ns (@n of them completed at @now,
  * started at @start): returns whether the co-run budget went from 0 to more or back, so
  * the caller asks the scheduler for a pass (xs_signal_notify). */
@@ -446,7 +451,8 @@ void xs_objective_state(xs_xqueue *xq, xs_objective_view *out);
  * crossed 0, as above. */
 bool xs_objective_forget(xs_xqueue *xq);
 
-/* remote.c (see there): a leaf over core/board.h: other processes on the device. */
+/* remote.c (see there): other processes on the device, over core/board.h; it calls only
+ * the leaves (signal.c, settings.c). */
 /* Open and join the device's board as XSCHED_BOARD says (its name from @q's backend), and
  * leave it. Caller holds the device-list lock (device.c), not @d->lock; @d's threads are
  * starting (stopped). */

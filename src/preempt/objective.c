@@ -512,6 +512,7 @@ int64_t xs_objective_corun_of(const xs_xqueue *xq)
 
 void xs_objective_state(xs_xqueue *xq, xs_objective_view *out)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_device *d = xq->dev;
 	const xs_objective *o = &xq->objective;
 	xs_mutex_lock(&d->lock);

@@ -89,6 +89,7 @@ void xs_signal_batch_end(xs_device *d)
 
 void xs_signal_deactivate(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (!xq->active)
 		return;
 	xs_device *d = xq->dev;
@@ -100,6 +101,7 @@ void xs_signal_deactivate(xs_xqueue *xq)
 
 void xs_signal_activate(xs_xqueue *xq)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	if (xq->active)
 		return; /* the common case, each command of a busy queue: no device lock */
 	xs_device *d = xq->dev;
