@@ -131,7 +131,7 @@ void xs_dev_set_corun(int64_t corun_ns);
 /* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
 void xs_dev_shutdown(void);
 /* In a child after fork(): forget the parent's devices (their threads do not exist
- * here) and the budget's settings. */
+ * here), the settings (settings.c) and the calling thread's device (signal.c). */
 void xs_dev_forked(void);
 
 /* Accept @cmd (its XQueue already set by the caller) and enqueue it on the calling thread
