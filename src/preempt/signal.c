@@ -16,7 +16,8 @@
  *
  * A leaf: it calls no other file of the engine. Locks: each signal takes the device's lock
  * (dev->lock, under xq->lock where the caller holds one) around the device's lists and
- * condition variables, as the comments in engine_int.h say.
+ * condition variables, but the hand-on of budget, whose caller holds it already
+ * (engine_int.h says which lock each call needs).
  */
 #include "preempt/engine_int.h"
 
