@@ -223,6 +223,7 @@ bool xs_objective_unit_end(xs_xqueue *xq, int64_t now);
 void xs_objective_xunit_begin(xs_xqueue *xq, int64_t arrive, int64_t start);
 bool xs_objective_xunit_open(const xs_xqueue *xq);
 void xs_objective_xunit_close(xs_xqueue *xq, uint64_t end_seq);
+void xs_objective_xunit_drop(xs_xqueue *xq); /* the newest, open, is not measured */
 bool xs_objective_xunits_done(xs_xqueue *xq, uint64_t done, int64_t now);
 /* The slack an explicit unit of the protected @xq may give lower queues as its pacing slice
  * (pace.h), in ns: the level in force's eighths of (objective - 1) x its alone estimate; 0
