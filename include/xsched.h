@@ -276,12 +276,13 @@ typedef struct XQueueStats {
 	uint64_t est_command_ns;
 	/** The slowdown measured for an XQueue with a latency objective
 	 *  (XHintLatencyObjective()), per mille of its time alone (1200 = 1.2x): the p99 of its
-	 *  units' latency over their alone estimate, at the controller's last look (a window
-	 *  of 64 units, or a violation); 0 without an objective or before the first look. */
+	 *  units' latency over their alone estimate (the second largest of those since its
+	 *  last move), at the controller's last look (after 64 units, 50 ms of them, or a
+	 *  violation); 0 without an objective or before the first look. */
 	uint64_t slowdown_permille;
 	/** Its alone estimate, in ns: the moving average of its command units that ran with no
-	 *  lower-priority work committed (0 = none yet, or no objective ever set; a queue
-	 *  measured by scopes keeps a second estimate for them, not reported here). */
+	 *  lower-priority work committed (0 = none yet, or no objective ever set; that of its
+	 *  scope and explicit units is alone_unit_ns). */
 	uint64_t alone_command_ns;
 	/** The co-run budget in force on the XQueue's device, in ns: a latency objective's
 	 *  controller's while a queue of the device has one, else XHintCorunBudget()'s;
@@ -590,28 +591,32 @@ XSCHED_API XResult XQueueEndScope(XQueueHandle xq);
  * only its explicit units are measured (not its commands or scopes).
  *
  * *Pacing.* On a protected XQueue (it has an objective, it is of its device's top priority)
- * with nothing of its own in flight, the call may block: the unit waits up to its share of
- * the slack, a *slice* of level/8 x (objective - 1) x its latency alone (the level is the
- * objective controller's, 0 to 8 eighths), while lower-priority XQueues commit only
- * commands predicted to end within the slice (their device time at the same position of
- * their scope last time, else their longest lately). It returns when the slice ends, or
- * sooner when no lower work runs in it and none fits; then the unit runs with lower queues
- * held (as at a co-run budget of 0). Spent this way, per unit and not in bursts, the slack
- * gives lower queues (1 - 1/objective) of the protected queue's busy time without lower
- * kernels holding the SMs that the unit's own kernels wait for (doc/architecture.md,
- * "Pacing"). What a lower command held past its slice's end is measured at its completion
- * and taken from the next slices. Without an objective, a slice or lower work, the call
- * returns at once.
+ * with nothing of its own in flight, the call opens a *slice* of the unit's share of the
+ * slack: level/8 x (objective - 1) x its latency alone (the level is the objective
+ * controller's, 0 to 8 eighths). While it is open, lower-priority XQueues commit only
+ * commands predicted to end within it (their device time at the same position of their
+ * scope last time, else their longest lately); outside slices they commit nothing while the
+ * unit runs (as at a co-run budget of 0). By default the slice runs beside the unit and the
+ * call returns at once; with `XSCHED_PACE_WAIT=1` the unit waits it out first: the call
+ * blocks until the slice ends, or sooner when no lower work runs in it and none fits.
+ * Spent this way, per unit and not in bursts, the slack is bounded per unit (a lower
+ * command's predicted time fits the slice, so what it holds is over when the slice ends).
+ * What a lower command held past its slice's end is measured at its completion and taken
+ * from the next slices (doc/architecture.md, "Pacing"). Without an objective, a slice or
+ * lower work, the call only marks the unit.
  *
- * Units do not nest; a unit begun before the last one's completion was seen is not
- * measured. While a unit is open the XQueue counts as having work, as in a scope.
+ * Units do not nest on one XQueue; the next may begin before the last one's work
+ * completed (up to 8 in flight are measured, each from its own arrival). While a unit is
+ * open the XQueue counts as having work, as in a scope.
  *
  * @param xq [in] The XQueue.
- * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live or is being destroyed;
+ * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live or is being destroyed
+ *         (also where the destroy came while the call waited out a slice);
  *         kXSchedErrorNotAllowed (logged) if a unit is open on it already, or from a
  *         command of @p xq itself (a launch callback or host function).
- * Thread-safety: any thread but the library's; blocks for at most the slice (the GIL is
- * released in Python). Each XQueueBeginUnit() needs one XQueueEndUnit() (any thread).
+ * Thread-safety: any thread but the library's; with XSCHED_PACE_WAIT=1 it blocks for at
+ * most the slice (the GIL is released in Python). Each XQueueBeginUnit() needs one
+ * XQueueEndUnit() (any thread, a command of the XQueue's own included).
  */
 XSCHED_API XResult XQueueBeginUnit(XQueueHandle xq);
 
@@ -619,16 +624,17 @@ XSCHED_API XResult XQueueBeginUnit(XQueueHandle xq);
  * @brief End the unit begun by XQueueBeginUnit(): the unit ends when the device has
  * completed the work submitted or launched on the XQueue's stream before this call.
  *
- * On a measured unit it submits a boundary (an inline command without a launch:
- * XQueueLaunchInline() with no callback, a done mark on the stream, about a microsecond
- * on a GPU) and returns without waiting for the device; the unit's end is seen when the
- * boundary completes.
+ * On a measured unit it submits a boundary (a command without a launch: a done mark on
+ * the stream, about a microsecond on a GPU) and returns without waiting: the boundary goes
+ * behind the XQueue's window, a suspension or the budget as any command does (it returns
+ * while the XQueue is suspended), and the unit's end is seen when the boundary completes.
  *
  * @param xq [in] The XQueue.
  * @return kXSchedSuccess; kXSchedErrorNotFound if @p xq is not live or is being destroyed;
- *         kXSchedErrorNotAllowed (logged) if no unit is open; what XQueueLaunchInline()
- *         returns for the boundary otherwise (the unit is closed all the same).
- * Thread-safety: any thread but the library's.
+ *         kXSchedErrorNotAllowed (logged) if no unit is open; kXSchedErrorUnknown if out of
+ *         memory for the boundary (the unit is closed all the same, not measured).
+ * Thread-safety: any thread, a launch callback or host function of the XQueue's own
+ * included.
  */
 XSCHED_API XResult XQueueEndUnit(XQueueHandle xq);
 
@@ -1430,7 +1436,7 @@ XSCHED_API XResult XHintStrictPriority(int strict);
  * A controller sets what lower queues may do on the queue's device while it works, over
  * levels: 0 (lower queues commit nothing new while a top-priority queue has work: the
  * default); 1 to 8, *pacing*: each explicit unit gives lower queues a slice of level/8 of
- * its slack before it runs (XQueueBeginUnit()), and they commit nothing beside it; then,
+ * its slack at its start (XQueueBeginUnit()), and they commit nothing else meanwhile; then,
  * with whole slices, a co-run budget (what XHintCorunBudget() sets for the whole process)
  * in half octaves from 25 us to 51.2 ms (past the commitment budget); then *not limited*
  * (lower queues run as if no top-priority queue were busy and no commitment budget

@@ -1455,12 +1455,13 @@ class XQueue(_Handle):
                     tokens.cpu()                   # the host reads the token
 
         The objective (``objective=``) is then stated on the units: a time-per-token
-        objective. Entering may block (GIL released) for the unit's *pacing slice*, while
-        lower-priority XQueues run commands that fit in it (at most its share of the slack:
-        level/8 x (objective - 1) x its time alone); leaving submits a boundary whose
-        completion ends the unit, without waiting for the GPU. Do the unit's work on this
-        XQueue's stream (inside ``running()``, or a launch-callback command). Units do not
-        nest. doc/architecture.md ("Pacing") says how the slack is spent."""
+        objective. Entering opens the unit's *pacing slice*, in which lower-priority XQueues
+        run commands predicted to end within it (at most its share of the slack: level/8 x
+        (objective - 1) x its time alone), beside the unit (with ``XSCHED_PACE_WAIT=1``
+        entering blocks, GIL released, until the slice is over); leaving submits a boundary
+        whose completion ends the unit, without waiting for the GPU. Do the unit's work on
+        this XQueue's stream (inside ``running()``, or a launch-callback command). Units do
+        not nest. doc/architecture.md ("Pacing") says how the slack is spent."""
         return Unit(self)
 
     def capture(self, graph, **kwargs):

@@ -36,7 +36,8 @@ struct xs_hal_ops;
 
 enum xs_cmd_kind {
 	XS_CMD_HOST_FUNC,       /* HostFunction on the HwQueue's executor */
-	XS_CMD_CALLBACK,        /* LaunchCallback at launch time */
+	XS_CMD_CALLBACK,        /* LaunchCallback at launch time; none: a boundary, the done
+				 * mark alone (XQueueEndUnit) */
 	XS_CMD_KERNEL,          /* GPU: runtime launch of a __global__ function */
 	XS_CMD_MODULE_KERNEL,   /* GPU: launch of a module function (CUfunction/hipFunction_t) */
 	XS_CMD_RESOLVED_KERNEL, /* CUDA: a __global__ function, its CUfunction asked of the

@@ -151,7 +151,7 @@ static void xs__run(xs__host_q *h, struct xs__entry *e)
 		; /* a done mark alone */
 	else if (cmd->kind == XS_CMD_HOST_FUNC)
 		res = cmd->u.host.fn(cmd->u.host.data);
-	else if (cmd->kind == XS_CMD_CALLBACK)
+	else if (cmd->kind == XS_CMD_CALLBACK && cmd->u.callback.fn) /* null: a boundary */
 		res = cmd->u.callback.fn(h->base.obj.handle, cmd->u.callback.data);
 	else if (cmd->kind == XS_CMD_EVENT_RECORD)
 		xs__pass_record(cmd);

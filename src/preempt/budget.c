@@ -158,7 +158,10 @@ static bool xs__room(const xs_device *d, int64_t est, int64_t now)
 	XS_ASSERT_HELD(&d->lock);
 	const xs_budget *b = &d->budget;
 	int64_t cap = xs__cap(d);
-	if (xs__held(d) && xs_pace_fits(&d->pace, now, xs__remaining(b, now), est))
+	/* A pacing slice admits what ends within it, unless another process's top holds the
+	 * device with nothing allowed beside it (the board: its hold wins over our slice). */
+	if (xs__held(d) && xs_pace_fits(&d->pace, now, xs__remaining(b, now), est) &&
+	    !xs_remote_revokes(d))
 		return true;
 	if (cap < 0)
 		return false;
@@ -360,7 +363,10 @@ static int64_t xs__est(const xs_device *d, const xs_xqueue *xq)
 {
 	XS_ASSERT_HELD(&d->lock);
 	int64_t cap = xs__cap(d), budget = xs_settings_budget_ns();
-	int64_t est = xq->est_ns > 0 ? xq->est_ns : cap < budget ? cap : budget;
+	/* Unknown (no completion yet): the whole cap, or the commitment budget where the cap
+	 * is none (held at 0: a pacing slice must not take an unknown command for a free one,
+	 * which a charge of min(cap, budget) = -1, clamped to 1 ns, did). */
+	int64_t est = xq->est_ns > 0 ? xq->est_ns : cap > 0 && cap < budget ? cap : budget;
 	return est < 1 ? 1 : est;
 }
 
@@ -431,16 +437,20 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		return true;
 	}
 	int64_t est = xs__est(d, xq);
-	/* Where the device paces (pace.h), what the command is predicted to hold is what must
-	 * fit a slice, and what it is charged in one. */
-	bool paced = atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0;
+	/* Where the device paces (pace.h) and is held, what the command is predicted to hold
+	 * is what must fit a slice, and what it is charged in one (a waiter keeps it for the
+	 * next slice); the top idle, it is charged its mean as anywhere. */
+	bool held = xs__held(d);
+	bool paced = held && atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0;
 	if (paced && cmd->pred_ns > est)
 		est = cmd->pred_ns;
 	bool room = xs__room(d, est, now);
 	bool ok = room && xs__turn(b, xq, xs__space(d, now));
 	if (ok) {
-		if (xs__held(d) && xs_pace_open_at(&d->pace, now))
+		if (held && xs_pace_open_at(&d->pace, now)) {
 			cmd->slice_end_ns = d->pace.end_ns; /* its overrun is measured (done) */
+			xs_cond_broadcast(&d->pace_cv);     /* the slice is in use: not spent */
+		}
 		xs__add(b, cmd, est, now);
 		xs__tier_charge(b, xq, est);
 		int64_t floor = *xs__qfloor(b, xq->prio);

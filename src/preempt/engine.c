@@ -1652,8 +1652,10 @@ static XResult xs__unit_check(const xs_xqueue *xq, bool open, const char *fn)
 }
 
 /* XQueueBeginUnit: the unit arrives now; it has work from here on. A protected queue
- * with nothing of its own in flight opens its pacing slice (budget.c, pace.h) and waits
- * it out, no lock held; then the unit is released and measured from its arrival. */
+ * with nothing of its own in flight opens its pacing slice (budget.c, pace.h); with
+ * XSCHED_PACE_WAIT=1 it waits the slice out, no lock held, before the unit is released.
+ * The unit is measured from its arrival, unless another begin and end came meanwhile (the
+ * generation) or the queue is being destroyed. */
 static XResult xs__unit_begin(xs_xqueue *xq)
 {
 	xs_mutex_lock(&xq->lock);
@@ -1665,6 +1667,7 @@ static XResult xs__unit_begin(xs_xqueue *xq)
 	bool had = xs__has_work(xq);
 	xq->unit_open = true;
 	xq->units_explicit = true;
+	uint32_t gen = ++xq->unit_gen;
 	xs_engine_reap(xq, false, false); /* the last unit's end, if the device passed it */
 	int64_t arrive = xs_now_ns();
 	xs__work_changed(xq, had);
@@ -1675,43 +1678,47 @@ static XResult xs__unit_begin(xs_xqueue *xq)
 	if (end && xs_config_get()->pace_wait)
 		xs_budget_slice_wait(xq->dev, end); /* serial: the slice before the unit */
 	xs_mutex_lock(&xq->lock);
-	if (xq->unit_open)
+	if (xq->closing)
+		res = xs__unit_check(xq, false, "XQueueBeginUnit"); /* destroyed meanwhile */
+	else if (xq->unit_open && xq->unit_gen == gen)
 		xs_objective_xunit_begin(xq, arrive, xs_now_ns());
 	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 1, end ? xs_now_ns() - arrive : 0);
 	xs_mutex_unlock(&xq->lock);
-	return kXSchedSuccess;
+	return res;
 }
 
-/* XQueueEndUnit: a measured unit ends with a boundary (an inline command without a
- * launch: its done mark follows the unit's work on the HwQueue), submitted on this thread
- * while the unit still counts as work, so that the queue does not look idle in between. */
+/* XQueueEndUnit: a measured unit ends with a boundary (a launch callback without a
+ * launch: its done mark follows the unit's work on the HwQueue), submitted while the unit
+ * still counts as work, so that the queue does not look idle in between. The call does
+ * not wait for it: the boundary goes behind the queue's window, a suspension or the
+ * budget as any command does, and the unit ends when it completes. */
 static XResult xs__unit_end(xs_xqueue *xq)
 {
 	xs_mutex_lock(&xq->lock);
 	XResult res = xs__unit_check(xq, true, "XQueueEndUnit");
-	bool measured = res == kXSchedSuccess && xs_objective_xunit_open(xq);
-	xs_mutex_unlock(&xq->lock);
-	if (res != kXSchedSuccess)
+	if (res != kXSchedSuccess) {
+		xs_mutex_unlock(&xq->lock);
 		return res;
-	xs_cmd *mark = measured ? xs_cmd_new(XS_CMD_INLINE, 0) : NULL;
-	if (mark) {
-		mark->owner = pthread_self();
-		xs_obj_ref(&mark->obj); /* ours, to read its number */
-		res = xs_engine_launch_inline(xq, mark);
 	}
-	xs_mutex_lock(&xq->lock);
 	bool had = xs__has_work(xq);
-	xq->unit_open = false;
-	if (mark && res == kXSchedSuccess) {
+	bool measured = xs_objective_xunit_open(xq), sent = false;
+	xs_cmd *mark = measured ? xs_cmd_new(XS_CMD_CALLBACK, 0) : NULL; /* fn NULL: a boundary */
+	if (mark && (res = xs__accept(xq, mark)) == kXSchedSuccess) {    /* takes our reference */
 		xs_objective_xunit_close(xq, mark->seq);
-		if (xs_objective_xunits_done(xq, xq->completed, xs_now_ns()))
-			xs_signal_notify(xq); /* it completed already */
+		sent = true;
+	} else if (mark) {
+		xs_obj_unref(&mark->obj);
+	} else if (measured) {
+		res = kXSchedErrorUnknown; /* out of memory */
 	}
+	if (measured && !sent)
+		xs_objective_xunit_drop(xq); /* no boundary: never measured */
+	xq->unit_open = false;
 	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 0, 0);
 	xs__work_changed(xq, had);
+	if (sent)
+		xs_engine_progress(xq, true); /* enqueued here when it may go */
 	xs_mutex_unlock(&xq->lock);
-	if (mark)
-		xs_obj_unref(&mark->obj);
 	return res;
 }
 

@@ -150,11 +150,13 @@ XResult xs_engine_launch_inline(xs_xqueue *xq, xs_cmd *cmd);
  * when closing a scope that is not open. */
 XResult xs_engine_scope(xs_xqueue *xq, bool open);
 /* Begin (@begin) or end an explicit unit of @xq's latency objective (XQueueBeginUnit):
- * begin waits out the unit's pacing slice, if one is opened, and counts @xq as having work
- * until the unit's end; end submits a boundary (an inline command without a launch) whose
- * completion ends the unit. kXSchedErrorNotFound while closing; kXSchedErrorNotAllowed for
- * a second begin, an end without a begin, or a begin from a command of @xq itself. Any
- * thread but the device's own. */
+ * begin opens the unit's pacing slice, if one is due (and waits it out with
+ * XSCHED_PACE_WAIT=1), and counts @xq as having work until the unit's end; end submits a
+ * boundary (a launch callback without a launch) whose completion ends the unit, without
+ * waiting for it. kXSchedErrorNotFound while closing; kXSchedErrorNotAllowed for a second
+ * begin, an end without a begin, or a begin from a command of @xq itself; kXSchedErrorUnknown
+ * when out of memory for the boundary (the unit is closed, not measured). Any thread but
+ * the device's own. */
 XResult xs_engine_unit(xs_xqueue *xq, bool begin);
 /* Enqueue on the HwQueue's native queue, at its current end and outside the numbering, a
  * wait for the XQueue's run gate (open while it runs, closed while suspended). For stream

@@ -123,6 +123,7 @@ struct xs_xqueue {
 	int32_t scope_pos;   /* the position the next command submitted in a scope takes */
 	bool unit_open;      /* an explicit unit is open (XQueueBeginUnit): it has work */
 	bool units_explicit; /* it called XQueueBeginUnit: its objective measures those only */
+	uint32_t unit_gen;   /* explicit units begun (a begin that waited knows if it is current) */
 	/* Pacing's prediction of its commands' device time (pace.h), under the lock: */
 	uint32_t *pos_us;       /* per position in a scope, us (XS_PACE_POS; NULL until needed) */
 	int64_t long_ns;        /* the decayed longest command */
@@ -434,6 +435,7 @@ bool xs_objective_unit_end(xs_xqueue *xq, int64_t now);
 void xs_objective_xunit_begin(xs_xqueue *xq, int64_t arrive, int64_t start);
 bool xs_objective_xunit_open(const xs_xqueue *xq);
 void xs_objective_xunit_close(xs_xqueue *xq, uint64_t end_seq);
+void xs_objective_xunit_drop(xs_xqueue *xq); /* the newest, open, is not measured */
 bool xs_objective_xunits_done(xs_xqueue *xq, uint64_t done, int64_t now);
 /* The slack an explicit unit of the protected @xq may give lower queues as its pacing slice
  * (pace.h), in ns: the level in force's eighths of (objective - 1) x its alone estimate; 0

@@ -263,6 +263,8 @@ static void xs__step(xs_objective *o, int in_force, bool violated, bool paces)
 	if (next >= o->fail_level)
 		next = o->wait ? o->fail_level - 1 : o->fail_level;
 	o->level = next > cur ? next : cur;
+	if (!paces && o->level <= XS__PACE)
+		o->level = 0; /* held below a failed co-run level: not at a pacing one */
 }
 
 /* At a look: the longest lower command charged in the window (the device's, taken and
@@ -336,7 +338,7 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, int64_t exec_ns, bo
 	if (violated || o->level != was) {
 		o->n = 0;
 		o->over = 0;
-		o->over_bits[0] = o->over_bits[1] = 0;
+		memset(o->over_bits, 0, sizeof(o->over_bits));
 	}
 	o->win_ns = 0;
 	o->win_n = 0;
@@ -411,6 +413,13 @@ void xs_objective_xunit_close(xs_xqueue *xq, uint64_t end_seq)
 	xs_objective *o = &xq->objective;
 	if (xs_objective_xunit_open(xq))
 		o->units[(o->unit_head + o->unit_count - 1) % XS_OBJ_UNITS].end_seq = end_seq;
+}
+
+void xs_objective_xunit_drop(xs_xqueue *xq)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	if (xs_objective_xunit_open(xq))
+		xq->objective.unit_count--;
 }
 
 /* The explicit unit @u ended at @now: measured from its arrival; alone if no lower work was

@@ -5,13 +5,13 @@
  *
  * The model (doc/architecture.md, "Pacing"). A protected XQueue's unit (XQueueBeginUnit ..
  * XQueueEndUnit: a decode step, a denoising step, a request) may take G times its latency
- * alone, L. Spent evenly, that slack is (G - 1) L per unit: the unit waits that long at its
- * start while lower queues run a *slice*, then runs alone. The lower queues then get
- * (G - 1) / G = 1 - 1/G of the protected queue's busy time, on top of its idle time, and no
- * unit is delayed beyond G L by the pacer: a lower command is committed in a slice only if
- * its predicted device time ends within the slice (xs_pace_fits), so what a committed
- * command holds (a lower kernel holds its SMs until its blocks end) is over when the unit
- * starts. Spent in bursts (a co-run budget: lower work committed beside the unit all
+ * alone, L. Spent evenly, that slack is (G - 1) L per unit: at the unit's start lower queues
+ * get a *slice* of it, beside the unit (the default) or before it (XSCHED_PACE_WAIT=1: the
+ * unit waits it out, then runs alone). A lower command is committed in a slice only if its
+ * predicted device time ends within the slice (xs_pace_fits), so what a committed command
+ * holds (a lower kernel holds its SMs until its blocks end) is over when the slice ends, and
+ * no unit is delayed beyond G L by the pacer even where the lower work takes the whole GPU.
+ * Spent in bursts (a co-run budget: lower work committed beside the unit all
  * along), the same slack breaks the tail: each kernel of a chain of short dependent kernels
  * waits for the lower blocks that took the SMs freed by its predecessor (H100, 2026-11-28:
  * a co-run budget of 200 us gave a decode step's p99 2.07x alone, its median 1.09x).

@@ -283,6 +283,22 @@ def test_graph_with_gate_checks_stops_while_suspended():
         assert int(x.item()) == 200
 
 
+def test_capture_at_the_library_priority():
+    # XQueue.capture(): the graph is captured once the library set the stream's hardware
+    # priority (the top queue: the greatest), and replays on the stream.
+    s = torch.cuda.Stream()
+    x = torch.ones(1024, device="cuda")
+    with xsched.XQueue(s, level="max", priority=2) as xq:
+        g = torch.cuda.CUDAGraph()
+        with xq.capture(g):
+            y = x * 2
+        assert xq.stats().hw_priority == 2, xq.stats()
+        with torch.cuda.stream(s):
+            g.replay()
+        s.synchronize()
+        assert float(y.sum()) == 2048.0
+
+
 def _main():
     if SKIP:
         print("skipped: " + SKIP)
