@@ -34,7 +34,7 @@ static inline xs_xqueue *xs_api_xqueue_borrow(XQueueHandle h, const char *fn)
 
 static inline void xs_api_xqueue_return(xs_xqueue *x)
 {
-	xs_handle_return(&x->obj);
+	xs_handle_return(xs_xqueue_obj(x));
 }
 
 /* lib.c: the library's process-wide set-up (the fork handler), once, from every call that

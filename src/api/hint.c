@@ -3,6 +3,7 @@
  * pass; XHintPriority runs that pass itself, so that the priority is in force when it
  * returns (a command submitted next is held as it says). */
 #include "api/api.h"
+#include "core/thread.h"
 #include "core/trace.h"
 #include "sched/sched.h"
 
@@ -37,8 +38,9 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 	xs_sched_set_hints(x, &h, true); /* in force when the call returns */
 	xs_mutex_unlock(&xs__hint_lock);
 	XS_TRACE(XS_TR_PRIORITY, xq, 0, prio);
-	XS_TRACE(XS_TR_QUEUE, xq, (uint64_t)(uintptr_t)x->hwq->native, prio); /* renames it */
-	xs_obj_unref(&x->obj);
+	XS_TRACE(XS_TR_QUEUE, xq, (uint64_t)(uintptr_t)xs_engine_hwq(x)->native,
+		 prio); /* renames it */
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -57,7 +59,7 @@ XResult XHintUtilization(XQueueHandle xq, Utilization util)
 	h.has_util = true;
 	xs_sched_set_hints(x, &h, false);
 	xs_mutex_unlock(&xs__hint_lock);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -90,7 +92,7 @@ XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority 
 	h.crit_prio = crit_prio;
 	xs_sched_set_hints(x, &h, false);
 	xs_mutex_unlock(&xs__hint_lock);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -109,7 +111,7 @@ XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 	h.deadline_us = h.has_deadline ? ddl_us : 0;
 	xs_sched_set_hints(x, &h, false);
 	xs_mutex_unlock(&xs__hint_lock);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -131,6 +133,6 @@ XResult XHintLatencyObjective(XQueueHandle xq, double max_slowdown)
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_engine_set_objective(x, (int64_t)(max_slowdown * 1000.0 + 0.5));
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }

@@ -113,7 +113,7 @@ XResult XQueueGet(XQueueHandle *xq, HwQueueHandle hwq)
 	xs_obj_unref(obj);
 	XS_CHECK(x, kXSchedErrorNotFound, "api", "XQueueGet: HwQueue 0x%llx has no XQueue",
 		 (unsigned long long)hwq);
-	*xq = x->obj.handle;
-	xs_obj_unref(&x->obj);
+	*xq = xs_xqueue_obj(x)->handle;
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }

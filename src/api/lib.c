@@ -31,6 +31,7 @@ static void xs__atfork_child(void)
 	xs_config_forked();
 	xs_board_forked();
 	xs_host_forked();
+	xs_dev_forked();
 	xs_engine_forked();
 	xs_sched_forked();
 	xs_api_hints_forked();
@@ -72,7 +73,7 @@ XResult XHintCommitBudget(int64_t budget_us)
 	XS_CHECK(budget_us >= 0 && budget_us <= TIMESLICE_MAX, kXSchedErrorInvalidValue, "api",
 		 "XHintCommitBudget: %lld us is outside [0, %d] us", (long long)budget_us,
 		 TIMESLICE_MAX);
-	xs_engine_set_budget(budget_us * 1000);
+	xs_dev_set_budget(budget_us * 1000);
 	return kXSchedSuccess;
 }
 
@@ -81,7 +82,7 @@ XResult XHintCorunBudget(int64_t budget_us)
 	XS_CHECK(budget_us >= 0 && budget_us <= TIMESLICE_MAX, kXSchedErrorInvalidValue, "api",
 		 "XHintCorunBudget: %lld us is outside [0, %d] us", (long long)budget_us,
 		 TIMESLICE_MAX);
-	xs_engine_set_corun(budget_us * 1000);
+	xs_dev_set_corun(budget_us * 1000);
 	return kXSchedSuccess;
 }
 
@@ -96,7 +97,7 @@ XResult XHintStrictPriority(int strict)
 XResult XSchedShutdown(void)
 {
 	xs_sched_shutdown();
-	xs_engine_shutdown();
+	xs_dev_shutdown();
 	xs_trace_stop(); /* writes a running trace; kXSchedErrorNotFound when none runs */
 	xs_config_reset();
 	return kXSchedSuccess;

@@ -9,6 +9,32 @@ static bool xs__valid_level(int64_t level)
 	return level >= kPreemptLevelBlock && level < kPreemptLevelMax;
 }
 
+/* The engine's XQueue on @q at @level, attached to its device (preempt/device.c, whose
+ * threads drive the engine: they start with the device's first XQueue). */
+static XResult xs__build(xs_hwq *q, int level, xs_xqueue **out)
+{
+	XResult res = xs_engine_create(q, level, out);
+	if (res == kXSchedSuccess && (res = xs_dev_attach(*out)) != kXSchedSuccess)
+		xs_obj_unref(xs_xqueue_obj(*out));
+	return res;
+}
+
+/* The reverse of xs__build: drain @x (every submitted command runs), then detach it; the
+ * caller drops its reference. */
+static void xs__teardown(xs_xqueue *x)
+{
+	xs_engine_destroy(x);
+	xs_dev_detach(x);
+}
+
+/* @x's state now: its counters and settings, read at once under its lock. */
+static xs_xqueue_snap xs__now(xs_xqueue *x)
+{
+	xs_xqueue_snap s;
+	xs_engine_snapshot(x, &s);
+	return s;
+}
+
 /* Build, register with the scheduler, bind, publish: the handle is the last step, so no
  * other thread can reach a half-built XQueue. */
 XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t flags)
@@ -33,8 +59,8 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 		    q->ops->name, q->max_level, (long long)level);
 		res = kXSchedErrorNotSupported;
 	}
-	if (res == kXSchedSuccess)
-		res = xs_engine_create(q, (int)level, &x);
+	if (res == kXSchedSuccess && (res = xs__build(q, (int)level, &x)) != kXSchedSuccess)
+		x = NULL;
 	if (res == kXSchedSuccess) {
 		res = xs_hwq_bind(q, x);
 		if (res != kXSchedSuccess)
@@ -44,22 +70,23 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 		else if ((res = xs_sched_add(x)) != kXSchedSuccess)
 			xs_hwq_unbind(q);
 	}
-	if (res == kXSchedSuccess && (res = xs_handle_register(&x->obj, 0)) != kXSchedSuccess) {
+	if (res == kXSchedSuccess &&
+	    (res = xs_handle_register(xs_xqueue_obj(x), 0)) != kXSchedSuccess) {
 		xs_sched_remove(x);
 		xs_hwq_unbind(q);
 	}
 	if (res != kXSchedSuccess) {
 		if (x) {
-			xs_engine_destroy(x);
-			xs_obj_unref(&x->obj);
+			xs__teardown(x);
+			xs_obj_unref(xs_xqueue_obj(x));
 		}
 		xs_obj_unref(qobj);
 		return res;
 	}
 	xs_hwq_publish_xqueue(x);
-	*xq = x->obj.handle;
+	*xq = xs_xqueue_obj(x)->handle;
 	XS_TRACE(XS_TR_QUEUE, *xq, (uint64_t)(uintptr_t)q->native, PRIORITY_DEFAULT);
-	xs_obj_unref(&x->obj); /* the table holds it */
+	xs_obj_unref(xs_xqueue_obj(x)); /* the table holds it */
 	XS_DEBUG("api", "XQueue 0x%llx created on %s HwQueue 0x%llx at level %lld",
 		 (unsigned long long)*xq, q->ops->name, (unsigned long long)hwq, (long long)level);
 	xs_obj_unref(qobj);
@@ -74,7 +101,7 @@ XResult XQueueDestroy(XQueueHandle xq)
 	if (!x)
 		return kXSchedErrorNotFound;
 	bool own = xs_engine_in_callback(x);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	XS_CHECK(!own, kXSchedErrorNotAllowed, "api",
 		 "XQueueDestroy: XQueue 0x%llx from its own launch callback would never return",
 		 (unsigned long long)xq);
@@ -82,11 +109,11 @@ XResult XQueueDestroy(XQueueHandle xq)
 	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueDestroy: 0x%llx %s",
 		 (unsigned long long)xq, xs_handle_describe(xq, XS_KIND_XQUEUE));
 	x = xs_xqueue_of(obj);
-	xs_engine_destroy(x);
+	xs__teardown(x);
 	xs_sched_remove(x);
-	xs_hwq_unbind(x->hwq);
+	xs_hwq_unbind(xs_engine_hwq(x));
 	XS_DEBUG("api", "XQueue 0x%llx destroyed after %llu commands", (unsigned long long)xq,
-		 (unsigned long long)x->completed);
+		 (unsigned long long)xs__now(x).completed);
 	xs_obj_unref(obj);
 	return kXSchedSuccess;
 }
@@ -97,19 +124,20 @@ XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level)
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
+	const xs_hwq *q = xs_engine_hwq(x);
 	if (!xs__valid_level(level)) {
 		XS_FAIL("api", "XQueueSetPreemptLevel: %lld is not a preemption level (1..3)",
 			(long long)level);
 		res = kXSchedErrorInvalidValue;
-	} else if (level > x->hwq->max_level) {
+	} else if (level > q->max_level) {
 		XS_FAIL("api",
 			"XQueueSetPreemptLevel: the %s HwQueue supports levels up to %d, not %lld",
-			x->hwq->ops->name, x->hwq->max_level, (long long)level);
+			q->ops->name, q->max_level, (long long)level);
 		res = kXSchedErrorNotSupported;
 	} else {
 		xs_engine_set_level(x, (int)level);
 	}
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -119,10 +147,8 @@ XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetPreemptLevel");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	*level = x->level;
-	xs_mutex_unlock(&x->lock);
-	xs_obj_unref(&x->obj);
+	*level = xs__now(x).level;
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -132,7 +158,7 @@ XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int64_t batch_
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = xs_engine_set_launch_config(x, threshold, batch_size);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -141,13 +167,12 @@ XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batc
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetLaunchConfig");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
+	xs_xqueue_snap s = xs__now(x);
 	if (threshold)
-		*threshold = x->threshold;
+		*threshold = s.threshold;
 	if (batch_size)
-		*batch_size = x->batch_size;
-	xs_mutex_unlock(&x->lock);
-	xs_obj_unref(&x->obj);
+		*batch_size = s.batch_size;
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -185,7 +210,7 @@ XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
 		res = xs_engine_wait(x, xs_cmd_of(cobj));
 	}
 	xs_obj_unref(cobj);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -195,7 +220,7 @@ XResult XQueueWaitAll(XQueueHandle xq)
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = xs_engine_wait_all(x);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -212,7 +237,7 @@ XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data)
 		cmd->owner = pthread_self();
 		res = xs_engine_launch_inline(x, cmd); /* takes the creation's reference */
 	}
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -222,7 +247,7 @@ static XResult xs__scope(XQueueHandle xq, bool open, const char *fn)
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = xs_engine_scope(x, open);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -242,7 +267,7 @@ static XResult xs__unit(XQueueHandle xq, bool begin, const char *fn)
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = xs_engine_unit(x, begin);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -262,7 +287,7 @@ XResult XQueueEnqueueGateCheck(XQueueHandle xq)
 	if (!x)
 		return kXSchedErrorNotFound;
 	XResult res = xs_engine_gate_check(x);
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -272,10 +297,9 @@ XResult XQueueQuery(XQueueHandle xq, XQueueState *state)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueQuery");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	*state = x->completed == x->submitted ? kQueueStateIdle : kQueueStateReady;
-	xs_mutex_unlock(&x->lock);
-	xs_obj_unref(&x->obj);
+	xs_xqueue_snap s = xs__now(x);
+	*state = s.completed == s.submitted ? kQueueStateIdle : kQueueStateReady;
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -286,9 +310,7 @@ XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 		return kXSchedErrorNotFound;
 	XResult res = kXSchedSuccess;
 	bool sync = flags & kQueueSuspendFlagSyncHwQueue;
-	xs_mutex_lock(&x->lock);
-	int level = x->level;
-	xs_mutex_unlock(&x->lock);
+	int level = xs__now(x).level;
 	if (flags & ~(int64_t)kQueueSuspendFlagSyncHwQueue) {
 		XS_FAIL("api", "XQueueSuspend: flags 0x%llx are not supported",
 			(unsigned long long)flags);
@@ -307,7 +329,7 @@ XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 	} else {
 		res = xs_engine_app_suspend(x, true, sync);
 	}
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -326,7 +348,7 @@ XResult XQueueResume(XQueueHandle xq, int64_t flags)
 	} else {
 		xs_engine_app_suspend(x, false, false);
 	}
-	xs_obj_unref(&x->obj);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return res;
 }
 
@@ -336,8 +358,8 @@ XResult XQueueGetBoard(XQueueHandle xq, XBoardInfo *info)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetBoard");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_engine_board_info(x, info);
-	xs_obj_unref(&x->obj);
+	xs_remote_board_info(x, info);
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -347,38 +369,31 @@ XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueGetStats");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	/* A command inside its enqueue call counts as launched: the device may run it. */
-	uint64_t launched = x->issuing > x->enqueued ? x->issuing : x->enqueued;
-	stats->submitted = x->submitted;
-	stats->launched = launched;
-	stats->completed = x->completed;
-	stats->failed = x->failed;
-	stats->pending = x->submitted - launched;
-	stats->in_flight = launched - x->completed;
-	stats->suspensions = x->suspensions;
-	int64_t ns = x->suspended_ns;
-	if (!x->running)
-		ns += xs_now_ns() - x->suspended_since_ns;
-	stats->suspended_ns = (uint64_t)ns;
-	stats->committed = x->committed;
-	stats->est_command_ns = (uint64_t)x->est_ns;
-	xs_objective_view o;
-	xs_engine_objective_state(x, &o);
-	stats->slowdown_permille = (uint64_t)o.slow_pm;
-	stats->alone_command_ns = (uint64_t)o.alone_ns;
-	stats->lower_longest_ns = (uint64_t)o.lower_longest_ns;
-	stats->alone_unit_ns = (uint64_t)o.alone_unit_ns;
-	stats->objective_looks = o.looks;
-	stats->pace_eighths = (uint64_t)o.pace;
-	stats->slices = o.slices;
-	stats->slice_ns = (uint64_t)o.slice_ns;
-	stats->slice_over_ns = (uint64_t)o.slice_over_ns;
-	stats->hw_priority = (uint64_t)atomic_load_explicit(&x->hw_set, memory_order_acquire);
-	int64_t corun = xs_engine_corun_of(x);
-	stats->corun_budget_ns = corun == INT64_MAX ? UINT64_MAX : (uint64_t)corun;
-	xs_mutex_unlock(&x->lock);
-	xs_obj_unref(&x->obj);
+	xs_xqueue_stats s;
+	xs_engine_stats(x, &s);
+	stats->submitted = s.now.submitted;
+	stats->launched = s.now.launched;
+	stats->completed = s.now.completed;
+	stats->failed = s.now.failed;
+	stats->pending = s.now.submitted - s.now.launched;
+	stats->in_flight = s.now.launched - s.now.completed;
+	stats->suspensions = s.suspensions;
+	stats->suspended_ns = (uint64_t)s.suspended_ns;
+	stats->committed = s.now.committed;
+	stats->est_command_ns = (uint64_t)s.est_ns;
+	const xs_objective_view *o = &s.objective;
+	stats->slowdown_permille = (uint64_t)o->slow_pm;
+	stats->alone_command_ns = (uint64_t)o->alone_ns;
+	stats->lower_longest_ns = (uint64_t)o->lower_longest_ns;
+	stats->alone_unit_ns = (uint64_t)o->alone_unit_ns;
+	stats->objective_looks = o->looks;
+	stats->pace_eighths = (uint64_t)o->pace;
+	stats->slices = o->slices;
+	stats->slice_ns = (uint64_t)o->slice_ns;
+	stats->slice_over_ns = (uint64_t)o->slice_over_ns;
+	stats->hw_priority = (uint64_t)s.hw_priority;
+	stats->corun_budget_ns = s.corun_ns == INT64_MAX ? UINT64_MAX : (uint64_t)s.corun_ns;
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }
 
@@ -389,9 +404,7 @@ XResult XQueueProfileHwCommandCount(XQueueHandle xq, int64_t *count)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueProfileHwCommandCount");
 	if (!x)
 		return kXSchedErrorNotFound;
-	xs_mutex_lock(&x->lock);
-	*count = (int64_t)x->submitted;
-	xs_mutex_unlock(&x->lock);
-	xs_obj_unref(&x->obj);
+	*count = (int64_t)xs__now(x).submitted;
+	xs_obj_unref(xs_xqueue_obj(x));
 	return kXSchedSuccess;
 }

@@ -106,7 +106,7 @@ static struct xs__cuda {
 				  void **, void **);
 	CUresult (*module_get_loading_mode)(CUmoduleLoadingMode *);
 	CUresult (*ctx_get_id)(CUcontext, unsigned long long *); /* NULL: none (optional) */
-	CUresult (*device_get_uuid)(CUuuid *, CUdevice);/* NULL: none (optional) */
+	CUresult (*device_get_uuid)(CUuuid *, CUdevice);         /* NULL: none (optional) */
 	/* Entry points end here (xs__cu_load clears them up to status). */
 	CUresult status; /* CUDA_SUCCESS: the driver is usable */
 	char why[256];   /* why the driver is unusable, when it is */

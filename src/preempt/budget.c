@@ -69,97 +69,16 @@
  * are called with xq->lock held (xq->lock -> dev->lock). The process-wide budgets are
  * atomics read on the hot path.
  *
- * A leaf: this file calls no other file of the engine. It answers (the queue to grant
- * next, whether a setting needs waiters served, whether a grant found the budget full) and
- * device.c and engine.c act (the grant itself, the progress thread's wake-ups).
+ * A leaf of the state machine: this file calls only the leaves below it, pacing (pace.c),
+ * other processes (remote.c), the settings (settings.c) and the signals (signal.c: the
+ * progress thread hands budget on). It answers (the queue to grant next, whether a grant
+ * found the budget full) and device.c and engine.c act (the grant itself).
  */
 #include <stdlib.h>
 
-#include "core/config.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "preempt/engine_int.h"
-
-/* The process-wide settings, one struct, made anew in a fork child (xs_budget_forked);
- * relaxed atomics read on the hot path. */
-static struct xs__settings {
-	_Atomic int64_t budget_ns, corun_ns; /* -1 = from the configuration at first use */
-	atomic_bool hold;                    /* xs_engine_set_hold */
-	atomic_int strict;                   /* xs_engine_set_strict; -1 = configuration */
-} xs__set = {-1, -1, false, -1};
-
-static int64_t xs__setting(_Atomic int64_t *v, bool corun)
-{
-	int64_t ns = atomic_load_explicit(v, memory_order_relaxed);
-	if (ns < 0) {
-		const xs_config *c = xs_config_get();
-		ns = corun ? c->corun_ns : c->budget_ns;
-		atomic_store_explicit(v, ns, memory_order_relaxed);
-	}
-	return ns;
-}
-
-static int64_t xs__budget(void)
-{
-	return xs__setting(&xs__set.budget_ns, false);
-}
-
-int64_t xs_engine_corun_ns(void)
-{
-	return xs__setting(&xs__set.corun_ns, true);
-}
-
-bool xs_budget_set(enum xs_budget_setting which, int64_t value)
-{
-	switch (which) {
-	case XS_BUDGET_COMMIT:
-		atomic_store_explicit(&xs__set.budget_ns, value, memory_order_relaxed);
-		return true; /* waiters may fit now */
-	case XS_BUDGET_CORUN:
-		atomic_store_explicit(&xs__set.corun_ns, value, memory_order_relaxed);
-		return true;
-	case XS_BUDGET_STRICT:
-		atomic_store_explicit(&xs__set.strict, (int)value, memory_order_relaxed);
-		return true; /* another waiter may come first now */
-	case XS_BUDGET_HOLD:
-		/* Queues held back may commit now that the hold is off. */
-		return atomic_exchange_explicit(&xs__set.hold, value != 0, memory_order_relaxed) &&
-		       !value;
-	}
-	return false;
-}
-
-bool xs_engine_strict(void)
-{
-	int strict = atomic_load_explicit(&xs__set.strict, memory_order_relaxed);
-	if (strict < 0) {
-		strict = xs_config_get()->strict_priority;
-		atomic_store_explicit(&xs__set.strict, strict, memory_order_relaxed);
-	}
-	return strict;
-}
-
-void xs_budget_reset(void)
-{
-	atomic_store_explicit(&xs__set.strict, -1, memory_order_relaxed);
-	atomic_store_explicit(&xs__set.budget_ns, -1, memory_order_relaxed);
-	atomic_store_explicit(&xs__set.corun_ns, -1, memory_order_relaxed);
-}
-
-void xs_budget_forked(void)
-{
-	xs__set = (struct xs__settings){-1, -1, false, -1}; /* one thread here: no race */
-}
-
-/* Ask the progress thread to hand budget on. Caller holds d->lock. */
-static void xs__want_grant(xs_device *d)
-{
-	XS_ASSERT_HELD(&d->lock);
-	if (!xs_list_empty(&d->budget.waiters) && !d->budget.grant) {
-		d->budget.grant = true;
-		xs_cond_signal(&d->progress_cv);
-	}
-}
 
 /* Whether the top-priority queues of @d have work and hold the others to the co-run
  * budget: this process's, or another process's on the device's board (remote.c). Caller
@@ -167,8 +86,7 @@ static void xs__want_grant(xs_device *d)
 static bool xs__held(const xs_device *d)
 {
 	XS_ASSERT_HELD(&d->lock);
-	return (d->top_busy || xs_remote_held(d)) &&
-	       atomic_load_explicit(&xs__set.hold, memory_order_relaxed);
+	return (d->top_busy || xs_remote_held(d)) && xs_settings_hold();
 }
 
 /* The cap in force on @d with this process's settings, in ns, given the commitment
@@ -187,7 +105,7 @@ static int64_t xs__cap_own(const xs_device *d, int64_t budget)
 	}
 	if (!xs__held(d))
 		return budget;
-	int64_t corun = xs_engine_corun_ns();
+	int64_t corun = xs_settings_corun_ns();
 	return corun <= 0 ? -1 : corun < budget ? corun : budget;
 }
 
@@ -198,7 +116,7 @@ static int64_t xs__cap_own(const xs_device *d, int64_t budget)
 static int64_t xs__cap(const xs_device *d)
 {
 	XS_ASSERT_HELD(&d->lock);
-	int64_t budget = xs_remote_share(d, xs__budget());
+	int64_t budget = xs_remote_share(d, xs_settings_budget_ns());
 	if (!xs_remote_held(d))
 		return xs__cap_own(d, budget);
 	int64_t remote = xs_remote_corun(d);
@@ -369,7 +287,7 @@ static int xs__cmp_tier(const xs_budget *b, int64_t p, int64_t q, bool strict)
  * earliest to wait, among those whose command fits @space. Caller holds d->lock. */
 static xs_xqueue *xs__best(const xs_budget *b, int64_t space)
 {
-	bool strict = xs_engine_strict();
+	bool strict = xs_settings_strict();
 	xs_xqueue *best = NULL;
 	xs_list_for_each(l, &b->waiters)
 	{
@@ -389,7 +307,7 @@ static bool xs__turn(xs_budget *b, const xs_xqueue *xq, int64_t space)
 {
 	if (b->granting)
 		return b->granting == xq;
-	bool strict = xs_engine_strict();
+	bool strict = xs_settings_strict();
 	if (!strict)
 		xs__tier_get(b, xq->prio, xq); /* at the floor if its tier is new or idle */
 	int64_t floor = *xs__qfloor(b, xq->prio);
@@ -444,7 +362,7 @@ static void xs__tier_charge(xs_budget *b, const xs_xqueue *xq, int64_t est)
 static int64_t xs__est(const xs_device *d, const xs_xqueue *xq)
 {
 	XS_ASSERT_HELD(&d->lock);
-	int64_t cap = xs__cap(d), budget = xs__budget();
+	int64_t cap = xs__cap(d), budget = xs_settings_budget_ns();
 	/* Unknown (no completion yet): the whole cap, or the commitment budget where the cap
 	 * is none (held at 0: a pacing slice must not take an unknown command for a free one,
 	 * which a charge of min(cap, budget) = -1, clamped to 1 ns, did). */
@@ -467,6 +385,27 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 		b->max_cmds = b->charged_cmds;
 	cmd->charge_ns = est;
 	cmd->ready_ns = now + xs__remaining(b, now) - est; /* before it: the rest */
+}
+
+/* @xq's command of @est ns was not charged (@room: the budget had room, but not @xq's
+ * turn): @xq waits, at its place in the order. Caller holds d->lock. */
+static void xs__wait(xs_device *d, xs_xqueue *xq, int64_t est, bool room)
+{
+	XS_ASSERT_HELD(&d->lock);
+	xs_budget *b = &d->budget;
+	xq->wait_est_ns = est;
+	if (!xs_linked(&xq->wait_link)) {
+		int64_t floor = *xs__qfloor(b, xq->prio);
+		if (xq->vtime_ns < floor)
+			xq->vtime_ns = floor; /* idle spells bank no credit */
+		if (!xs_settings_strict())
+			xs__tier_get(b, xq->prio, xq); /* its tier's too */
+		xs_list_push_back(&b->waiters, &xq->wait_link);
+	}
+	if (b->granting == xq)
+		b->grant_blocked = !room;
+	else if (room)
+		xs_signal_grant(d); /* the waiter that ranks first must get its turn now */
 }
 
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
@@ -521,19 +460,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		if (xs_linked(&xq->wait_link))
 			xs_list_remove(&xq->wait_link);
 	} else {
-		xq->wait_est_ns = est;
-		if (!xs_linked(&xq->wait_link)) {
-			int64_t floor = *xs__qfloor(b, xq->prio);
-			if (xq->vtime_ns < floor)
-				xq->vtime_ns = floor; /* idle spells bank no credit */
-			if (!xs_engine_strict())
-				xs__tier_get(b, xq->prio, xq); /* its tier's too */
-			xs_list_push_back(&b->waiters, &xq->wait_link);
-		}
-		if (b->granting == xq)
-			b->grant_blocked = !room;
-		else if (room)
-			xs__want_grant(d); /* the waiter that ranks first must get its turn now */
+		xs__wait(d, xq, est, room);
 	}
 	xs_remote_lower(d, now); /* other processes on the device see it (remote.c) */
 	xs_mutex_unlock(&d->lock);
@@ -573,7 +500,7 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 	cmd->slice_end_ns = 0;
 	if (d->pace.end_ns)
 		xs_cond_broadcast(&d->pace_cv); /* the slice may be spent now */
-	xs__want_grant(d);
+	xs_signal_grant(d);
 	xs_remote_lower(d, now);
 	xs_mutex_unlock(&d->lock);
 	cmd->charge_ns = 0;
@@ -658,7 +585,7 @@ void xs_budget_top_set(xs_xqueue *xq, bool busy)
 	if (busy && d->top_busy++ == 0)
 		xs_remote_busy_edge(d); /* other processes hold from now on (remote.c) */
 	else if (!busy && --d->top_busy == 0) {
-		xs__want_grant(d); /* the budget's cap grows back */
+		xs_signal_grant(d); /* the budget's cap grows back */
 		xs_remote_busy_edge(d);
 	}
 	xs_mutex_unlock(&d->lock);
@@ -670,7 +597,7 @@ void xs_budget_pause(xs_xqueue *xq, bool paused)
 	xs_mutex_lock(&d->lock);
 	xq->wait_paused = paused;
 	if (xs_linked(&xq->wait_link)) {
-		xs__want_grant(d); /* its turn came meanwhile, or the next waiter's now */
+		xs_signal_grant(d); /* its turn came meanwhile, or the next waiter's now */
 		xs_remote_lower(d, 0);
 	}
 	xs_mutex_unlock(&d->lock);
@@ -698,11 +625,11 @@ void xs_budget_set_prio(xs_xqueue *xq, int64_t prio)
 		xq->prio = prio;
 		/* It enters its new tier at the floor (the top comment): neither the credit nor
 		 * the debt of its old tier's order counts there. */
-		if (!xs_engine_strict())
+		if (!xs_settings_strict())
 			xs__tier_get(b, prio, xq);
 		xq->vtime_ns = *xs__qfloor(b, prio);
 		if (xs_linked(&xq->wait_link))
-			xs__want_grant(d); /* its rank changed: the next waiter may be another */
+			xs_signal_grant(d); /* its rank changed: the next waiter may be another */
 	}
 	xs_mutex_unlock(&d->lock);
 }
@@ -721,11 +648,6 @@ bool xs_budget_reserve(xs_device *d, unsigned nqueues)
 	b->tiers = t;
 	b->tiers_cap = cap;
 	return true;
-}
-
-void xs_budget_widened(xs_device *d)
-{
-	xs__want_grant(d);
 }
 
 void xs_budget_forget(xs_xqueue *xq)
@@ -747,7 +669,7 @@ int64_t xs_budget_slice_open(xs_xqueue *xq, int64_t allow_ns, int64_t now)
 	int64_t end = len ? d->pace.end_ns : 0;
 	if (len) {
 		XS_TRACE(XS_TR_SLICE, xq->obj.handle, (uint64_t)len, d->pace.debt_ns);
-		xs__want_grant(d); /* the waiters whose commands fit it */
+		xs_signal_grant(d); /* the waiters whose commands fit it */
 	}
 	xs_mutex_unlock(&d->lock);
 	return end;
@@ -794,8 +716,8 @@ void xs_budget_slice_wait(xs_device *d, int64_t end_ns)
 	xs_mutex_unlock(&d->lock);
 }
 
-void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
-			    uint64_t *max_cmds)
+void xs_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
+		     uint64_t *max_cmds)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);

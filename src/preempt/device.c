@@ -1,5 +1,15 @@
 /* Devices: the two threads that serve every XQueue of a device.
  *
+ * Above the state machine: this file calls engine.c (the launch thread drains a queue with
+ * xs_engine_progress, the progress thread reaps with xs_engine_reap and hands budget on
+ * with xs_engine_grant) and the accountants below it, and engine.c never calls it: what
+ * the engine asks of these threads (kick, look, activate, deactivate, hand budget on) it
+ * raises through the signals (signal.c), which these threads wait for. The api attaches
+ * each XQueue here after xs_engine_create (xs_dev_attach: a device and its threads start
+ * with its first XQueue) and detaches it after xs_engine_destroy drained it
+ * (xs_dev_detach). The process-wide settings of the budget are set here too
+ * (xs_dev_set_*: settings.c keeps them; every device then hands budget on).
+ *
  * The progress thread ("xs-progress") reads the done numbers of the device's active
  * XQueues (hal.h) and completes what they cover; that frees window space and budget,
  * which it hands on by kicks (Lv1: enqueuing runs user code, so the launch thread does it)
@@ -65,33 +75,6 @@ static struct xs__devs {
  * written, the store must stay). Not state: it outlives the re-initialisation. */
 static xs_link *volatile xs__parent_devices;
 
-/* A process-wide setting of the budget changed: waiters may be served now. */
-static void xs__setting(enum xs_budget_setting which, int64_t value)
-{
-	if (xs_budget_set(which, value))
-		xs_dev_grant_all();
-}
-
-void xs_engine_set_budget(int64_t budget_ns)
-{
-	xs__setting(XS_BUDGET_COMMIT, budget_ns);
-}
-
-void xs_engine_set_corun(int64_t corun_ns)
-{
-	xs__setting(XS_BUDGET_CORUN, corun_ns);
-}
-
-void xs_engine_set_strict(int strict)
-{
-	xs__setting(XS_BUDGET_STRICT, strict);
-}
-
-void xs_engine_set_hold(bool hold)
-{
-	xs__setting(XS_BUDGET_HOLD, hold);
-}
-
 /* Serve the budget's waiters in rank order, each given its turn until one finds the
  * budget full (at Lv1 its head command is charged there and the launch thread enqueues
  * it). The progress thread. */
@@ -109,105 +92,47 @@ static void xs__grant(xs_device *d)
 	}
 }
 
-void xs_dev_grant_all(void)
+/* ---- the process-wide settings of the budget ---- */
+
+/* A setting changed: every device's progress thread hands budget on (waiters may fit). */
+static void xs__grant_all(void)
 {
 	xs_mutex_lock(&xs__dv.lock);
 	xs_list_for_each(l, &xs__dv.list)
 	{
 		xs_device *d = xs_container_of(l, xs_device, link);
 		xs_mutex_lock(&d->lock);
-		if (!xs_list_empty(&d->budget.waiters)) {
-			d->budget.grant = true;
-			xs_cond_signal(&d->progress_cv);
-		}
+		xs_signal_grant(d);
 		xs_mutex_unlock(&d->lock);
 	}
 	xs_mutex_unlock(&xs__dv.lock);
 }
 
-/* The device the calling thread serves, if it is a device thread. */
-static _Thread_local const xs_device *xs__own;
-
-bool xs_dev_is_own_thread(const xs_device *dev)
+/* A process-wide setting of the budget changed: waiters may be served now. */
+static void xs__setting(enum xs_setting which, int64_t value)
 {
-	return xs__own == dev;
+	if (xs_settings_set(which, value))
+		xs__grant_all();
 }
 
-/* ---- kicks and activity ---- */
-
-/* Set on the progress thread during its pass over the queues: its kicks wake the launch
- * thread once, at the end of the pass (xs__flush_kicks), not once per command. */
-static _Thread_local bool xs__batching;
-
-void xs_dev_kick(xs_xqueue *xq)
+void xs_dev_set_budget(int64_t budget_ns)
 {
-	xs_device *d = xq->dev;
-	xs_mutex_lock(&d->lock);
-	/* Not once detached: a kicker that holds a reference (engine.c kicks blocked queues
-	 * with no XQueue lock held) may come after xs_dev_detach, and a queue left on the
-	 * kick list would be drained by the launch thread after it was freed (a use after
-	 * free the randomized stress found under the thread sanitizer). */
-	if (!xs_linked(&xq->kick_link) && xs_linked(&xq->dev_link)) {
-		xs_list_push_back(&d->kicks, &xq->kick_link);
-		if (xs__batching && xs__own == d)
-			d->kick_pending = true;
-		else
-			xs_cond_signal(&d->launch_cv);
-	}
-	xs_mutex_unlock(&d->lock);
+	xs__setting(XS_SETTING_BUDGET, budget_ns);
 }
 
-/* The end of the progress thread's pass: wake the launch thread for its kicks. */
-static void xs__flush_kicks(xs_device *d)
+void xs_dev_set_corun(int64_t corun_ns)
 {
-	xs__batching = false;
-	xs_mutex_lock(&d->lock);
-	if (d->kick_pending) {
-		d->kick_pending = false;
-		xs_cond_signal(&d->launch_cv);
-	}
-	xs_mutex_unlock(&d->lock);
+	xs__setting(XS_SETTING_CORUN, corun_ns);
 }
 
-void xs_dev_deactivate(xs_xqueue *xq)
+void xs_dev_set_strict(int strict)
 {
-	if (!xq->active)
-		return;
-	xs_device *d = xq->dev;
-	xs_mutex_lock(&d->lock);
-	xs_list_remove(&xq->act_link);
-	xq->active = false;
-	xs_mutex_unlock(&d->lock);
+	xs__setting(XS_SETTING_STRICT, strict);
 }
 
-void xs_dev_activate(xs_xqueue *xq)
+void xs_dev_set_hold(bool hold)
 {
-	if (xq->active)
-		return; /* the common case, each command of a busy queue: no device lock */
-	xs_device *d = xq->dev;
-	xs_mutex_lock(&d->lock);
-	xs_list_push_back(&d->active, &xq->act_link);
-	xq->active = true;
-	xs_cond_signal(&d->progress_cv);
-	xs_mutex_unlock(&d->lock);
-}
-
-/* Wake the progress thread for a look now. The backend's push (hal.h on_done): any
- * thread, no engine lock held; xs_dev_look: with one XQueue's lock held. */
-static void xs__poke(void *arg)
-{
-	xs_device *d = arg;
-	xs_mutex_lock(&d->lock);
-	if (!d->poke) {
-		d->poke = true;
-		xs_cond_signal(&d->progress_cv);
-	}
-	xs_mutex_unlock(&d->lock);
-}
-
-void xs_dev_look(xs_xqueue *xq)
-{
-	xs__poke(xq->dev);
+	xs__setting(XS_SETTING_HOLD, hold);
 }
 
 /* ---- the launch thread ---- */
@@ -215,7 +140,7 @@ void xs_dev_look(xs_xqueue *xq)
 static void *xs__launch_main(void *arg)
 {
 	xs_device *d = arg;
-	xs__own = d;
+	xs_signal_serve(d);
 	XResult init = d->ops->thread_init(d->init_q);
 	if (init != kXSchedSuccess)
 		XS_ERROR("engine", "the launch thread cannot use the %s device (%s)", d->ops->name,
@@ -514,7 +439,7 @@ static void xs__sleep_phase(xs_device *d, xs__pace *p, const xs__round *r, int64
 static void *xs__progress_main(void *arg)
 {
 	xs_device *d = arg;
-	xs__own = d;
+	xs_signal_serve(d);
 #ifdef PR_SET_TIMERSLACK
 	/* Sleeps end when asked, not up to 50 us (the default slack) later. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
@@ -534,10 +459,10 @@ static void *xs__progress_main(void *arg)
 	while (xs__await_work(d, &p, &r)) {
 		int64_t now = xs_now_ns();
 		xs__look_phase(d, &p, &r, now);
-		xs__batching = true; /* kicks wait for xs__flush_kicks */
+		xs_signal_batch_begin(); /* kicks wait for the pass's end */
 		xs__reap_phase(d, &r, now);
 		xs__grant_phase(d, &r, now);
-		xs__flush_kicks(d);
+		xs_signal_batch_end(d);
 		xs__sleep_phase(d, &p, &r, now);
 	}
 	xs_mutex_lock(&d->lock);
@@ -657,7 +582,7 @@ static void xs__count_queues(xs_device *d)
 			d->ops->name, d->nqueues, d->hw_queues);
 }
 
-xs_device *xs_dev_attach(xs_xqueue *xq)
+XResult xs_dev_attach(xs_xqueue *xq)
 {
 	xs_hwq *q = xq->hwq;
 	uint64_t key = q->ops->device_key(q);
@@ -687,13 +612,13 @@ xs_device *xs_dev_attach(xs_xqueue *xq)
 		xs__count_queues(d);
 		xq->dev = d;
 		if (q->ops->pushes_done)
-			xs_hwq_set_on_done(q, xs__poke, d);
+			xs_hwq_set_on_done(q, xs_signal_poke, d);
 		xs_mutex_lock(&d->lock);
 		xs_list_push_back(&d->queues, &xq->dev_link);
 		xs_mutex_unlock(&d->lock);
 	}
 	xs_mutex_unlock(&xs__dv.lock);
-	return d;
+	return d ? kXSchedSuccess : kXSchedErrorUnknown;
 }
 
 void xs_dev_detach(xs_xqueue *xq)
@@ -702,57 +627,49 @@ void xs_dev_detach(xs_xqueue *xq)
 	xs_mutex_lock(&xs__dv.lock);
 	xs_mutex_lock(&d->lock);
 	xs_list_remove(&xq->dev_link);
-	if (xq->active) /* not after xs_engine_destroy's drain (xs_dev_deactivate) */
+	if (xq->active) /* not after xs_engine_destroy's drain (xs_signal_deactivate) */
 		xs_list_remove(&xq->act_link);
 	if (xs_linked(&xq->kick_link))
 		xs_list_remove(&xq->kick_link);
 	xs_budget_forget(xq);
 	if (xs_objective_forget(xq))
-		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xs_mutex_unlock(&d->lock);
 	/* The last XQueue stops the threads, unless it runs on one of them (a launch
-	 * callback that destroys another queue): xs_engine_shutdown() stops those. */
-	if (--d->nqueues == 0 && !xs_dev_is_own_thread(d))
+	 * callback that destroys another queue): xs_dev_shutdown() stops those. */
+	if (--d->nqueues == 0 && !xs_signal_is_own_thread(d))
 		xs__dev_stop(d);
 	xs__count_queues(d);
 	xs_mutex_unlock(&xs__dv.lock);
 }
 
-void xs_engine_shutdown(void)
+void xs_dev_shutdown(void)
 {
 	xs_mutex_lock(&xs__dv.lock);
 	for (xs_link *l = xs__dv.list.next; l != &xs__dv.list;) {
 		xs_device *d = xs_container_of(l, xs_device, link);
 		l = l->next;
-		if (d->nqueues || xs_dev_is_own_thread(d))
+		if (d->nqueues || xs_signal_is_own_thread(d))
 			continue;
 		/* Stopped, not freed: a backend may still be inside the on_done push of the
 		 * last command (it runs after the number it reports), so a device lives until
 		 * the process ends, its threads only while it has XQueues. */
 		xs__dev_stop(d);
 	}
-	xs_budget_reset();
+	xs_settings_reset();
 	xs_mutex_unlock(&xs__dv.lock);
 }
 
 void xs_dev_forked(void)
 {
-	/* The forking thread serves no device of the child (it may have been a launch thread
-	 * of the parent's, forking inside a launch callback). */
-	xs__own = NULL;
-	xs__batching = false;
+	xs_signal_forked();
 	/* Devices of the parent are abandoned with their (absent) threads. */
 	xs__parent_devices = xs_list_first(&xs__dv.list);
 	xs__dv = (struct xs__devs){XS_MUTEX_INITIALIZER, {&xs__dv.list, &xs__dv.list}, false};
-	xs_budget_forked();
+	xs_settings_forked();
 }
 
-const void *xs_engine_device(const xs_xqueue *xq)
-{
-	return xq->dev;
-}
-
-uint64_t xs_engine_wakeups(const xs_xqueue *xq)
+uint64_t xs_dev_wakeups(const xs_xqueue *xq)
 {
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);

@@ -1,6 +1,9 @@
 /* The engine's XQueue state machine: submit, enqueue, commit, complete, wait, suspend.
  * engine.h describes the model; budget.c the commitment budget; device.c the threads;
- * deps.c the event dependencies.
+ * deps.c the event dependencies. The device threads call this file (device.c is above
+ * it); what it needs of them it raises as signals (signal.c: kick the launch thread, wake
+ * the progress thread, an XQueue active or not), and it calls the accountants below it
+ * (objective.c, budget.c, deps.c, lv3.c), which answer and leave the acting to it.
  *
  * Per XQueue, with seq the 1-based submit number (= the number on the HwQueue):
  *   completed <= committed (in effect) <= enqueued <= submitted
@@ -28,22 +31,38 @@
 #include "preempt/engine_int.h"
 #include "preempt/lv3.h"
 
-static _Atomic(xs_engine_notify_fn) xs__notify;
-
 /* The XQueue whose command the calling thread is enqueuing (a launch callback runs inside
  * the enqueue): calls that would wait for that XQueue from there would never return. */
 static _Thread_local const xs_xqueue *xs__in_enqueue;
 
-void xs_engine_set_notify(xs_engine_notify_fn fn)
+/* ---- what the XQueue has ---- */
+
+/* Whether @xq has work: submitted, incomplete commands, or an open scope. Caller holds
+ * xq->lock. */
+static bool xs__has_work(const xs_xqueue *xq)
 {
-	atomic_store_explicit(&xs__notify, fn, memory_order_release);
+	XS_ASSERT_HELD(&xq->lock);
+	return xq->completed != xq->submitted || xq->scopes || xq->unit_open;
 }
 
-void xs_engine_notify(xs_xqueue *xq)
+/* Whether @xq has work and is not blocked. Caller holds xq->lock. */
+static bool xs__ready(const xs_xqueue *xq)
 {
-	xs_engine_notify_fn fn = atomic_load_explicit(&xs__notify, memory_order_acquire);
-	if (fn)
-		fn(xq);
+	return xs__has_work(xq) && !xq->blocked && !xq->waiting;
+}
+
+/* The XQueue whose event record the head command of @xq waits for while @xq is blocked
+ * (deps.c), else NULL. An address to compare, not to follow: that XQueue may be destroyed
+ * at any moment. Caller holds xq->lock. */
+static const xs_xqueue *xs__blocked_on(const xs_xqueue *xq)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	if (!xq->blocked || xs_list_empty(&xq->pending))
+		return NULL;
+	const xs_cmd *c = xs_container_of(xq->pending.next, xs_cmd, link);
+	if (c->kind != XS_CMD_EVENT_WAIT)
+		return NULL;
+	return atomic_load_explicit(&c->u.wait.record->xq, memory_order_acquire);
 }
 
 /* ---- HwQueue binding ---- */
@@ -88,7 +107,6 @@ void xs_engine_forked(void)
 {
 	xs__in_enqueue = NULL; /* a launch callback's fork: the child enqueues nothing */
 	xs_mutex_init(&xs__bind_lock);
-	xs_dev_forked();
 	xs_dep_forked();
 }
 
@@ -168,10 +186,6 @@ XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out)
 	xq->err_pending = kXSchedSuccess;
 	xq->hw_top = -1;
 	atomic_init(&xq->hw_set, 0);
-	if (!xs_dev_attach(xq)) {
-		xs_obj_unref(&xq->obj);
-		return kXSchedErrorUnknown;
-	}
 	*out = xq;
 	return kXSchedSuccess;
 }
@@ -188,7 +202,7 @@ static void xs__sleep(xs_xqueue *xq, uint64_t seq, int64_t deadline_ns)
 	atomic_store_explicit(&xq->reaper_ns, 0, memory_order_relaxed); /* the progress thread's */
 	/* The progress thread may be asleep past the completion this thread waits for. */
 	if (xs__expect(xq) && !xq->hwq->ops->pushes_done)
-		xs_dev_look(xq);
+		xs_signal_look(xq);
 	if (deadline_ns)
 		xs_cond_timedwait(&xq->done_cv, &xq->lock, deadline_ns);
 	else
@@ -289,7 +303,7 @@ static void xs__busy(xs_xqueue *xq, int64_t now)
 static void xs__top_update(xs_xqueue *xq)
 {
 	XS_ASSERT_HELD(&xq->lock);
-	xs_budget_top_set(xq, !xq->limited && !xq->closing && xs_engine_ready(xq));
+	xs_budget_top_set(xq, !xq->limited && !xq->closing && xs__ready(xq));
 }
 
 /* ---- commit ---- */
@@ -335,7 +349,10 @@ static void xs__store_commit(xs_xqueue *xq, uint64_t c)
 	xs__wake_sleepers(xq, c); /* waiters sleep until their command is committed */
 }
 
-bool xs_engine_gated(const xs_xqueue *xq)
+/* Whether @xq's commands wait at a counter: Lv2 or above on a device that is not
+ * oversubscribed, unless it is the sole top queue (xs_engine_set_limited). Caller holds
+ * xq->lock. */
+static bool xs__gated(const xs_xqueue *xq)
 {
 	return xq->level >= kPreemptLevelDeactivate && !xq->sole_top &&
 	       !atomic_load_explicit(&xq->dev->oversubscribed, memory_order_relaxed);
@@ -358,7 +375,7 @@ static void xs__commit(xs_xqueue *xq)
 	uint64_t top = xs__last_enqueued(xq);
 	/* At Lv1 enqueued means committed, suspended or not: a command enqueued behind the
 	 * counter before the level went down runs as Lv1 work does. */
-	bool lv1 = !xs_engine_gated(xq);
+	bool lv1 = !xs__gated(xq);
 	if ((!xq->running && !lv1) || xq->committed >= top)
 		return;
 	uint64_t c = top;
@@ -401,7 +418,7 @@ static void xs__decommit(xs_xqueue *xq)
 		keep = xq->completed;
 	if (keep < xq->ungated_upto && xq->ungated_upto <= xq->committed)
 		keep = xq->ungated_upto; /* enqueued as the sole top queue: they run on */
-	if (!q->ops->commit || !xs_engine_gated(xq) || xq->committed <= keep)
+	if (!q->ops->commit || !xs__gated(xq) || xq->committed <= keep)
 		return;
 	xs__store_commit(xq, keep);
 	uint64_t started = q->ops->started ? q->ops->started(q) : keep;
@@ -418,7 +435,7 @@ static void xs__decommit(xs_xqueue *xq)
 
 bool xs_engine_holds(const xs_xqueue *xq)
 {
-	return xs_engine_gated(xq) && !xq->app_suspended && xq->hwq->ops->commit &&
+	return xs__gated(xq) && !xq->app_suspended && xq->hwq->ops->commit &&
 	       xq->committed < xs__last_enqueued(xq);
 }
 
@@ -439,7 +456,7 @@ bool xs_engine_release(xs_xqueue *xq)
  * after a stall release (device.c: then its stream must be able to go idle). */
 static bool xs__may_launch(const xs_xqueue *xq)
 {
-	return xq->running || (xs_engine_gated(xq) && !xq->app_suspended &&
+	return xq->running || (xs__gated(xq) && !xq->app_suspended &&
 			       !atomic_load_explicit(&xq->dev->draining, memory_order_relaxed));
 }
 
@@ -455,7 +472,7 @@ static void xs__kick_blocked(void)
 		xs_xqueue *xq = xs_dep_pop_blocked();
 		if (!xq)
 			break;
-		xs_dev_kick(xq);
+		xs_signal_kick(xq);
 		xs_obj_unref(&xq->obj);
 	}
 }
@@ -516,7 +533,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip, int64_t *
 		if (go == xq->blocked) {
 			xq->blocked = !go;
 			xs__top_update(xq);
-			xs_engine_notify(xq);
+			xs_signal_notify(xq);
 		}
 		if (!go)
 			return false;
@@ -525,7 +542,7 @@ static bool xs__may_enqueue(xs_xqueue *xq, xs_cmd *cmd, XResult *skip, int64_t *
 		return false;
 	if (!xs__may_launch(xq))
 		return false;
-	return xs_engine_gated(xq) || xs_budget_charge(xq, cmd, now);
+	return xs__gated(xq) || xs_budget_charge(xq, cmd, now);
 }
 
 enum {
@@ -563,7 +580,7 @@ static void xs__tail_enqueued(xs_xqueue *xq, uint64_t seq, int64_t now)
 	}
 	atomic_store_explicit(&xq->tail_unmarked, unmarked, memory_order_relaxed);
 	/* A device thread (the launch thread) does not come back to reap: not a reaper. */
-	bool reaps = !xq->sleepers && !xs_dev_is_own_thread(xq->dev);
+	bool reaps = !xq->sleepers && !xs_signal_is_own_thread(xq->dev);
 	atomic_store_explicit(&xq->reaper_ns, reaps ? now : 0, memory_order_relaxed);
 }
 
@@ -706,7 +723,7 @@ static void xs__issue_begin(xs_xqueue *xq, xs__issue *it)
 	xs_list_push_back(&xq->inflight, &cmd->link);
 	cmd->state = XS_CMD_IN_FLIGHT;
 	it->seq = xq->enqueued + 1;
-	it->gated = xs_engine_gated(xq);
+	it->gated = xs__gated(xq);
 	cmd->gated = it->gated;
 	if (!it->gated && xq->level >= kPreemptLevelDeactivate)
 		xq->ungated_upto = it->seq;
@@ -716,7 +733,7 @@ static void xs__issue_begin(xs_xqueue *xq, xs__issue *it)
 		cmd->u.record.ops = q->ops;
 	it->flags = xs__enqueue_flags(xq, cmd, it->seq, it->gated, it->skip);
 	cmd->has_mark = it->flags & XS_ENQ_MARK;
-	xs_dev_activate(xq);
+	xs_signal_activate(xq);
 	xs_obj_ref(&cmd->obj);
 	xq->issuing = it->seq;
 	xs__commit(xq);
@@ -768,7 +785,7 @@ static void xs__issue_end(xs_xqueue *xq, const xs__issue *it, XResult res)
 		xs_objective_unit_begin(xq, now); /* a scope unit starts */
 	xs__tail_enqueued(xq, seq, now);
 	if (it->pushes && atomic_load(&xq->hwq->pushes) != it->pushed)
-		xs_dev_look(xq); /* look again, now that the number is stored */
+		xs_signal_look(xq); /* look again, now that the number is stored */
 	if (!it->gated && !xq->busy_since_ns)
 		xs__busy(xq, now);
 	XS_TRACE(XS_TR_ENQUEUE, xq->obj.handle, seq, 0);
@@ -808,7 +825,7 @@ static void xs__drain(xs_xqueue *xq)
 
 void xs_engine_grant(xs_xqueue *xq)
 {
-	if (!xs_engine_gated(xq) && !xq->launching && xs__may_launch(xq)) {
+	if (!xs__gated(xq) && !xq->launching && xs__may_launch(xq)) {
 		/* Lv1: charge pending commands here, where the grant has its turn, up to a
 		 * quantum of device time, so that exactly the queues the budget admits are
 		 * kicked, once per quantum (else every waiter was kicked and all but one
@@ -855,7 +872,7 @@ void xs_engine_progress(xs_xqueue *xq, bool may_launch)
 	/* Worth a kick only if the head could go now; the launch thread checks it fully. */
 	bool space = (int64_t)(xq->enqueued - xq->completed) < xq->threshold;
 	if (space && xs__may_launch(xq))
-		xs_dev_kick(xq);
+		xs_signal_kick(xq);
 }
 
 /* ---- complete ---- */
@@ -903,7 +920,7 @@ static void xs__sample(xs_xqueue *xq, uint64_t n, int64_t now)
 	xq->busy_ns += per * (int64_t)n;
 	if (xq->objective.goal_pm && !xs__in_unit(xq) &&
 	    xs_objective_sample(xq, start, per, n, now))
-		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 }
 
 /* An XQueueWaitAll in progress (on its thread's stack, on xq->wait_alls). It covers the
@@ -1008,17 +1025,17 @@ static void xs__complete_upto(xs_xqueue *xq, uint64_t done, XResult fail, bool t
 	xq->completed = done;
 	if (xq->objective.unit_end_seq && done >= xq->objective.unit_end_seq &&
 	    xs_objective_unit_end(xq, now))
-		xs_engine_notify(xq); /* a scope unit ended: as above */
+		xs_signal_notify(xq); /* a scope unit ended: as above */
 	if (xq->objective.unit_count && xs_objective_xunits_done(xq, done, now))
-		xs_engine_notify(xq);                 /* explicit units ended: as above */
+		xs_signal_notify(xq);                 /* explicit units ended: as above */
 	xs__busy(xq, xq->committed > done ? now : 0); /* else set at the next commit */
 	atomic_store_explicit(&xq->seen_done, done, memory_order_relaxed);
 	xs_cond_broadcast(&xq->cv);
 	xs__wake_sleepers(xq, done);
 	xs_engine_progress(xq, false);
 	xs__top_update(xq);
-	if (!xs_engine_has_work(xq))
-		xs_engine_notify(xq); /* idle now */
+	if (!xs__has_work(xq))
+		xs_signal_notify(xq); /* idle now */
 }
 
 bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
@@ -1026,7 +1043,7 @@ bool xs_engine_reap(xs_xqueue *xq, bool check_health, bool ask_idle)
 	xs_hwq *q = xq->hwq;
 	if (xq->completed == xq->enqueued) {
 		if (!xq->launching)
-			xs_dev_deactivate(xq);
+			xs_signal_deactivate(xq);
 		return false;
 	}
 	uint64_t done = q->ops->done(q), marked_done = done;
@@ -1345,13 +1362,13 @@ static void xs__waiter_begin(xs_xqueue *target, xs_lend *lend)
 	xs_mutex_lock(&b->lock);
 	if (b->waiting++ == 0) {
 		xs__top_update(b);
-		xs_engine_notify(b);
+		xs_signal_notify(b);
 		xs__wait_charges(b, false);
 	}
 	xs_mutex_unlock(&b->lock);
 	xs_mutex_lock(&target->lock);
 	xs_list_push_back(&target->lenders, &lend->link);
-	xs_engine_notify(target);          /* the scheduler ranks it anew */
+	xs_signal_notify(target);          /* the scheduler ranks it anew */
 	xs_engine_progress(target, false); /* and the budget no longer holds it */
 	xs_mutex_unlock(&target->lock);
 }
@@ -1363,12 +1380,12 @@ static void xs__waiter_end(xs_xqueue *target, xs_lend *lend)
 		return;
 	xs_mutex_lock(&target->lock);
 	xs_list_remove(&lend->link);
-	xs_engine_notify(target);
+	xs_signal_notify(target);
 	xs_mutex_unlock(&target->lock);
 	xs_mutex_lock(&b->lock);
 	if (--b->waiting == 0) {
 		xs__top_update(b);
-		xs_engine_notify(b);
+		xs_signal_notify(b);
 		xs__wait_charges(b, true);
 	}
 	xs_mutex_unlock(&b->lock);
@@ -1476,7 +1493,7 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 			(unsigned long long)cmd->obj.handle);
 		return kXSchedErrorNotAllowed;
 	}
-	bool was_idle = !xs_engine_has_work(xq);
+	bool was_idle = !xs__has_work(xq);
 	cmd->seq = ++xq->submitted;
 	cmd->pos = xq->scopes ? xq->scope_pos : -1;
 	if (xq->scopes && xq->scope_pos < XS_PACE_POS)
@@ -1490,7 +1507,7 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 		xs__kick_blocked(); /* a wait on it may be blocked in this XQueue */
 	if (was_idle) {
 		xq->ready_since_ns = xs_now_ns();
-		xs_engine_notify(xq);
+		xs_signal_notify(xq);
 	}
 	return kXSchedSuccess;
 }
@@ -1567,7 +1584,7 @@ static void xs__unit_close(xs_xqueue *xq)
 	if (xq->enqueued > xq->completed)
 		o->unit_end_seq = xq->enqueued;
 	else if (xs_objective_unit_end(xq, xs_now_ns()))
-		xs_engine_notify(xq);
+		xs_signal_notify(xq);
 }
 
 /* After @xq's work, scopes or unit changed (@had: it had work before): the scheduler and
@@ -1575,13 +1592,13 @@ static void xs__unit_close(xs_xqueue *xq)
 static void xs__work_changed(xs_xqueue *xq, bool had)
 {
 	XS_ASSERT_HELD(&xq->lock);
-	bool has = xs_engine_has_work(xq);
+	bool has = xs__has_work(xq);
 	if (has == had)
 		return;
 	if (has)
 		xq->ready_since_ns = xs_now_ns();
 	xs__top_update(xq);
-	xs_engine_notify(xq);
+	xs_signal_notify(xq);
 }
 
 XResult xs_engine_scope(xs_xqueue *xq, bool open)
@@ -1595,7 +1612,7 @@ XResult xs_engine_scope(xs_xqueue *xq, bool open)
 			(unsigned long long)xq->obj.handle);
 		return kXSchedErrorNotFound;
 	}
-	bool had = xs_engine_has_work(xq);
+	bool had = xs__has_work(xq);
 	if (open) {
 		if (xq->scopes++ == 0) {
 			xq->scope_pos = 0; /* positions count from each outermost scope */
@@ -1647,7 +1664,7 @@ static XResult xs__unit_begin(xs_xqueue *xq)
 		xs_mutex_unlock(&xq->lock);
 		return res;
 	}
-	bool had = xs_engine_has_work(xq);
+	bool had = xs__has_work(xq);
 	xq->unit_open = true;
 	xq->units_explicit = true;
 	uint32_t gen = ++xq->unit_gen;
@@ -1683,7 +1700,7 @@ static XResult xs__unit_end(xs_xqueue *xq)
 		xs_mutex_unlock(&xq->lock);
 		return res;
 	}
-	bool had = xs_engine_has_work(xq);
+	bool had = xs__has_work(xq);
 	bool measured = xs_objective_xunit_open(xq), sent = false;
 	xs_cmd *mark = measured ? xs_cmd_new(XS_CMD_CALLBACK, 0) : NULL; /* fn NULL: a boundary */
 	if (mark && (res = xs__accept(xq, mark)) == kXSchedSuccess) {    /* takes our reference */
@@ -1914,7 +1931,7 @@ void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio)
 	xs_mutex_lock(&xq->lock);
 	xs_budget_set_prio(xq, prio);
 	if (limited != xq->limited && xq->objective.goal_pm && xs_objective_limited(xq, limited))
-		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xq->limited = limited;
 	/* The counter wait is what lets a suspension stop the queue at its next command
 	 * boundary (Lv2); a queue no pass suspends does not need it, and it is a driver call
@@ -1942,7 +1959,7 @@ void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm)
 {
 	xs_mutex_lock(&xq->lock);
 	if (xs_objective_set(xq, goal_pm))
-		xs_engine_notify(xq); /* the co-run budget went from 0 or to 0 */
+		xs_signal_notify(xq); /* the co-run budget went from 0 or to 0 */
 	xs_mutex_unlock(&xq->lock);
 }
 
@@ -1981,6 +1998,81 @@ XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t ba
 	return res;
 }
 
+/* ---- what the layers above read ---- */
+
+/* @xq's state now, into @out. Caller holds xq->lock. */
+static void xs__snap(xs_xqueue *xq, xs_xqueue_snap *out)
+{
+	XS_ASSERT_HELD(&xq->lock);
+	*out = (xs_xqueue_snap){
+	    .submitted = xq->submitted,
+	    /* A command inside its enqueue call counts as launched: the device may run it. */
+	    .launched = xq->issuing > xq->enqueued ? xq->issuing : xq->enqueued,
+	    .completed = xq->completed,
+	    .failed = xq->failed,
+	    .committed = xq->committed,
+	    .level = xq->level,
+	    .threshold = xq->threshold,
+	    .batch_size = xq->batch_size,
+	    .ready = xs__ready(xq),
+	    .sched_suspended = xq->sched_suspended,
+	    .closing = xq->closing,
+	    .lent = !xs_list_empty(&xq->lenders),
+	    .ready_since_ns = xq->ready_since_ns,
+	    .busy_ns = xq->busy_ns,
+	    .blocked_on = xs__blocked_on(xq),
+	};
+}
+
+void xs_engine_snapshot(xs_xqueue *xq, xs_xqueue_snap *out)
+{
+	xs_mutex_lock(&xq->lock);
+	xs__snap(xq, out);
+	xs_mutex_unlock(&xq->lock);
+}
+
+void xs_engine_stats(xs_xqueue *xq, xs_xqueue_stats *out)
+{
+	xs_mutex_lock(&xq->lock);
+	xs__snap(xq, &out->now);
+	out->suspensions = xq->suspensions;
+	out->suspended_ns = xq->suspended_ns;
+	if (!xq->running)
+		out->suspended_ns += xs_now_ns() - xq->suspended_since_ns;
+	out->est_ns = xq->est_ns;
+	xs_objective_state(xq, &out->objective);
+	out->hw_priority = atomic_load_explicit(&xq->hw_set, memory_order_acquire);
+	out->corun_ns = xs_objective_corun_of(xq);
+	xs_mutex_unlock(&xq->lock);
+}
+
+void xs_engine_lenders(xs_xqueue *xq, void (*fn)(void *arg, const xs_xqueue *from), void *arg)
+{
+	xs_mutex_lock(&xq->lock);
+	xs_list_for_each(l, &xq->lenders) fn(arg, xs_container_of(l, xs_lend, link)->from);
+	xs_mutex_unlock(&xq->lock);
+}
+
+void *xs_engine_sched_priv(const xs_xqueue *xq)
+{
+	return xq->sched_priv;
+}
+
+void xs_engine_set_sched_priv(xs_xqueue *xq, void *priv)
+{
+	xq->sched_priv = priv;
+}
+
+xs_hwq *xs_engine_hwq(const xs_xqueue *xq)
+{
+	return xq->hwq;
+}
+
+const void *xs_engine_device(const xs_xqueue *xq)
+{
+	return xq->dev;
+}
+
 void xs_engine_exit(void)
 {
 	xs_lv3_release_all();
@@ -1996,7 +2088,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	xq->closing = true;
 	xs__top_update(xq);
 	xs__apply(xq);
-	xs_engine_notify(xq); /* a pass: queues it lends to run now too (sched.c) */
+	xs_signal_notify(xq); /* a pass: queues it lends to run now too (sched.c) */
 	xs__waiting w = XS__WAITING_INIT;
 	while (xq->completed != xq->submitted) {
 		xs_engine_progress(xq, true);
@@ -2008,7 +2100,7 @@ void xs_engine_destroy(xs_xqueue *xq)
 	if (xq->scopes || xq->unit_open) { /* scopes and a unit left open end with it */
 		xq->scopes = 0;
 		xq->unit_open = false;
-		xs_engine_notify(xq);
+		xs_signal_notify(xq);
 	}
 	xs_dep_unblock(xq);
 	/* A waiter's mark or a run gate check may still be inside its backend call: after
@@ -2016,7 +2108,6 @@ void xs_engine_destroy(xs_xqueue *xq)
 	 * would complete that XQueue's commands. */
 	while (xq->launching)
 		xs_cond_wait(&xq->cv, &xq->lock);
-	xs_dev_deactivate(xq);
+	xs_signal_deactivate(xq);
 	xs_mutex_unlock(&xq->lock);
-	xs_dev_detach(xq);
 }

@@ -42,12 +42,24 @@
  * for the dependency lock) -> the dependency lock (deps.c, leaf). No thread holds two
  * XQueue locks. Launch callbacks and host functions run with no library lock held.
  *
- * Files: engine.c (the XQueue state machine) and device.c (the device threads), which call
- * each other; budget.c (the commitment budget), objective.c (latency objectives) and
- * deps.c (event dependencies), leaves that return what to do (engine_int.h); lv3.c and
- * cwsr.c (Lv3 over KFD). Layering: the engine includes core/ and hal/ only; it reports upward
- * (queue became ready or idle) through the hook the scheduler registers with
- * xs_engine_set_notify().
+ * Files, from the top down; each calls only files below it, no two call each other:
+ *   device.c     the devices and their threads, which drive the state machine (the api
+ *                attaches an XQueue to its device after xs_engine_create and detaches it
+ *                after xs_engine_destroy);
+ *   engine.c     the XQueue state machine;
+ *   objective.c  latency objectives;
+ *   budget.c     the commitment budget, with pace.c (the slices of pacing);
+ *   remote.c     other processes on the device, through its board (core/board.h);
+ *   deps.c       event dependencies; lv3.c over cwsr.c, Lv3 over KFD;
+ *   signal.c     the signals the others raise (kick, look, activate, deactivate, hand
+ *                budget on, the scheduler's hook), and settings.c, the process-wide
+ *                settings: leaves every file may call.
+ * The accountants (objective.c, budget.c, deps.c) return what to do and their callers act;
+ * remote.c answers what other processes hold. This header is what the layers above see: an XQueue
+ * is opaque there, read through xs_engine_snapshot() and xs_engine_stats(); engine_int.h, which
+ * only the engine's files (and white-box tests) include, holds struct xs_xqueue and what the files
+ * share. Layering: the engine includes core/ and hal/ only; it reports upward (queue became ready
+ * or idle) through the hook the scheduler sets with xs_signal_set_notify().
  */
 #ifndef XS_PREEMPT_ENGINE_H
 #define XS_PREEMPT_ENGINE_H
@@ -56,201 +68,71 @@
 #include <stdint.h>
 
 #include "core/command.h"
-#include "core/list.h"
 #include "core/object.h"
-#include "core/thread.h"
 #include "hal/hal.h"
 #include "xsched.h"
 
-typedef struct xs_device xs_device;
-
-/* Units of a latency objective kept for its tail (objective.c): the last this many. */
-enum { XS_OBJ_RING = 256 };
-/* Explicit units (XQueueBeginUnit) begun and not yet seen to end, measured at most. */
-enum { XS_OBJ_UNITS = 8 };
-
-/* An explicit unit in flight (objective.c), under xq->lock. */
-typedef struct xs_unit {
-	int64_t arrive_ns; /* XQueueBeginUnit was called */
-	int64_t start_ns;  /* it was released (after its slice, where it waited one) */
-	int64_t lower_ns;  /* the device's lower-work clock then (budget.c) */
-	uint64_t end_seq;  /* its boundary (XQueueEndUnit): it ends when this completes; 0 =
-			    * still open */
-} xs_unit;
-
-/* A latency objective and its controller's per-queue state (objective.c). goal_pm is
- * written under both xq->lock and dev->lock (read under either); the unit fields under
- * xq->lock; the rest under dev->lock. */
-typedef struct xs_objective {
-	int64_t goal_pm;            /* the slowdown allowed at the p99, per mille (1200 = 1.2x
-				     * alone); 0 = none */
-	int64_t alone_ns;           /* mean command unit with no lower work (EWMA), 0 = none yet */
-	int64_t alone_scope_ns;     /* the same for scope units */
-	int64_t slow_pm;            /* the p99 slowdown of the units since the last move, per
-				     * mille, at the last look; 0 = none yet */
-	int64_t lower_longest_ns;   /* the longest lower command charged in the last window */
-	uint16_t ring[XS_OBJ_RING]; /* the units' slowdowns since the last move, per mille
-				     * (at most 65535), oldest overwritten */
-	uint32_t n;     /* units since the last move (the ring holds min(n, XS_OBJ_RING)) */
-	uint32_t win_n; /* units since the last look (a window: XS__WINDOW of them) */
-	int64_t win_ns; /* their latencies, summed (a window ends on time too) */
-	uint64_t looks; /* the controller's looks so far (statistics, tests) */
-	uint32_t over;  /* of those the ring holds, above goal_pm */
-	uint64_t over_bits[XS_OBJ_RING / 64]; /* which ring entries are above goal_pm */
-	int level;        /* the co-run level this queue asks for; -1 = none (limited) */
-	int fail_level;   /* the lowest level that broke the objective lately */
-	uint32_t wait;    /* windows before fail_level may be tried again */
-	uint32_t backoff; /* the next wait, doubled at each failure of one level */
-	/* A scope unit (XQueueBeginScope .. the last completion after XQueueEndScope), under
-	 * xq->lock: */
-	bool unit_armed;       /* a scope opened: the unit starts at the next enqueue */
-	int64_t unit_start_ns; /* when it started (0 = none running) */
-	int64_t unit_lower_ns; /* the device's lower-work clock then (budget.c) */
-	uint64_t unit_end_seq; /* the scope closed: the unit ends when this completes */
-	/* Explicit units (XQueueBeginUnit), under xq->lock: a FIFO of those in flight, which
-	 * may overlap (the next begun before the last one's end was seen). */
-	xs_unit units[XS_OBJ_UNITS];
-	unsigned unit_head, unit_count;
-	int64_t unit_last_end_ns; /* when the last one was seen to end */
-} xs_objective;
-
-typedef struct xs_xqueue {
-	xs_obj obj;
-	xs_hwq *hwq;    /* holds a reference; read-only after create */
-	xs_device *dev; /* holds a reference; read-only after create */
-
-	xs_mutex lock;   /* guards every field below unless the field says otherwise */
-	xs_cond cv;      /* completions, enqueues, commits, the launch token's release */
-	xs_cond done_cv; /* waits for the device (XQueueWait*): woken only when the number
-			  * they wait for is enqueued, committed or completed (sleep_seq) */
-
-	xs_link pending;  /* submitted, not enqueued (FIFO, xs_cmd.link) */
-	xs_link inflight; /* enqueued, not complete (FIFO by seq) */
-	uint64_t submitted, enqueued, committed, completed, failed;
-	uint64_t issuing; /* the seq inside an enqueue call now, 0 = none (statistics) */
-	/* What XQueueWaitAll reports (engine.c, xs__report_*): the first failure after the
-	 * commands covered by the XQueueWaitAll calls that returned (reported_upto), and its
-	 * number (0 = none); the calls in progress (xs__wait_all records, on their threads'
-	 * stacks) keep the failures they need besides. */
-	XResult err_pending;
-	uint64_t err_seq, reported_upto;
-	xs_link wait_alls;
-
-	int64_t threshold, batch_size; /* window; at most batch_size commands per done mark */
-	uint64_t marked;       /* the highest number whose done mark was enqueued (or seen done) */
-	int level;             /* XPreemptLevel in force */
-	bool launching;        /* the launch token: one thread enqueues at a time, in order */
-	bool app_suspended;    /* XQueueSuspend/Resume */
-	bool sched_suspended;  /* the scheduler's decision */
-	bool running;          /* = closing || !(app_suspended || sched_suspended), applied */
-	bool closing;          /* XQueueDestroy has begun: drain, accept nothing new */
-	bool limited;          /* subject to the device's commitment budget */
-	bool sole_top;         /* enqueues without counter waits (xs_engine_set_limited) */
-	uint64_t ungated_upto; /* the last command enqueued without one at Lv2+ (sole_top): it
-				* runs whatever the counter says, so a decommit keeps it */
-	uint64_t mark_want;    /* a waiter needs a done mark at or after this number: the
-				* launch token's holder puts one on its next command */
-	bool app_suspended_once; /* XQueueSuspend was called on it: it never goes sole_top */
-	bool blocked;            /* the head command waits for another XQueue's event record */
-	unsigned waiting;        /* threads running a command of this XQueue that wait (XQueueWait*)
-				  * for another XQueue: it counts as blocked meanwhile */
-	xs_link lenders;         /* xs_lend.link: XQueues whose commands' threads wait for this
-				  * one; the scheduler ranks it as the highest of them */
-	bool published;          /* reachable by handle and XQueueGet (guarded by the bind lock) */
-	bool top_busy;       /* counted in the device's top_busy: not limited, ready, not closing */
-	unsigned scopes;     /* open scopes (XQueueBeginScope): it counts as having work */
-	int32_t scope_pos;   /* the position the next command submitted in a scope takes */
-	bool unit_open;      /* an explicit unit is open (XQueueBeginUnit): it has work */
-	bool units_explicit; /* it called XQueueBeginUnit: its objective measures those only */
-	uint32_t unit_gen;   /* explicit units begun (a begin that waited knows if it is current) */
-	/* Pacing's prediction of its commands' device time (pace.h), under the lock: */
-	uint32_t *pos_us;       /* per position in a scope, us (XS_PACE_POS; NULL until needed) */
-	int64_t long_ns;        /* the decayed longest command */
-	uint64_t sync_target;   /* the most a synchronous XQueueSuspend waited for: what a
-				 * decommit leaves committed (done, it no longer counts) */
-	uint64_t gate_after;    /* commands numbered above it may wait at a run gate check
-				 * (XQueueEnqueueGateCheck); UINT64_MAX: none was enqueued */
-	uint64_t committed_max; /* the highest seq ever committed (a decommit lowers `committed`,
-				 * not this): its commit was traced (core/trace.h), and a command
-				 * above it cannot have started */
-
-	uint64_t suspensions;
-	int64_t suspended_ns;       /* finished spells */
-	int64_t suspended_since_ns; /* start of the current spell (valid while !running) */
-	int64_t ready_since_ns;     /* when the queue last went from idle to ready */
-	int64_t est_ns;             /* estimated duration of one command (moving average) */
-	int64_t last_per_ns;        /* the last sample of it (0 = none yet): a waiter sleeps
-				     * on the smaller of the two (xs__wake_at) */
-	int64_t busy_ns;            /* device time its completed commands took, summed */
-	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
-	/* Lock-free copies for the progress thread's look (written under the lock): */
-	_Atomic uint64_t seen_done;  /* = completed */
-	_Atomic int64_t expect_ns;   /* the expected end of the first command with a done
-				      * mark (busy_since + est per command up to it), where
-				      * the progress thread should look then (xs__expect);
-				      * else INT64_MAX */
-	atomic_bool tail_unmarked;   /* = marked < enqueued: seen done only through idle() */
-	_Atomic int64_t tail_due_ns; /* when to ask idle() about that tail (xs__tail_enqueued) */
-	_Atomic int64_t reaper_ns;   /* the last enqueue by an application thread, which
-				      * completes what the marks show at its next submit
-				      * (xs__window_full, xs_engine_reaper_until); 0 = a
-				      * thread sleeps on the queue, or a device thread
-				      * enqueued last: the progress thread's */
-	int64_t tail_end_ns;         /* the expected end of the last command enqueued */
-	int hw_top;                  /* hardware priority applied: 1 top, 0 not, -1 none yet */
-	atomic_int hw_set;           /* what the backend's call set, once it returned: 2 the
-				      * greatest, 1 the least, 0 none yet (statistics) */
-	unsigned sleepers;           /* threads asleep on done_cv */
-	uint64_t sleep_seq;          /* the least number they wait for (UINT64_MAX: none) */
-
-	/* Under dev->lock: */
-	xs_link dev_link;       /* dev->queues */
-	xs_link act_link;       /* dev->active: has enqueued, incomplete commands */
-	bool active;            /* = act_link is linked; written under xq->lock and dev->lock
-				 * both, so either lock is enough to read it */
-	xs_link kick_link;      /* dev->kicks: the launch thread should drain it */
-	xs_link wait_link;      /* dev->budget.waiters: waits for budget */
-	int64_t prio;           /* the scheduler's priority: the rank among waiters */
-	int64_t vtime_ns;       /* device time charged so far (fair order within a priority) */
-	int64_t wait_est_ns;    /* the charge it waits to make */
-	bool wait_paused;       /* not running (suspended): it keeps its place among the
-				 * waiters, and its fair order, but is not served (budget.c) */
-	xs_objective objective; /* latency objective (objective.c; goal_pm: see there) */
-	/* Under the dependency lock (deps.c): */
-	xs_link dep_link; /* queues blocked on an event record */
-
-	void *sched_priv; /* owned by the scheduler layer (its per-queue state) */
-} xs_xqueue;
-
-/* Priority inheritance: a thread that runs a command of @from (a host function, a launch
- * callback) waits for another XQueue (XQueueWait, XQueueWaitAll, XQueueLaunchInline). The
- * waited-for XQueue keeps one on its `lenders` list (under its lock) for the wait's length;
- * the scheduler ranks it at least as high as @from. Lives on the waiting thread's stack. */
-typedef struct xs_lend {
-	xs_link link;
-	xs_xqueue *from; /* holds a reference for the wait */
-} xs_lend;
+/* An XQueue: opaque above the engine (its struct is in engine_int.h). Its object header
+ * (core/object.h) comes first, so that a handle's object and its XQueue are one address:
+ * the two casts below. */
+typedef struct xs_xqueue xs_xqueue;
 
 static inline xs_xqueue *xs_xqueue_of(xs_obj *obj)
 {
 	return (xs_xqueue *)obj;
 }
 
-/* Upward report: @xq changed readiness (idle <-> ready, blocked) or needs a pass. Called
- * with xq->lock held; must not take it or block. @xq is NULL for a change that is no
- * queue's: another process on a device's board changed what it holds (remote.c, from the
- * board's watcher thread, with no lock held). */
-typedef void (*xs_engine_notify_fn)(xs_xqueue *xq);
-void xs_engine_set_notify(xs_engine_notify_fn fn);
+static inline xs_obj *xs_xqueue_obj(xs_xqueue *xq)
+{
+	return (xs_obj *)xq;
+}
 
-/* Create an XQueue on @q at @level (checked by the caller): it is fully built and
- * attached to its device, but not published. kXSchedErrorUnknown when out of memory or
- * threads. Any thread. */
+/* Upward report (signal.c): @xq changed readiness (idle <-> ready, blocked) or needs a
+ * pass. Called with xq->lock held; must not take it or block. @xq is NULL for a change
+ * that is no queue's: another process on a device's board changed what it holds
+ * (remote.c, from the board's watcher thread, with no lock held). */
+typedef void (*xs_signal_notify_fn)(xs_xqueue *xq);
+void xs_signal_set_notify(xs_signal_notify_fn fn);
+
+/* Create an XQueue on @q at @level (checked by the caller): it is fully built, but not
+ * attached to its device (xs_dev_attach, next) nor published. kXSchedErrorUnknown when out
+ * of memory. Any thread. */
 XResult xs_engine_create(xs_hwq *q, int level, xs_xqueue **out);
-/* Drain @xq (every submitted command runs; waiters get their results), then detach it
- * from its device; the caller drops its reference afterwards. Any thread but one of the
- * device's own (a launch callback or host function of a queue of the same device). */
+/* Drain @xq (every submitted command runs; waiters get their results); the caller then
+ * detaches it from its device (xs_dev_detach) and drops its reference. Any thread but one
+ * of the device's own (a launch callback or host function of a queue of the same
+ * device). */
 void xs_engine_destroy(xs_xqueue *xq);
+
+/* The devices (device.c: their threads, which drive the engine): */
+/* Attach @xq, made by xs_engine_create, to the device of its HwQueue, found or started
+ * (its threads start with its first XQueue). kXSchedErrorUnknown when out of memory or
+ * threads. Any thread. */
+XResult xs_dev_attach(xs_xqueue *xq);
+/* The reverse, once xs_engine_destroy drained @xq: the device's threads stop with its last
+ * XQueue (unless that is destroyed from one of them: xs_dev_shutdown stops those). */
+void xs_dev_detach(xs_xqueue *xq);
+/* Whether, while an XQueue that is not limited has work, limited ones are held to the
+ * co-run budget (0: commit nothing new; what they committed runs on). The scheduler
+ * turns it on under HPF and MLFQ: the engine then acts on a top-rank arrival at once,
+ * without waiting for the scheduler's pass. */
+void xs_dev_set_hold(bool hold);
+/* Whether priorities below a device's top are served strictly (XHintStrictPriority,
+ * XSCHED_STRICT_PRIORITY=1): a busy limited queue then keeps every lower one waiting, the
+ * budget serves its waiters highest priority first, and HPF suspends below the highest
+ * ready priority whatever it is. By default (false) the budget shares itself among the
+ * limited priorities by weight (budget.c, "Tiers") and HPF suspends only below a ready
+ * queue of its device's top priority. -1 = from the configuration at first use. */
+void xs_dev_set_strict(int strict);
+/* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
+void xs_dev_set_budget(int64_t budget_ns);
+/* Set the per-process co-run budget in ns (>= 0; 0 = nothing new while held). */
+void xs_dev_set_corun(int64_t corun_ns);
+/* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
+void xs_dev_shutdown(void);
+/* In a child after fork(): forget the parent's devices (their threads do not exist
+ * here), the settings (settings.c) and the calling thread's device (signal.c). */
+void xs_dev_forked(void);
 
 /* Accept @cmd (its XQueue already set by the caller) and enqueue it on the calling thread
  * when the XQueue may enqueue now. kXSchedErrorNotFound while closing,
@@ -303,94 +185,38 @@ void xs_engine_sched_suspend(xs_xqueue *xq, bool suspend);
  * on), and @prio, its rank among the budget's waiters. @sole: no pass suspends it until a
  * hint changes or a queue is created (under HPF, its priority above every other queue's of
  * the process, not suspended): unless XSCHED_TOP_GATES=1 or the application ever suspended it
- * (XQueueSuspend), it then enqueues without counter waits, as at Lv1 (xs_engine_gated). */
+ * (XQueueSuspend), it then enqueues without counter waits, as at Lv1. */
 void xs_engine_set_limited(xs_xqueue *xq, bool limited, bool sole, int64_t prio);
-/* Whether @xq's commands wait at a counter: Lv2 or above on a device that is not
- * oversubscribed, unless it is the sole top queue (xs_engine_set_limited). Caller holds
- * xq->lock. */
-bool xs_engine_gated(const xs_xqueue *xq);
 /* Change the level (checked by the caller against the HwQueue's maximum). */
 void xs_engine_set_level(xs_xqueue *xq, int level);
 /* Change the window; kXSchedErrorInvalidValue when threshold < batch size. Values <= 0
  * keep the current one. */
 XResult xs_engine_set_launch_config(xs_xqueue *xq, int64_t threshold, int64_t batch_size);
 
-/* Whether @xq has work: submitted, incomplete commands, or an open scope. Caller holds
- * xq->lock. */
-static inline bool xs_engine_has_work(const xs_xqueue *xq)
-{
-	return xq->completed != xq->submitted || xq->scopes || xq->unit_open;
-}
+/* What an XQueue is now, read at once under its lock (xs_engine_snapshot): the scheduler's
+ * pass takes one per queue, the api's getters one per call. */
+typedef struct xs_xqueue_snap {
+	/* Its commands so far (launched: enqueued, or inside its enqueue call): */
+	uint64_t submitted, launched, completed, failed, committed;
+	int level;                   /* XPreemptLevel in force */
+	int64_t threshold;           /* the window (XQueueSetLaunchConfig) */
+	int64_t batch_size;          /* at most this many commands per done mark */
+	bool ready;                  /* has work (incomplete commands, an open scope or unit)
+				      * and is not blocked on another XQueue */
+	bool sched_suspended;        /* the scheduler's suspension in force */
+	bool closing;                /* XQueueDestroy drains it */
+	bool lent;                   /* threads running commands of other XQueues wait for it
+				      * (xs_engine_lenders) */
+	int64_t ready_since_ns;      /* when it last went from idle to ready */
+	int64_t busy_ns;             /* device time its completed commands took, summed */
+	const xs_xqueue *blocked_on; /* the XQueue whose event record its head command waits
+				      * for while it is blocked (deps.c), else NULL: an address
+				      * to compare, not to follow (it may be destroyed at any
+				      * moment) */
+} xs_xqueue_snap;
+/* Fill @out with @xq's state now, under its lock. Caller holds no XQueue lock. */
+void xs_engine_snapshot(xs_xqueue *xq, xs_xqueue_snap *out);
 
-/* Whether @xq has work and is not blocked. Caller holds xq->lock. */
-static inline bool xs_engine_ready(const xs_xqueue *xq)
-{
-	return xs_engine_has_work(xq) && !xq->blocked && !xq->waiting;
-}
-
-/* The XQueue whose event record the head command of @xq waits for while @xq is blocked
- * (deps.c), else NULL. An address to compare, not to follow: that XQueue may be destroyed
- * at any moment. Caller holds xq->lock. */
-static inline const xs_xqueue *xs_engine_blocked_on(const xs_xqueue *xq)
-{
-	if (!xq->blocked || xs_list_empty(&xq->pending))
-		return NULL;
-	const xs_cmd *c = xs_container_of(xq->pending.next, xs_cmd, link);
-	if (c->kind != XS_CMD_EVENT_WAIT)
-		return NULL;
-	return atomic_load_explicit(&c->u.wait.record->xq, memory_order_acquire);
-}
-
-/* Other processes on a device (preempt/remote.c, through its board): what one pass of the
- * scheduler sees. */
-typedef struct xs_engine_remote {
-	int64_t top;  /* their greatest rank present (idle queues count), INT64_MIN = none */
-	int64_t busy; /* their rank that holds this process (one of their queues of the
-		       * device's top rank has work), INT64_MIN = none */
-	int64_t ask;  /* the co-run budget the holders allow lower work (ns, this process's
-		       * share; -1 = nothing new, INT64_MAX = not limited) */
-} xs_engine_remote;
-/* Publish this process's top rank on device @dev (from xs_engine_device; INT64_MIN: it
- * takes no part, its policy does not rank by priority) and read the others' into @out.
- * Returns false where the device has no board (the process runs alone on it). Caller
- * holds no XQueue or device lock. */
-bool xs_engine_remote_pass(const void *dev, int64_t top, xs_engine_remote *out);
-
-/* What @xq's device's board says (XQueueGetBoard). Caller holds no lock. */
-void xs_engine_board_info(xs_xqueue *xq, XBoardInfo *info);
-
-/* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
- * device). */
-const void *xs_engine_device(const xs_xqueue *xq);
-
-/* Whether, while an XQueue that is not limited has work, limited ones are held to the
- * co-run budget (0: commit nothing new; what they committed runs on). The scheduler
- * turns it on under HPF and MLFQ: the engine then acts on a top-rank arrival at once,
- * without waiting for the scheduler's pass. */
-void xs_engine_set_hold(bool hold);
-
-/* Whether priorities below a device's top are served strictly (XHintStrictPriority,
- * XSCHED_STRICT_PRIORITY=1): a busy limited queue then keeps every lower one waiting, the
- * budget serves its waiters highest priority first, and HPF suspends below the highest
- * ready priority whatever it is. By default (false) the budget shares itself among the
- * limited priorities by weight (budget.c, "Tiers") and HPF suspends only below a ready
- * queue of its device's top priority. -1 = from the configuration at first use. */
-void xs_engine_set_strict(int strict);
-bool xs_engine_strict(void);
-
-/* Set the per-process commitment budget in ns (>= 0; 0 = one command at a time). */
-void xs_engine_set_budget(int64_t budget_ns);
-/* Set the per-process co-run budget in ns (>= 0; 0 = nothing new while held). */
-void xs_engine_set_corun(int64_t corun_ns);
-/* The co-run budget set for the process (XHintCorunBudget, XSCHED_CORUN_US), in ns. */
-int64_t xs_engine_corun_ns(void);
-/* The co-run budget in force on @xq's device, in ns: the latency objectives' controller's
- * while an XQueue of the device has an objective (INT64_MAX = not limited), else
- * xs_engine_corun_ns(). Any thread, no lock (a relaxed look). */
-int64_t xs_engine_corun_of(const xs_xqueue *xq);
-/* Give @xq a latency objective: its commands may take @goal_pm per mille of their time
- * alone (>= 1000); 0 clears it. Any thread but the device's own, no lock held. */
-void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm);
 /* What a latency objective measured and does, for statistics (XQueueGetStats). */
 typedef struct xs_objective_view {
 	int64_t slow_pm;          /* the p99 slowdown at the last look, per mille; 0 = not
@@ -406,23 +232,82 @@ typedef struct xs_objective_view {
 	int64_t slice_over_ns;    /* lower device time past their ends, measured (ns) */
 } xs_objective_view;
 
-/* The objective state of @xq and its device's pacing. Caller holds xq->lock. */
-void xs_engine_objective_state(xs_xqueue *xq, xs_objective_view *out);
+/* An XQueue's statistics (XQueueGetStats), read at once under its lock. */
+typedef struct xs_xqueue_stats {
+	xs_xqueue_snap now;          /* its counters and settings */
+	uint64_t suspensions;        /* suspensions so far */
+	int64_t suspended_ns;        /* time suspended, the current spell included */
+	int64_t est_ns;              /* its estimate of one command's device time */
+	xs_objective_view objective; /* its latency objective and its device's pacing */
+	int hw_priority;             /* what the backend set: 2 the greatest, 1 the least, 0
+				      * none yet */
+	int64_t corun_ns;            /* the co-run budget in force on its device
+				      * (xs_objective_corun_of) */
+} xs_xqueue_stats;
+/* Fill @out with @xq's statistics now: under its lock, and its device's for the
+ * objective's part. Caller holds no lock. */
+void xs_engine_stats(xs_xqueue *xq, xs_xqueue_stats *out);
+
+/* Call @fn(@arg, from) for each XQueue @from one of whose commands' threads waits for @xq
+ * now (priority inheritance: a host function's XQueueWait or XQueueLaunchInline), under
+ * xq->lock: @fn takes no XQueue lock and does not block. Caller holds no XQueue lock. */
+void xs_engine_lenders(xs_xqueue *xq, void (*fn)(void *arg, const xs_xqueue *from), void *arg);
+
+/* The scheduler's per-queue state of @xq (NULL until set): the scheduler's own, guarded
+ * by its lock, which the caller holds. */
+void *xs_engine_sched_priv(const xs_xqueue *xq);
+void xs_engine_set_sched_priv(xs_xqueue *xq, void *priv);
+
+/* The HwQueue of @xq (a reference it holds: valid while @xq is). Any thread. */
+xs_hwq *xs_engine_hwq(const xs_xqueue *xq);
+
+/* Other processes on a device (preempt/remote.c, through its board): what one pass of the
+ * scheduler sees. */
+typedef struct xs_remote_view {
+	int64_t top;  /* their greatest rank present (idle queues count), INT64_MIN = none */
+	int64_t busy; /* their rank that holds this process (one of their queues of the
+		       * device's top rank has work), INT64_MIN = none */
+	int64_t ask;  /* the co-run budget the holders allow lower work (ns, this process's
+		       * share; -1 = nothing new, INT64_MAX = not limited) */
+} xs_remote_view;
+/* Publish this process's top rank on device @dev (from xs_engine_device; INT64_MIN: it
+ * takes no part, its policy does not rank by priority) and read the others' into @out.
+ * Returns false where the device has no board (the process runs alone on it). Caller
+ * holds no XQueue or device lock. */
+bool xs_remote_pass(const void *dev, int64_t top, xs_remote_view *out);
+
+/* What @xq's device's board says (XQueueGetBoard). Caller holds no lock. */
+void xs_remote_board_info(xs_xqueue *xq, XBoardInfo *info);
+
+/* The device of @xq, as an opaque key for grouping (the scheduler ranks priorities per
+ * device). */
+const void *xs_engine_device(const xs_xqueue *xq);
+
+/* Whether priorities below a device's top are served strictly (xs_dev_set_strict;
+ * settings.c). Any thread, no lock. */
+bool xs_settings_strict(void);
+
+/* The co-run budget in force on @xq's device, in ns (objective.c): the latency
+ * objectives' controller's while an XQueue of the device has an objective (INT64_MAX = not
+ * limited), else the process's (XHintCorunBudget, XSCHED_CORUN_US). Any thread, no lock
+ * (a relaxed look). */
+int64_t xs_objective_corun_of(const xs_xqueue *xq);
+/* Give @xq a latency objective: its commands may take @goal_pm per mille of their time
+ * alone (>= 1000); 0 clears it. Any thread but the device's own, no lock held. */
+void xs_engine_set_objective(xs_xqueue *xq, int64_t goal_pm);
+
 /* Whether @xq's device paces: a latency objective's level hands out slices (pace.h), and
  * lower queues are held by the budget rather than suspended. Any thread, no lock. */
-bool xs_engine_paced(const xs_xqueue *xq);
+bool xs_objective_paced(const xs_xqueue *xq);
 
 /* The budget state of @xq's device, for tests and statistics: committed work of limited
  * queues now (ns, commands) and the most commands charged at once since the last call. */
-void xs_engine_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
-			    uint64_t *max_cmds);
+void xs_budget_state(const xs_xqueue *xq, int64_t *charged_ns, uint64_t *charged_cmds,
+		     uint64_t *max_cmds);
 
-/* In a child after fork(): forget the parent's devices, blocked queues and bindings
- * (their threads do not exist here). */
+/* In a child after fork(): forget the parent's blocked queues and bindings. */
 void xs_engine_forked(void);
 
-/* Stop the threads of devices that have no XQueue left (XSchedShutdown, exit). */
-void xs_engine_shutdown(void);
 /* At process exit only: release what must not outlive the process's runtime teardown (the
  * Lv3 KFD session: xs_cwsr_release_all). Lv3 is unavailable afterwards. */
 void xs_engine_exit(void);

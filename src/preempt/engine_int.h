@@ -1,15 +1,200 @@
-/* Internals shared by the engine's files. engine.c (the XQueue state machine) and device.c
- * (the device threads) call each other; budget.c (the commitment budget), objective.c (the
- * latency objectives' controller) and deps.c (event dependencies) are leaves: they call
- * none of the others (objective.c reads budget.c's clock and settings) and return what to
- * do (grant this queue, the budget crossed 0, kick the blocked queues), which engine.c and
- * device.c act on. Not for other layers: they use engine.h. */
+/* Internals shared by the engine's files: struct xs_xqueue, the device, and the calls of
+ * the files below engine.c. Not for other layers: they use engine.h, where an XQueue is
+ * opaque (xs_engine_snapshot, xs_engine_stats); only src/preempt and white-box unit tests
+ * include this header.
+ *
+ * Who calls whom (engine.h has the list of files): device.c (the device threads) calls
+ * engine.c (the XQueue state machine), never the reverse; both call the accountants,
+ * objective.c (latency objectives: it reads budget.c's clock), budget.c (the commitment
+ * budget: it asks remote.c about other processes and paces with pace.c) and deps.c (event
+ * dependencies), which return what to do (grant this queue, the budget crossed 0, kick the
+ * blocked queues) and call nothing above them; every file raises its signals through
+ * signal.c (kick, look, activate, deactivate, hand budget on, the scheduler's pass) and
+ * reads the process-wide settings in settings.c, two leaves that call no other file of the
+ * engine. */
 #ifndef XS_PREEMPT_ENGINE_INT_H
 #define XS_PREEMPT_ENGINE_INT_H
 
+#include <stddef.h>
+
 #include "core/board.h"
+#include "core/list.h"
+#include "core/thread.h"
 #include "preempt/engine.h"
 #include "preempt/pace.h"
+
+typedef struct xs_device xs_device;
+
+/* Units of a latency objective kept for its tail (objective.c): the last this many. */
+enum { XS_OBJ_RING = 256 };
+/* Explicit units (XQueueBeginUnit) begun and not yet seen to end, measured at most. */
+enum { XS_OBJ_UNITS = 8 };
+
+/* An explicit unit in flight (objective.c), under xq->lock. */
+typedef struct xs_unit {
+	int64_t arrive_ns; /* XQueueBeginUnit was called */
+	int64_t start_ns;  /* it was released (after its slice, where it waited one) */
+	int64_t lower_ns;  /* the device's lower-work clock then (budget.c) */
+	uint64_t end_seq;  /* its boundary (XQueueEndUnit): it ends when this completes; 0 =
+			    * still open */
+} xs_unit;
+
+/* A latency objective and its controller's per-queue state (objective.c). goal_pm is
+ * written under both xq->lock and dev->lock (read under either); the unit fields under
+ * xq->lock; the rest under dev->lock. */
+typedef struct xs_objective {
+	int64_t goal_pm;            /* the slowdown allowed at the p99, per mille (1200 = 1.2x
+				     * alone); 0 = none */
+	int64_t alone_ns;           /* mean command unit with no lower work (EWMA), 0 = none yet */
+	int64_t alone_scope_ns;     /* the same for scope units */
+	int64_t slow_pm;            /* the p99 slowdown of the units since the last move, per
+				     * mille, at the last look; 0 = none yet */
+	int64_t lower_longest_ns;   /* the longest lower command charged in the last window */
+	uint16_t ring[XS_OBJ_RING]; /* the units' slowdowns since the last move, per mille
+				     * (at most 65535), oldest overwritten */
+	uint32_t n;     /* units since the last move (the ring holds min(n, XS_OBJ_RING)) */
+	uint32_t win_n; /* units since the last look (a window: XS__WINDOW of them) */
+	int64_t win_ns; /* their latencies, summed (a window ends on time too) */
+	uint64_t looks; /* the controller's looks so far (statistics, tests) */
+	uint32_t over;  /* of those the ring holds, above goal_pm */
+	uint64_t over_bits[XS_OBJ_RING / 64]; /* which ring entries are above goal_pm */
+	int level;        /* the co-run level this queue asks for; -1 = none (limited) */
+	int fail_level;   /* the lowest level that broke the objective lately */
+	uint32_t wait;    /* windows before fail_level may be tried again */
+	uint32_t backoff; /* the next wait, doubled at each failure of one level */
+	/* A scope unit (XQueueBeginScope .. the last completion after XQueueEndScope), under
+	 * xq->lock: */
+	bool unit_armed;       /* a scope opened: the unit starts at the next enqueue */
+	int64_t unit_start_ns; /* when it started (0 = none running) */
+	int64_t unit_lower_ns; /* the device's lower-work clock then (budget.c) */
+	uint64_t unit_end_seq; /* the scope closed: the unit ends when this completes */
+	/* Explicit units (XQueueBeginUnit), under xq->lock: a FIFO of those in flight, which
+	 * may overlap (the next begun before the last one's end was seen). */
+	xs_unit units[XS_OBJ_UNITS];
+	unsigned unit_head, unit_count;
+	int64_t unit_last_end_ns; /* when the last one was seen to end */
+} xs_objective;
+
+struct xs_xqueue {
+	xs_obj obj;
+	xs_hwq *hwq;    /* holds a reference; read-only after create */
+	xs_device *dev; /* holds a reference; read-only after create */
+
+	xs_mutex lock;   /* guards every field below unless the field says otherwise */
+	xs_cond cv;      /* completions, enqueues, commits, the launch token's release */
+	xs_cond done_cv; /* waits for the device (XQueueWait*): woken only when the number
+			  * they wait for is enqueued, committed or completed (sleep_seq) */
+
+	xs_link pending;  /* submitted, not enqueued (FIFO, xs_cmd.link) */
+	xs_link inflight; /* enqueued, not complete (FIFO by seq) */
+	uint64_t submitted, enqueued, committed, completed, failed;
+	uint64_t issuing; /* the seq inside an enqueue call now, 0 = none (statistics) */
+	/* What XQueueWaitAll reports (engine.c, xs__report_*): the first failure after the
+	 * commands covered by the XQueueWaitAll calls that returned (reported_upto), and its
+	 * number (0 = none); the calls in progress (xs__wait_all records, on their threads'
+	 * stacks) keep the failures they need besides. */
+	XResult err_pending;
+	uint64_t err_seq, reported_upto;
+	xs_link wait_alls;
+
+	int64_t threshold, batch_size; /* window; at most batch_size commands per done mark */
+	uint64_t marked;       /* the highest number whose done mark was enqueued (or seen done) */
+	int level;             /* XPreemptLevel in force */
+	bool launching;        /* the launch token: one thread enqueues at a time, in order */
+	bool app_suspended;    /* XQueueSuspend/Resume */
+	bool sched_suspended;  /* the scheduler's decision */
+	bool running;          /* = closing || !(app_suspended || sched_suspended), applied */
+	bool closing;          /* XQueueDestroy has begun: drain, accept nothing new */
+	bool limited;          /* subject to the device's commitment budget */
+	bool sole_top;         /* enqueues without counter waits (xs_engine_set_limited) */
+	uint64_t ungated_upto; /* the last command enqueued without one at Lv2+ (sole_top): it
+				* runs whatever the counter says, so a decommit keeps it */
+	uint64_t mark_want;    /* a waiter needs a done mark at or after this number: the
+				* launch token's holder puts one on its next command */
+	bool app_suspended_once; /* XQueueSuspend was called on it: it never goes sole_top */
+	bool blocked;            /* the head command waits for another XQueue's event record */
+	unsigned waiting;        /* threads running a command of this XQueue that wait (XQueueWait*)
+				  * for another XQueue: it counts as blocked meanwhile */
+	xs_link lenders;         /* xs_lend.link: XQueues whose commands' threads wait for this
+				  * one; the scheduler ranks it as the highest of them */
+	bool published;          /* reachable by handle and XQueueGet (guarded by the bind lock) */
+	bool top_busy;       /* counted in the device's top_busy: not limited, ready, not closing */
+	unsigned scopes;     /* open scopes (XQueueBeginScope): it counts as having work */
+	int32_t scope_pos;   /* the position the next command submitted in a scope takes */
+	bool unit_open;      /* an explicit unit is open (XQueueBeginUnit): it has work */
+	bool units_explicit; /* it called XQueueBeginUnit: its objective measures those only */
+	uint32_t unit_gen;   /* explicit units begun (a begin that waited knows if it is current) */
+	/* Pacing's prediction of its commands' device time (pace.h), under the lock: */
+	uint32_t *pos_us;       /* per position in a scope, us (XS_PACE_POS; NULL until needed) */
+	int64_t long_ns;        /* the decayed longest command */
+	uint64_t sync_target;   /* the most a synchronous XQueueSuspend waited for: what a
+				 * decommit leaves committed (done, it no longer counts) */
+	uint64_t gate_after;    /* commands numbered above it may wait at a run gate check
+				 * (XQueueEnqueueGateCheck); UINT64_MAX: none was enqueued */
+	uint64_t committed_max; /* the highest seq ever committed (a decommit lowers `committed`,
+				 * not this): its commit was traced (core/trace.h), and a command
+				 * above it cannot have started */
+
+	uint64_t suspensions;
+	int64_t suspended_ns;       /* finished spells */
+	int64_t suspended_since_ns; /* start of the current spell (valid while !running) */
+	int64_t ready_since_ns;     /* when the queue last went from idle to ready */
+	int64_t est_ns;             /* estimated duration of one command (moving average) */
+	int64_t last_per_ns;        /* the last sample of it (0 = none yet): a waiter sleeps
+				     * on the smaller of the two (xs__wake_at) */
+	int64_t busy_ns;            /* device time its completed commands took, summed */
+	int64_t busy_since_ns;      /* committed work started; 0 = none committed */
+	/* Lock-free copies for the progress thread's look (written under the lock): */
+	_Atomic uint64_t seen_done;  /* = completed */
+	_Atomic int64_t expect_ns;   /* the expected end of the first command with a done
+				      * mark (busy_since + est per command up to it), where
+				      * the progress thread should look then (xs__expect);
+				      * else INT64_MAX */
+	atomic_bool tail_unmarked;   /* = marked < enqueued: seen done only through idle() */
+	_Atomic int64_t tail_due_ns; /* when to ask idle() about that tail (xs__tail_enqueued) */
+	_Atomic int64_t reaper_ns;   /* the last enqueue by an application thread, which
+				      * completes what the marks show at its next submit
+				      * (xs__window_full, xs_engine_reaper_until); 0 = a
+				      * thread sleeps on the queue, or a device thread
+				      * enqueued last: the progress thread's */
+	int64_t tail_end_ns;         /* the expected end of the last command enqueued */
+	int hw_top;                  /* hardware priority applied: 1 top, 0 not, -1 none yet */
+	atomic_int hw_set;           /* what the backend's call set, once it returned: 2 the
+				      * greatest, 1 the least, 0 none yet (statistics) */
+	unsigned sleepers;           /* threads asleep on done_cv */
+	uint64_t sleep_seq;          /* the least number they wait for (UINT64_MAX: none) */
+
+	/* Under dev->lock: */
+	xs_link dev_link;       /* dev->queues */
+	xs_link act_link;       /* dev->active: has enqueued, incomplete commands */
+	bool active;            /* = act_link is linked; written under xq->lock and dev->lock
+				 * both, so either lock is enough to read it */
+	xs_link kick_link;      /* dev->kicks: the launch thread should drain it */
+	xs_link wait_link;      /* dev->budget.waiters: waits for budget */
+	int64_t prio;           /* the scheduler's priority: the rank among waiters */
+	int64_t vtime_ns;       /* device time charged so far (fair order within a priority) */
+	int64_t wait_est_ns;    /* the charge it waits to make */
+	bool wait_paused;       /* not running (suspended): it keeps its place among the
+				 * waiters, and its fair order, but is not served (budget.c) */
+	xs_objective objective; /* latency objective (objective.c; goal_pm: see there) */
+	/* Under the dependency lock (deps.c): */
+	xs_link dep_link; /* queues blocked on an event record */
+
+	void *sched_priv; /* owned by the scheduler layer (its per-queue state, under its lock:
+			   * xs_engine_sched_priv) */
+};
+
+/* Priority inheritance: a thread that runs a command of @from (a host function, a launch
+ * callback) waits for another XQueue (XQueueWait, XQueueWaitAll, XQueueLaunchInline). The
+ * waited-for XQueue keeps one on its `lenders` list (under its lock) for the wait's length;
+ * the scheduler ranks it at least as high as @from. Lives on the waiting thread's stack. */
+typedef struct xs_lend {
+	xs_link link;
+	xs_xqueue *from; /* holds a reference for the wait */
+} xs_lend;
+
+/* The casts of engine.h (xs_xqueue_of, xs_xqueue_obj) rest on this. */
+_Static_assert(offsetof(struct xs_xqueue, obj) == 0, "an XQueue starts with its object");
 
 enum {
 	/* A GPU queue that makes no progress is asked for faults this often, by the progress
@@ -44,7 +229,7 @@ typedef struct xs_budget {
 	int64_t tier_floor_ns; /* the virtual time of the tier of the last grant */
 	int64_t charged_ns;    /* estimated device time of the charged commands */
 	uint64_t charged_cmds; /* the charged (committed, incomplete) commands of limited queues */
-	uint64_t max_cmds;     /* the most charged at once since xs_engine_budget_state */
+	uint64_t max_cmds;     /* the most charged at once since xs_budget_state */
 	int64_t since_ns;      /* the charged work has run since: the last completion */
 	int64_t vfloor_ns;     /* the virtual time of the last grant (fair order) */
 	int64_t lower_end_ns;  /* when charged_cmds last fell to 0 (objective.c: "alone") */
@@ -128,21 +313,55 @@ struct xs_device {
 	xs_remote remote; /* remote.c: other processes on the device */
 };
 
-/* device.c */
-/* Find or start the device of xq->hwq. */
-xs_device *xs_dev_attach(xs_xqueue *xq);
-void xs_dev_detach(xs_xqueue *xq); /* the reverse; xq is drained */
-/* Caller holds xq->lock: */
-void xs_dev_kick(xs_xqueue *xq);       /* the launch thread will drain xq */
-void xs_dev_look(xs_xqueue *xq);       /* the progress thread looks again now */
-void xs_dev_activate(xs_xqueue *xq);   /* xq has enqueued, incomplete work now */
-void xs_dev_deactivate(xs_xqueue *xq); /* and no longer */
-/* Whether the calling thread is one of the device threads of @dev. */
-bool xs_dev_is_own_thread(const xs_device *dev);
-/* Ask every device's progress thread to hand budget on (a setting changed). No lock. */
-void xs_dev_grant_all(void);
+/* settings.c (see there): a leaf, the process-wide settings the budget, the objectives
+ * and the board's glue read (relaxed atomics, no lock). */
+/* Set one (XHintCommitBudget, XHintCorunBudget, XHintStrictPriority, the scheduler's
+ * hold): returns whether waiters may now be served (the caller, device.c, then asks every
+ * device to hand budget on). */
+enum xs_setting { XS_SETTING_BUDGET, XS_SETTING_CORUN, XS_SETTING_STRICT, XS_SETTING_HOLD };
+bool xs_settings_set(enum xs_setting which, int64_t value);
+/* The commitment budget (ns), the co-run budget set for the process (ns), and whether the
+ * scheduler's hold is on (xs_dev_set_hold). */
+int64_t xs_settings_budget_ns(void);
+int64_t xs_settings_corun_ns(void);
+bool xs_settings_hold(void);
+/* The settings from the configuration again at next use (shutdown), and after fork. */
+void xs_settings_reset(void);
+void xs_settings_forked(void);
 
-/* budget.c (see there): a leaf. */
+/* signal.c (see there): a leaf, what the engine's files raise for the device threads and
+ * the scheduler. */
+/* The launch thread will drain @xq (not once it is detached). Any thread, with xq->lock
+ * or without (engine.c kicks the queues blocked on a record with none). */
+void xs_signal_kick(xs_xqueue *xq);
+/* The progress thread looks again now. Any thread. */
+void xs_signal_look(xs_xqueue *xq);
+/* @xq has enqueued, incomplete work now, and no longer (the progress thread's list).
+ * Caller holds xq->lock. */
+void xs_signal_activate(xs_xqueue *xq);
+void xs_signal_deactivate(xs_xqueue *xq);
+/* Wake the progress thread of the device @dev for a look now: the backend's done push
+ * (hal.h on_done; any thread, no engine lock held) and xs_signal_look. */
+void xs_signal_poke(void *dev);
+/* The progress thread of @d should hand budget on, if any XQueue waits for it (a setting,
+ * a share or the cap changed, a turn came). Caller holds d->lock. */
+void xs_signal_grant(xs_device *d);
+/* Ask the scheduler for a pass about @xq (it became ready or idle, or the co-run budget
+ * crossed 0), through the hook it set (engine.h); NULL: about a device's board. Caller
+ * holds xq->lock (engine.c; device.c at detach, under dev->lock), or no lock (NULL). */
+void xs_signal_notify(xs_xqueue *xq);
+/* The calling thread serves @d from now on (its progress or launch thread). */
+void xs_signal_serve(const xs_device *d);
+/* Whether the calling thread is one of the device threads of @d. */
+bool xs_signal_is_own_thread(const xs_device *d);
+/* The progress thread's pass begins: its kicks wake the launch thread once, at its end,
+ * which wakes it for them. */
+void xs_signal_batch_begin(void);
+void xs_signal_batch_end(xs_device *d);
+/* In a child after fork(): the calling thread serves no device. */
+void xs_signal_forked(void);
+
+/* budget.c (see there): an accountant; it calls only remote.c, pace.c and the leaves. */
 /* Charge @cmd of the limited @xq at *@now (ns, monotonic; xs_now_lazy: read if 0) if the
  * budget has room and it is @xq's turn, else queue @xq as a waiter; true if @cmd may be
  * committed (always, uncharged, while @xq closes). Caller holds xq->lock. */
@@ -164,11 +383,6 @@ int64_t xs_budget_lower_clock(const xs_device *dev, int64_t now);
  * lock), then calls xs_budget_grant_done: true if the next waiter may be served. */
 xs_xqueue *xs_budget_grant_next(xs_device *dev);
 bool xs_budget_grant_done(xs_device *dev);
-/* The process-wide settings (XHintCommitBudget, XHintCorunBudget, XHintStrictPriority,
- * the scheduler's hold): returns whether waiters may now be served (the caller then asks
- * every device to hand budget on). */
-enum xs_budget_setting { XS_BUDGET_COMMIT, XS_BUDGET_CORUN, XS_BUDGET_STRICT, XS_BUDGET_HOLD };
-bool xs_budget_set(enum xs_budget_setting which, int64_t value);
 /* When the first waiter fits by the passing of time alone (ns, monotonic), 0 if none.
  * Caller holds dev->lock. */
 int64_t xs_budget_next_ns(const xs_device *dev);
@@ -199,14 +413,12 @@ int64_t xs_budget_slice_open(xs_xqueue *xq, int64_t allow_ns, int64_t now);
  * runs in it and no waiter's command fits what is left (the slice is spent); then close it.
  * Caller holds no lock. */
 void xs_budget_slice_wait(xs_device *dev, int64_t end_ns);
-/* The settings from the configuration again at next use (shutdown), and after fork. */
-void xs_budget_reset(void);
-void xs_budget_forked(void);
 
-/* objective.c (see there): a leaf. Caller holds xq->lock and not dev->lock: */
+/* objective.c (see there): an accountant; it calls only budget.c's clock and the leaves.
+ * Caller holds xq->lock and not dev->lock: */
 /* A command of @xq that has an objective took @per ns (@n of them completed at @now,
  * started at @start): returns whether the co-run budget went from 0 to more or back, so
- * the caller asks the scheduler for a pass (xs_engine_notify). */
+ * the caller asks the scheduler for a pass (xs_signal_notify). */
 bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, int64_t now);
 /* Set @xq's objective (@goal_pm per mille, 0 = none): a new one starts at level 0;
  * returns whether the budget in force crossed 0, as above. Caller holds xq->lock. */
@@ -233,14 +445,16 @@ int64_t xs_objective_allowance(xs_xqueue *xq);
 /* @xq became limited (it asks for no co-run level any more) or stopped being limited (it
  * asks again, from 0): returns whether the budget in force crossed 0, as above. */
 bool xs_objective_limited(xs_xqueue *xq, bool limited);
+/* The objective state of @xq and its device's pacing (XQueueGetStats). Caller holds
+ * xq->lock. */
+void xs_objective_state(xs_xqueue *xq, xs_objective_view *out);
 /* Caller holds dev->lock: */
 /* @xq left the device (detach): the budget in force without it; returns whether it
  * crossed 0, as above. */
 bool xs_objective_forget(xs_xqueue *xq);
-/* Waiters may fit now: ask the progress thread to hand budget on (budget.c). */
-void xs_budget_widened(xs_device *d);
 
-/* remote.c (see there): a leaf over core/board.h: other processes on the device. */
+/* remote.c (see there): other processes on the device, over core/board.h; it calls only
+ * the leaves (signal.c, settings.c). */
 /* Open and join the device's board as XSCHED_BOARD says (its name from @q's backend), and
  * leave it. Caller holds the device-list lock (device.c), not @d->lock; @d's threads are
  * starting (stopped). */
@@ -314,9 +528,6 @@ int64_t xs_engine_reaper_until(const xs_xqueue *xq);
  * complete by @now: worth a reap, which asks the backend whether the queue is idle. Any
  * thread, no lock. */
 bool xs_engine_tail_due(const xs_xqueue *xq, int64_t now);
-/* Ask the scheduler for a pass about @xq (it became ready or idle, or the co-run budget
- * crossed 0). Caller holds xq->lock (engine.c, or device.c at detach under dev->lock). */
-void xs_engine_notify(xs_xqueue *xq);
 
 /* deps.c: a leaf (it calls no other file of the engine; engine.c acts on its answers). */
 /* Whether the event wait @cmd at the head of @xq may be enqueued now; when it must not
@@ -335,7 +546,6 @@ size_t xs_dep_blocked_count(void);
 xs_xqueue *xs_dep_pop_blocked(void);
 
 /* In a child after fork(): clean state. */
-void xs_dev_forked(void);
 void xs_dep_forked(void);
 /* An event record of @xq was enqueued (@ok) or failed to; @needs_done: waiters must wait
  * for its completion. Returns whether its state changed: the blocked XQueues are then

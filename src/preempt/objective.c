@@ -70,9 +70,10 @@
  * objective 1.5 gave a time-per-token p99 of 5.8x alone while the mean it held read 2.1
  * (H100, 2026-11-27, doc/RESULTS.md).
  *
- * A leaf: this file calls no other file of the engine but budget.c's clock and settings;
- * it returns whether the budget in force crossed 0 and the engine asks the scheduler for
- * a pass (xs_engine_notify).
+ * A leaf: this file calls no other file of the engine but budget.c's clock, the settings
+ * (settings.c) and the signals (signal.c: the progress thread hands budget on); it
+ * returns whether the budget in force crossed 0 and the engine asks the scheduler for a
+ * pass (xs_signal_notify).
  *
  * State and locks: the per-queue state (xs_xqueue.objective) and the device's level
  * (xs_device.obj_level) are under dev->lock, taken here under xq->lock (the lock map's
@@ -148,7 +149,7 @@ static int xs__dev_level(const xs_device *d)
 /* The co-run budget in force on @d for a level (-1: the process setting). */
 static int64_t xs__in_force(int level)
 {
-	return level < 0 ? xs_engine_corun_ns() : xs__level_ns(level);
+	return level < 0 ? xs_settings_corun_ns() : xs__level_ns(level);
 }
 
 /* Whether lower queues may commit anything while a top queue of a device at @level works:
@@ -175,7 +176,7 @@ static bool xs__publish(xs_device *d, int level, const xs_xqueue *by)
 	int64_t now = xs__in_force(level);
 	XS_TRACE(XS_TR_CORUN, by->obj.handle, (uint64_t)by->objective.slow_pm,
 		 now ? now : -(int64_t)xs__level_pace(level));
-	xs_budget_widened(d); /* waiters may fit (a narrower cap admits nobody new) */
+	xs_signal_grant(d); /* waiters may fit (a narrower cap admits nobody new) */
 	return xs__lets_lower(old) != xs__lets_lower(level);
 }
 
@@ -512,14 +513,15 @@ bool xs_objective_limited(xs_xqueue *xq, bool limited)
 	return crossed;
 }
 
-int64_t xs_engine_corun_of(const xs_xqueue *xq)
+int64_t xs_objective_corun_of(const xs_xqueue *xq)
 {
 	int64_t ns = atomic_load_explicit(&xq->dev->obj_corun_ns, memory_order_relaxed);
-	return ns >= 0 ? ns : xs_engine_corun_ns();
+	return ns >= 0 ? ns : xs_settings_corun_ns();
 }
 
-void xs_engine_objective_state(xs_xqueue *xq, xs_objective_view *out)
+void xs_objective_state(xs_xqueue *xq, xs_objective_view *out)
 {
+	XS_ASSERT_HELD(&xq->lock);
 	xs_device *d = xq->dev;
 	const xs_objective *o = &xq->objective;
 	xs_mutex_lock(&d->lock);
@@ -537,7 +539,7 @@ void xs_engine_objective_state(xs_xqueue *xq, xs_objective_view *out)
 	xs_mutex_unlock(&d->lock);
 }
 
-bool xs_engine_paced(const xs_xqueue *xq)
+bool xs_objective_paced(const xs_xqueue *xq)
 {
 	return atomic_load_explicit(&xq->dev->obj_pace, memory_order_relaxed) > 0;
 }

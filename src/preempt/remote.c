@@ -2,7 +2,7 @@
  *
  * Each process that uses a device holds a slot on the device's board and publishes there
  * what the others need to treat its queues like their own:
- *   - top: its top rank on the device (the scheduler's pass, xs_engine_remote_pass; idle
+ *   - top: its top rank on the device (the scheduler's pass, xs_remote_pass; idle
  *     queues count, as they do within a process: what is below is limited);
  *   - busy: that rank while one of its queues of that rank, not limited, has work
  *     (d->top_busy crossed 0: xs_remote_busy_edge, called by the budget at the moment it
@@ -34,8 +34,9 @@
  *
  * Locks: what this file keeps is under dev->lock or atomic (engine_int.h, xs_remote); it
  * calls the board, whose own lock is a leaf, and never holds dev->lock while the watcher
- * stops (the hook takes it). A leaf of the engine: it calls budget.c's xs_budget_widened
- * and the scheduler's hook (xs_engine_notify), nothing else.
+ * stops (the hook takes it). A leaf of the engine: it calls the signals (signal.c: the
+ * progress thread hands budget on, the scheduler's hook) and the settings (settings.c),
+ * nothing else; the budget (budget.c) and the scheduler's pass call it.
  */
 #include <string.h>
 
@@ -62,7 +63,7 @@ static int64_t xs__ask(const xs_device *d)
 	XS_ASSERT_HELD(&d->lock);
 	if (d->obj_level >= 0)
 		return atomic_load_explicit(&d->obj_corun_ns, memory_order_relaxed);
-	return xs_engine_corun_ns();
+	return xs_settings_corun_ns();
 }
 
 /* Publish whether this process's top queues have work. Caller holds d->lock. */
@@ -175,7 +176,7 @@ bool xs_remote_revokes(const xs_device *d)
 	return xs_remote_corun(d) < 0;
 }
 
-bool xs_engine_remote_pass(const void *dev, int64_t top, xs_engine_remote *out)
+bool xs_remote_pass(const void *dev, int64_t top, xs_remote_view *out)
 {
 	xs_device *d = (xs_device *)dev;
 	xs_remote *r = &d->remote;
@@ -201,7 +202,7 @@ static int32_t xs__prio32(int64_t p)
 	return p == XS_BOARD_NONE ? XBOARD_NONE : (int32_t)p;
 }
 
-void xs_engine_board_info(xs_xqueue *xq, XBoardInfo *out)
+void xs_remote_board_info(xs_xqueue *xq, XBoardInfo *out)
 {
 	xs_device *d = xq->dev;
 	const xs_remote *r = &d->remote;
@@ -236,10 +237,10 @@ static void xs__on_board(void *arg)
 	int64_t busy = atomic_exchange_explicit(&r->remote_busy, v.busy, memory_order_relaxed);
 	atomic_store_explicit(&r->share, 1 + v.lower, memory_order_relaxed);
 	if (b)
-		xs_budget_widened(d); /* a hold ended, a share grew, a turn came: look again */
+		xs_signal_grant(d); /* a hold ended, a share grew, a turn came: look again */
 	xs_mutex_unlock(&d->lock);
 	if (b && (top != v.top || busy != v.busy))
-		xs_engine_notify(NULL); /* a pass: limits and suspensions move */
+		xs_signal_notify(NULL); /* a pass: limits and suspensions move */
 }
 
 void xs_remote_start(xs_device *d, xs_hwq *q)

@@ -18,8 +18,8 @@
  * no other thread uses it. */
 XResult xs_host_queue_enable_lv3(HwQueueHandle hwq, uint64_t ring_base_address);
 
-/* The wake-ups of the progress thread of @xq's device so far (the engine's xs_xqueue). */
+/* The wake-ups of the progress thread of @xq's device so far (device.c). */
 struct xs_xqueue;
-uint64_t xs_engine_wakeups(const struct xs_xqueue *xq);
+uint64_t xs_dev_wakeups(const struct xs_xqueue *xq);
 
 #endif

@@ -17,24 +17,25 @@
 #include "core/config.h"
 #include "core/list.h"
 #include "core/log.h"
+#include "core/thread.h"
 #include "core/trace.h"
 #include "sched/policy.h"
 #include "sched/sched.h"
 
-/* The scheduler's state of one registered XQueue (xs_xqueue.sched_priv). */
+/* The scheduler's state of one registered XQueue (xs_engine_sched_priv). */
 typedef struct xs__sq {
 	xs_xqueue *xq; /* holds a reference while registered */
 	xs_link link;  /* xs__queues */
 	uint64_t id;   /* registration order, from 1: the policies' tie-breaker */
 	/* Under xs__s.lock: */
 	xs_sched_hints h;
-	void *policy_slot;   /* per-queue state of the current policy */
-	int limited;         /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
-	bool sole;           /* applied with it: ranked above every other queue of the process */
-	Priority applied;    /* the rank applied with it */
-	size_t pass;         /* its index in xs__entries during a pass */
-	bool lent;           /* during a pass: threads of other XQueues wait for it (xs_lend) */
-	bool closing;        /* during a pass: XQueueDestroy drains it, whatever the policy says */
+	void *policy_slot; /* per-queue state of the current policy */
+	int limited;       /* applied with xs_engine_set_limited: 1, 0, -1 = not yet */
+	bool sole;         /* applied with it: ranked above every other queue of the process */
+	Priority applied;  /* the rank applied with it */
+	size_t pass;       /* its index in xs__entries during a pass */
+	bool lent;    /* during a pass: threads of other XQueues wait for it (xs_engine_lenders) */
+	bool closing; /* during a pass: XQueueDestroy drains it, whatever the policy says */
 	bool serves_closing; /* during a pass: a queue being destroyed waits for it, directly or
 			      * along a chain (xs__lend_to): it is not limited either */
 	/* During a pass: the XQueue whose event record its head command waits for (it is
@@ -81,8 +82,8 @@ static struct xs__sched xs__s = XS__SCHED_INIT;
 static struct xs__scratch {
 	xs_sched_entry *entries;
 	xs__sq **entry_q;
-	Priority *top;         /* per entry during a pass: the top rank of its device */
-	xs_engine_remote *rem; /* per entry: other processes on its device (xs__remote_tops) */
+	Priority *top;       /* per entry during a pass: the top rank of its device */
+	xs_remote_view *rem; /* per entry: other processes on its device (xs__remote_tops) */
 	size_t cap;
 } xs__x;
 static xs_cond xs__ev_cv;
@@ -125,7 +126,7 @@ static bool xs__grow(size_t n)
 	if (!t)
 		return false;
 	xs__x.top = t;
-	xs_engine_remote *r = realloc(xs__x.rem, cap * sizeof(*r));
+	xs_remote_view *r = realloc(xs__x.rem, cap * sizeof(*r));
 	if (!r)
 		return false;
 	xs__x.rem = r;
@@ -196,17 +197,17 @@ static void xs__remote_tops(size_t n, bool part)
 	XS_ASSERT_HELD(&xs__s.lock);
 	enum { XS__MAX_DEVS = 16 };
 	const void *devs[XS__MAX_DEVS];
-	xs_engine_remote rs[XS__MAX_DEVS];
-	const xs_engine_remote none = {INT64_MIN, INT64_MIN, -1};
+	xs_remote_view rs[XS__MAX_DEVS];
+	const xs_remote_view none = {INT64_MIN, INT64_MIN, -1};
 	size_t nd = 0;
 	for (size_t i = 0; i < n; i++) {
 		const void *dev = xs_engine_device(xs__x.entry_q[i]->xq);
 		size_t d = xs__dev_index(devs, nd, dev);
-		xs_engine_remote r = none;
+		xs_remote_view r = none;
 		if (d < nd) {
 			r = rs[d];
 		} else {
-			if (!xs_engine_remote_pass(dev, part ? xs__x.top[i] : INT64_MIN, &r))
+			if (!xs_remote_pass(dev, part ? xs__x.top[i] : INT64_MIN, &r))
 				r = none;
 			if (nd < XS__MAX_DEVS) {
 				devs[nd] = dev;
@@ -226,7 +227,7 @@ static void xs__remote_tops(size_t n, bool part)
 static bool xs__remote_holds(size_t i)
 {
 	XS_ASSERT_HELD(&xs__s.lock);
-	const xs_engine_remote *r = &xs__x.rem[i];
+	const xs_remote_view *r = &xs__x.rem[i];
 	const xs_sched_entry *e = &xs__x.entries[i];
 	return r->busy != INT64_MIN && e->rank < r->busy && !xs__x.entry_q[i]->serves_closing &&
 	       (r->ask <= 0 || e->level >= kPreemptLevelInterrupt);
@@ -326,13 +327,33 @@ static bool xs__lend_to(size_t to_i, size_t from, bool pre)
 	return changed;
 }
 
+/* One lending of xs__inherit: the entry lent to, the pass's size and half, and whether a
+ * lender changed its rank. */
+typedef struct xs__lending {
+	size_t to, n;
+	bool pre, changed;
+} xs__lending;
+
+/* xs_engine_lenders' call for each XQueue @from whose thread waits for the entry @arg
+ * names (under that queue's lock). Caller holds xs__s.lock (xs__inherit). */
+static void xs__lender(void *arg, const xs_xqueue *from)
+{
+	XS_ASSERT_HELD(&xs__s.lock);
+	xs__lending *l = arg;
+	const xs__sq *f = xs_engine_sched_priv(from);
+	if (!f || f->pass >= l->n || xs__x.entry_q[f->pass] != f)
+		return; /* not registered, or since this pass began */
+	l->changed |= xs__lend_to(l->to, f->pass, l->pre);
+}
+
 /* Priority inheritance, over two relations. A queue that threads of other queues'
- * commands wait for (xs_lend, preempt/engine.h: a host function's XQueueWait or
+ * commands wait for (xs_engine_lenders: a host function's XQueueWait or
  * XQueueLaunchInline) serves each of them; so does the queue whose event record a
  * blocked queue's head command waits for (preempt/deps.c). The served queue ranks as
  * the most important of those it serves (xs__lend_to). Chains pass it on (repeated until
  * nothing changes). Both are rare: only queues found lent or blocked while the entries
- * were built are looked at. Caller holds xs__s.lock (which guards xs_xqueue.sched_priv). */
+ * were built are looked at. Caller holds xs__s.lock (which guards the scheduler's state of
+ * each queue, xs_engine_sched_priv). */
 static void xs__inherit(size_t n, bool pre)
 {
 	XS_ASSERT_HELD(&xs__s.lock);
@@ -345,16 +366,9 @@ static void xs__inherit(size_t n, bool pre)
 				changed |= xs__lend_to(sq->dep, i, pre);
 			if (!sq->lent)
 				continue;
-			xs_mutex_lock(&sq->xq->lock);
-			xs_list_for_each(l, &sq->xq->lenders)
-			{
-				const xs__sq *f =
-				    xs_container_of(l, xs_lend, link)->from->sched_priv;
-				if (!f || f->pass >= n || xs__x.entry_q[f->pass] != f)
-					continue; /* not registered, or since this pass began */
-				changed |= xs__lend_to(i, f->pass, pre);
-			}
-			xs_mutex_unlock(&sq->xq->lock);
+			xs__lending l = {.to = i, .n = n, .pre = pre};
+			xs_engine_lenders(sq->xq, xs__lender, &l);
+			changed |= l.changed;
 		}
 	}
 }
@@ -390,20 +404,20 @@ static void xs__snapshot_one(xs__sq *sq, size_t i, bool *lent, bool *deps)
 	const xs_sched_hints *h = &sq->h;
 	sq->pass = i;
 	xs__x.entry_q[i] = sq;
-	xs_mutex_lock(&sq->xq->lock);
-	e->ready = xs_engine_ready(sq->xq);
-	e->ready_since_ns = sq->xq->ready_since_ns;
-	e->suspend = sq->xq->sched_suspended;
-	e->level = sq->xq->level;
-	e->busy_ns = sq->xq->busy_ns;
-	sq->lent = !xs_list_empty(&sq->xq->lenders);
-	sq->closing = sq->xq->closing;
+	xs_xqueue_snap s;
+	xs_engine_snapshot(sq->xq, &s);
+	e->ready = s.ready;
+	e->ready_since_ns = s.ready_since_ns;
+	e->suspend = s.sched_suspended;
+	e->level = s.level;
+	e->busy_ns = s.busy_ns;
+	sq->lent = s.lent;
+	sq->closing = s.closing;
 	sq->serves_closing = false;
-	sq->dep_xq = xs_engine_blocked_on(sq->xq);
+	sq->dep_xq = s.blocked_on;
 	sq->dep = SIZE_MAX;
 	*deps |= sq->dep_xq != NULL;
 	*lent |= sq->lent;
-	xs_mutex_unlock(&sq->xq->lock);
 	e->id = sq->id;
 	e->prio = e->rank = h->prio;
 	if (h->prio == PRIORITY_NO_EXECUTE)
@@ -452,13 +466,13 @@ static void xs__engine_rules(size_t n)
 	XS_ASSERT_HELD(&xs__s.lock);
 	xs__find_tops(n);
 	xs__remote_tops(n, xs__s.policy->hint_ranks && xs__s.policy->hold);
-	if (xs__s.policy->hold && !xs_engine_strict())
+	if (xs__s.policy->hold && !xs_settings_strict())
 		xs__serve_tiers(n);
 	for (size_t i = 0; i < n; i++) {
 		xs_sched_entry *e = &xs__x.entries[i];
 		const xs_xqueue *xq = xs__x.entry_q[i]->xq;
 		if (xs__s.policy->hold && e->level < kPreemptLevelInterrupt &&
-		    (xs_engine_corun_of(xq) > 0 || xs_engine_paced(xq)))
+		    (xs_objective_corun_of(xq) > 0 || xs_objective_paced(xq)))
 			e->suspend = false;
 		if (xs__remote_holds(i))
 			e->suspend = true; /* another process's top (HPF across processes) */
@@ -568,7 +582,7 @@ static void xs__stop_locked(void)
 	XS_ASSERT_HELD(&xs__s.ctl);
 	xs_mutex_lock(&xs__s.lock);
 	xs__s.active = false;
-	xs_engine_set_hold(false);
+	xs_dev_set_hold(false);
 	xs_mutex_unlock(&xs__s.lock);
 	if (xs__s.thread_running) {
 		xs_mutex_lock(&xs__s.ev);
@@ -617,7 +631,7 @@ static XResult xs__start_locked(const xs_policy_ops *policy)
 		XS_INFO("sched", "policy %s", policy->name);
 	}
 	xs__s.active = true;
-	xs_engine_set_hold(policy->hold);
+	xs_dev_set_hold(policy->hold);
 	xs_mutex_unlock(&xs__s.lock);
 	if (!xs__s.thread_running) {
 		int err = xs_thread_start(&xs__s.thread, "xsched-sched", xs__main, NULL);
@@ -642,7 +656,7 @@ static XResult xs__configure_from_env(void)
 	XS_ASSERT_HELD(&xs__s.ctl);
 	const xs_config *cfg = xs_config_get();
 	const xs_policy_ops *policy = &xs_policy_hpf;
-	xs_engine_set_notify(xs__on_engine);
+	xs_signal_set_notify(xs__on_engine);
 	if (cfg->policy) {
 		policy = xs_policy_find_name(cfg->policy);
 		if (!policy) {
@@ -668,7 +682,7 @@ XResult xs_sched_add(xs_xqueue *xq)
 		return kXSchedErrorUnknown;
 	sq->h.prio = PRIORITY_DEFAULT;
 	sq->limited = -1;
-	xs_obj_ref(&xq->obj);
+	xs_obj_ref(xs_xqueue_obj(xq));
 	sq->xq = xq;
 	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__s.ctl);
@@ -677,13 +691,13 @@ XResult xs_sched_add(xs_xqueue *xq)
 	if (res == kXSchedSuccess) {
 		xs_mutex_lock(&xs__s.lock);
 		sq->id = ++xs__s.next_id;
-		xq->sched_priv = sq;
+		xs_engine_set_sched_priv(xq, sq);
 		xs_list_push_back(&xs__s.queues, &sq->link);
 		xs_mutex_unlock(&xs__s.lock);
 	}
 	xs_mutex_unlock(&xs__s.ctl);
 	if (res != kXSchedSuccess) {
-		xs_obj_unref(&xq->obj);
+		xs_obj_unref(xs_xqueue_obj(xq));
 		free(sq);
 		return res;
 	}
@@ -694,8 +708,8 @@ XResult xs_sched_add(xs_xqueue *xq)
 void xs_sched_remove(xs_xqueue *xq)
 {
 	xs_mutex_lock(&xs__s.lock);
-	xs__sq *sq = xq->sched_priv;
-	xq->sched_priv = NULL;
+	xs__sq *sq = xs_engine_sched_priv(xq);
+	xs_engine_set_sched_priv(xq, NULL);
 	if (sq) {
 		xs_list_remove(&sq->link);
 		if (xs__s.policy->forget)
@@ -703,7 +717,7 @@ void xs_sched_remove(xs_xqueue *xq)
 	}
 	xs_mutex_unlock(&xs__s.lock);
 	if (sq) {
-		xs_obj_unref(&sq->xq->obj);
+		xs_obj_unref(xs_xqueue_obj(sq->xq));
 		free(sq);
 	}
 	xs__wake(); /* others may run now */
@@ -712,7 +726,7 @@ void xs_sched_remove(xs_xqueue *xq)
 void xs_sched_get_hints(xs_xqueue *xq, xs_sched_hints *out)
 {
 	xs_mutex_lock(&xs__s.lock);
-	const xs__sq *sq = xq->sched_priv;
+	const xs__sq *sq = xs_engine_sched_priv(xq);
 	if (sq)
 		*out = sq->h;
 	else
@@ -723,7 +737,7 @@ void xs_sched_get_hints(xs_xqueue *xq, xs_sched_hints *out)
 void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h, bool apply)
 {
 	xs_mutex_lock(&xs__s.lock);
-	xs__sq *sq = xq->sched_priv;
+	xs__sq *sq = xs_engine_sched_priv(xq);
 	if (sq)
 		sq->h = *h;
 	/* The pass that applies the hints runs here, under the same lock: no pass that saw
@@ -750,7 +764,7 @@ XResult xs_sched_configure(XSchedulerType scheduler, XPolicyType policy)
 	}
 	XResult res = kXSchedSuccess;
 	xs_mutex_lock(&xs__s.ctl);
-	xs_engine_set_notify(xs__on_engine);
+	xs_signal_set_notify(xs__on_engine);
 	if (ops) {
 		res = xs__start_locked(ops);
 	} else {
@@ -778,7 +792,7 @@ void xs_sched_shutdown(void)
 
 void xs_sched_set_strict(bool strict)
 {
-	xs_engine_set_strict(strict);
+	xs_dev_set_strict(strict);
 	xs__wake();
 }
 

@@ -72,7 +72,7 @@ void xs_sched_set_hints(xs_xqueue *xq, const xs_sched_hints *h, bool apply);
 void xs_sched_set_timeslice(Timeslice ts_us);
 void xs_sched_set_k(size_t k);
 /* XHintStrictPriority: strict order below each device's top priority (preempt's
- * xs_engine_set_strict), applied by a pass at once. */
+ * xs_dev_set_strict), applied by a pass at once. */
 void xs_sched_set_strict(bool strict);
 
 /* In a child after fork(): a clean scheduler state (no thread, no queue). */

@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "core/object.h"
-#include "preempt/engine.h"
+#include "preempt/engine_int.h" /* the XQueue's fields */
 
 static const char *h_what = "the test";
 

@@ -135,12 +135,10 @@ static inline bool su_sched_suspended(int i)
 {
 	xs_obj *obj = xs_handle_get(su_q[i].xq, XS_KIND_XQUEUE);
 	CHECKF(obj, "queue %d's XQueue alive; measured: its handle is gone", i);
-	xs_xqueue *x = xs_xqueue_of(obj);
-	xs_mutex_lock(&x->lock);
-	bool s = x->sched_suspended;
-	xs_mutex_unlock(&x->lock);
+	xs_xqueue_snap s;
+	xs_engine_snapshot(xs_xqueue_of(obj), &s);
 	xs_obj_unref(obj);
-	return s;
+	return s.sched_suspended;
 }
 
 static inline bool su_susp_pred(void *arg)

@@ -131,7 +131,7 @@ static void run(int level, int nlow, int64_t budget_us)
 	uint64_t charged, max_cmds;
 	xs_obj *obj = xs_handle_get(g_lanes[1].xq, XS_KIND_XQUEUE);
 	CHECK(obj);
-	xs_engine_budget_state(xs_xqueue_of(obj), &charged_ns, &charged, &max_cmds);
+	xs_budget_state(xs_xqueue_of(obj), &charged_ns, &charged, &max_cmds);
 	int64_t wd_us = 60000000;
 	pthread_t wd;
 	CHECK(pthread_create(&wd, NULL, watchdog, &wd_us) == 0);
@@ -150,7 +150,7 @@ static void run(int level, int nlow, int64_t budget_us)
 	atomic_store(&g_stop, true);
 	for (int i = 1; i <= nlow; i++)
 		CHECK(pthread_join(g_lanes[i].th, NULL) == 0);
-	xs_engine_budget_state(xs_xqueue_of(obj), &charged_ns, &charged, &max_cmds);
+	xs_budget_state(xs_xqueue_of(obj), &charged_ns, &charged, &max_cmds);
 	xs_obj_unref(obj);
 	int bound = budget_us ? (int)(budget_us / LOW_US) + 1 : 1;
 	printf("  low commands running at once: at most %d (bound %d); device charged at most "

@@ -54,7 +54,7 @@
 
 #include "check.h"
 #include "core/object.h"
-#include "preempt/engine.h"
+#include "preempt/engine_int.h" /* the XQueue's fields */
 
 #define SLOTS         4
 #define NPRIO         4 /* priorities 0..NPRIO-1 */

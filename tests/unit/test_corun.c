@@ -305,12 +305,12 @@ static void sleeping(void)
 	CHECK_OK(HwCommandCreateHostFunc(&c, t_sleep_fn, &us));
 	xs_obj *o = xs_handle_get(p.low, XS_KIND_XQUEUE);
 	CHECK(o);
-	uint64_t w0 = xs_engine_wakeups(xs_xqueue_of(o));
+	uint64_t w0 = xs_dev_wakeups(xs_xqueue_of(o));
 	int64_t c0 = cpu_us();
 	CHECK_OK(XQueueSubmit(p.low, c));
 	CHECK_OK(XQueueWait(p.low, c));
 	int64_t cpu = cpu_us() - c0;
-	uint64_t w = xs_engine_wakeups(xs_xqueue_of(o)) - w0;
+	uint64_t w = xs_dev_wakeups(xs_xqueue_of(o)) - w0;
 	printf("  progress thread wake-ups: %llu; CPU time: %lld us\n", (unsigned long long)w,
 	       (long long)cpu);
 	CHECKF(w <= 20,

@@ -30,7 +30,7 @@ int main(void)
 	CHECK_OK(XQueueDestroy(a)); /* drained and detached; our reference keeps it */
 
 	xs_mutex_lock(&xq->lock);
-	xs_dev_kick(xq); /* what deps.c may do after the destroy */
+	xs_signal_kick(xq); /* what deps.c may do after the destroy */
 	xs_mutex_unlock(&xq->lock);
 	xs_mutex_lock(&xq->dev->lock);
 	bool linked = xs_linked(&xq->kick_link);

@@ -61,11 +61,10 @@ static void test_bound_exact(void)
 	const int64_t L = 1300000, G_PM = 1500; /* a decode step, objective 1.5 */
 	const int64_t allow = L * (G_PM - 1000) / 1000;
 	xs_pace p = {0};
-	int64_t now = 1000000000, lower = 0, worst = 0, waited = 0;
+	int64_t now = 1000000000, lower = 0, worst = 0;
 	for (int i = 0; i < 10000; i++) {
 		int64_t w = unit(&p, &now, allow, 20000, allow / 2, 1000, &lower);
 		worst = w > worst ? w : worst;
-		waited += w;
 		now += L + rnd(0, 200000); /* the unit runs alone, then a host gap */
 	}
 	printf("exact predictions: longest wait %lld ns of %lld allowed; lower time %.3f of the "
