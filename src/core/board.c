@@ -27,7 +27,7 @@
 #include "core/log.h"
 #include "core/thread.h"
 
-_Static_assert(sizeof(xs_board_slot) == 128, "a slot is two cache lines");
+_Static_assert(sizeof(xs_board_slot) == 192, "a slot is three cache lines");
 _Static_assert(sizeof(xs_board_hdr) == 128, "the header is two cache lines");
 _Static_assert(XS_BOARD_SLOTS <= 64, "masks are 64 bits");
 
@@ -255,6 +255,21 @@ void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t 
 		atomic_store_explicit(&sl->charged_cmds, cmds, memory_order_release);
 }
 
+void xs_board_set_lower_clock(xs_board *b, int64_t busy_ns, int64_t from_ns, int64_t end_ns)
+{
+	int s = atomic_load_explicit(&b->self, memory_order_acquire);
+	if (s < 0)
+		return;
+	xs_board_slot *sl = &b->slots[s];
+	/* The sum first, then the start: a reader that sees the clock stopped (from 0) sees
+	 * the sum that includes its last run; one that still sees it running may count that
+	 * run twice (board.h: never miss one). */
+	xs__put(sl, &sl->lower_end_ns, end_ns);
+	xs__put(sl, &sl->lower_busy_ns, busy_ns);
+	if (atomic_load_explicit(&sl->lower_from_ns, memory_order_relaxed) != from_ns)
+		atomic_store_explicit(&sl->lower_from_ns, from_ns, memory_order_release);
+}
+
 /* ---- reading ---- */
 
 static uint64_t xs__live(const xs_board *b)
@@ -340,6 +355,34 @@ int64_t xs_board_free_at(const xs_board *b)
 	return first;
 }
 
+int64_t xs_board_lower_clock(const xs_board *b, int64_t now)
+{
+	uint64_t m = xs__live(b);
+	int64_t sum = 0;
+	while (m) {
+		const xs_board_slot *sl = &b->slots[__builtin_ctzll(m)];
+		m &= m - 1;
+		int64_t from = atomic_load_explicit(&sl->lower_from_ns, memory_order_acquire);
+		sum += atomic_load_explicit(&sl->lower_busy_ns, memory_order_relaxed);
+		if (from && now > from)
+			sum += now - from;
+	}
+	return sum;
+}
+
+bool xs_board_lower_quiet(const xs_board *b, int64_t since)
+{
+	uint64_t m = xs__live(b);
+	while (m) {
+		const xs_board_slot *sl = &b->slots[__builtin_ctzll(m)];
+		m &= m - 1;
+		if (atomic_load_explicit(&sl->lower_from_ns, memory_order_acquire) ||
+		    atomic_load_explicit(&sl->lower_end_ns, memory_order_relaxed) > since)
+			return false;
+	}
+	return true;
+}
+
 void xs_board_wake_waiter(const xs_board *b)
 {
 	uint64_t m = xs__live(b);
@@ -407,6 +450,9 @@ static void xs__fill(xs_board *b, int i, int64_t now)
 	atomic_store_explicit(&sl->charged_cmds, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->wait_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->free_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->lower_busy_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->lower_from_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->lower_end_ns, 0, memory_order_relaxed);
 	atomic_fetch_and_explicit(&b->hdr->sleepers, ~bit, memory_order_relaxed);
 	if (atomic_load(&b->my_busy) != XS_BOARD_NONE)
 		atomic_fetch_or_explicit(&b->hdr->busy, bit, memory_order_relaxed);
@@ -447,6 +493,7 @@ static void xs__release(xs_board *b, int s)
 	atomic_store_explicit(&sl->top, XS_BOARD_NONE, memory_order_relaxed);
 	atomic_store_explicit(&sl->charged_cmds, 0, memory_order_relaxed);
 	atomic_store_explicit(&sl->wait_ns, 0, memory_order_relaxed);
+	atomic_store_explicit(&sl->lower_from_ns, 0, memory_order_relaxed);
 	atomic_fetch_and_explicit(&b->hdr->busy, ~(UINT64_C(1) << s), memory_order_release);
 	atomic_store_explicit(&sl->ident, 0, memory_order_release);
 	uint64_t token = b->token;

@@ -64,7 +64,7 @@
 
 enum {
 	XS_BOARD_SLOTS = 64,   /* processes per board */
-	XS_BOARD_VERSION = 1,  /* the layout below; another version is refused */
+	XS_BOARD_VERSION = 2,  /* the layout below; another version is refused */
 	XS_BOARD_NAME_MAX = 64 /* a device's name (its uuid text), with the terminating 0 */
 };
 
@@ -83,8 +83,9 @@ enum {
 /* "Nothing": no top, nobody busy. */
 #define XS_BOARD_NONE INT64_MIN
 
-/* The shared layout (version 1). Every field a process changes after the board is made is
- * an atomic; the header's plain fields are written once, before the file gets its name. */
+/* The shared layout (version 2: version 1 had no lower-work clock). Every field a process
+ * changes after the board is made is an atomic; the header's plain fields are written once,
+ * before the file gets its name. */
 typedef struct xs_board_slot {
 	/* Identity (written at the claim, before ident). */
 	_Atomic uint64_t owner; /* 0 = free, else the claim token: claim time in ms << 20 |
@@ -105,7 +106,12 @@ typedef struct xs_board_slot {
 	_Atomic uint64_t charged_cmds;
 	_Atomic int64_t wait_ns; /* 0 = not waiting */
 	_Atomic int64_t free_ns; /* when its charged work is expected to end (0 = none) */
-	uint64_t pad1;
+	/* Its lower-work clock: the time it had lower work charged, summed up to lower_from_ns
+	 * (while it has some, 0 otherwise), and when that work last fell to none. */
+	_Atomic int64_t lower_busy_ns;
+	_Atomic int64_t lower_from_ns;
+	_Atomic int64_t lower_end_ns;
+	uint64_t pad1[6];
 } xs_board_slot;
 
 typedef struct xs_board_hdr {
@@ -158,6 +164,10 @@ void xs_board_set_top(xs_board *b, int64_t top);
 void xs_board_set_busy(xs_board *b, int64_t busy, int64_t ask);
 void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t wait_ns,
 			int64_t free_ns);
+/* The owner's lower-work clock (monotonic ns): @busy_ns summed up to @from_ns, the moment
+ * its lower work last rose from none (0 while it has none), and @end_ns, when it last fell
+ * to none. Without a wake, like the lower work. */
+void xs_board_set_lower_clock(xs_board *b, int64_t busy_ns, int64_t from_ns, int64_t end_ns);
 
 /* Readers, over the slots the watcher last found live (not this process's). Lock-free,
  * any thread; a board not joined reads as empty. */
@@ -172,6 +182,14 @@ bool xs_board_first(const xs_board *b, int64_t wait_ns, int64_t now);
 /* When the other processes' charged work is within its lead of its end, the earliest of
  * them (monotonic ns); 0 when none has work charged. */
 int64_t xs_board_free_at(const xs_board *b);
+/* The other processes' lower-work clocks at @now, summed (ns): how long, in all, they had
+ * lower work charged. It only grows while the live set stays the same; a process that
+ * joins adds its whole past at once, one that leaves takes it back (the caller clamps a
+ * difference at 0). A reading may count a moment twice (a clock read while its owner
+ * stops it), never miss one. */
+int64_t xs_board_lower_clock(const xs_board *b, int64_t now);
+/* Whether no other process has had lower work charged since @since (monotonic ns). */
+bool xs_board_lower_quiet(const xs_board *b, int64_t since);
 /* Wake the watcher of the other process that waits longest (wait_ns), if one does. */
 void xs_board_wake_waiter(const xs_board *b);
 /* Whether another live process is on the board. */

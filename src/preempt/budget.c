@@ -510,7 +510,8 @@ void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now)
 int64_t xs_budget_lower_clock(const xs_device *d, int64_t now)
 {
 	const xs_budget *b = &d->budget;
-	return b->lower_busy_ns + (b->charged_cmds ? now - b->lower_from_ns : 0);
+	int64_t own = b->lower_busy_ns + (b->charged_cmds ? now - b->lower_from_ns : 0);
+	return own + xs_remote_lower_clock(d, now);
 }
 
 /* When the first waiter fits by the passing of time alone, as far as this process's own

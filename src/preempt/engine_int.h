@@ -374,7 +374,9 @@ void xs_budget_force(xs_xqueue *xq, xs_cmd *cmd);
  * taken back; a completion passes the time its reap read once for all it completes);
  * waiters are then handed budget by the progress thread. Caller holds xq->lock. */
 void xs_budget_uncharge(xs_xqueue *xq, xs_cmd *cmd, int64_t now);
-/* The lower-work clock at @now: how long, in all, lower work was charged on @dev (ns).
+/* The lower-work clock at @now: how long, in all, lower work was charged on @dev (ns), by
+ * this process and by the others on its board (their clocks summed, xs_remote_lower_clock:
+ * it steps back when one leaves, so a unit measured across that reads as alone once).
  * Caller holds dev->lock. */
 int64_t xs_budget_lower_clock(const xs_device *dev, int64_t now);
 /* The waiter to serve next, in rank order, if the budget has room for it: taken off the
@@ -472,6 +474,12 @@ int64_t xs_remote_corun(const xs_device *d);
 /* Whether a command charged but not committed yet should give its charge back: another
  * process's top holds @d and allows nothing new beside it. Lock-free. */
 bool xs_remote_revokes(const xs_device *d);
+/* The other processes' lower-work clocks at @now, summed (ns; core/board.h,
+ * xs_board_lower_clock: it may step when a process joins or leaves); 0 without a board.
+ * Lock-free. */
+int64_t xs_remote_lower_clock(const xs_device *d, int64_t now);
+/* Whether no other process has had lower work charged since @since. Lock-free. */
+bool xs_remote_lower_quiet(const xs_device *d, int64_t since);
 /* Caller holds d->lock: */
 /* Whether the one command that may always be charged when nothing is (budget.c) may be
  * charged at @now: no other process has lower work charged, and none waits longer. */

@@ -16,8 +16,10 @@
  *   it is. Commands inside a scope are not units of their own.
  * - Alone. A command unit ran *alone* when no lower-priority work was charged on the
  *   device at any moment of it (budget.c: charged_cmds is 0 at its completion and fell to
- *   0, lower_end_ns, before it started); a scope or explicit unit when lower work was
- *   charged for at most a sixteenth of it (the lower-work clock, xs_budget_lower_clock),
+ *   0, lower_end_ns, before it started; nor in another process on the device's board,
+ *   remote.c); a scope or explicit unit when lower work was charged for at most a
+ *   sixteenth of it (the lower-work clock, xs_budget_lower_clock, which counts the other
+ *   processes' lower work too),
  *   an explicit unit counted from its release (after a slice it waited out) and only if it
  *   did not queue behind the unit before it. The *alone estimate* of each kind is an EWMA
  *   (1/8) of its alone units; a unit's *slowdown* is its latency over that estimate.
@@ -352,7 +354,8 @@ bool xs_objective_sample(xs_xqueue *xq, int64_t start, int64_t per, uint64_t n, 
 	xs_device *d = xq->dev;
 	xs_mutex_lock(&d->lock);
 	const xs_budget *b = &d->budget;
-	bool alone = b->charged_cmds == 0 && b->lower_end_ns <= start;
+	bool alone =
+	    b->charged_cmds == 0 && b->lower_end_ns <= start && xs_remote_lower_quiet(d, start);
 	bool crossed = xs__units(xq, false, per, per, alone, n);
 	xs_mutex_unlock(&d->lock);
 	return crossed;

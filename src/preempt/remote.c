@@ -9,7 +9,8 @@
  *     counts it), and with it the co-run budget that queue allows lower work (ask: a
  *     latency objective's level in force, else the process's co-run budget);
  *   - its lower work: the limited queues' charged work and commands, and since when its
- *     budget waiters wait for a device-wide turn (xs_remote_lower).
+ *     budget waiters wait for a device-wide turn (xs_remote_lower), with its lower-work
+ *     clock (budget.c: how long it had lower work charged).
  * And it reads the others':
  *   - the budget's hold (budget.c, xs__held) counts another process's busy top of the
  *     device's top rank like a local one, read from the board at each decision, so that
@@ -18,6 +19,13 @@
  *   - the scheduler's pass takes the others' top into the device's top rank (queues
  *     below it are limited) and suspends queues below another's busy top as HPF does
  *     below a local one (sched.c);
+ *   - a latency objective's units ran alone only if no other process had lower work
+ *     charged beside them either (objective.c, through the lower-work clocks summed:
+ *     xs_remote_lower_clock, xs_remote_lower_quiet); without that, a protected unit slowed
+ *     by another process's work (which the GPU time-slices with it) read as alone, the
+ *     alone estimate grew with it and the controller lifted every limit (NVIDIA H200,
+ *     2026-11-28: time per token p99 2.10x alone under an objective of 1.5, the controller
+ *     reading 1.02);
  *   - the commitment budget (and a holder's co-run budget) is device-wide: each
  *     process's cap is its share, the budget divided among the processes that have
  *     lower work charged or waiting; and the one command that may always be charged
@@ -99,8 +107,22 @@ void xs_remote_lower(xs_device *d, int64_t now)
 	r->cmds = bu->charged_cmds;
 	int64_t free_ns = bu->charged_cmds ? bu->since_ns + bu->charged_ns : 0;
 	xs_board_set_lower(b, bu->charged_ns, bu->charged_cmds, r->wait_ns, free_ns);
+	xs_board_set_lower_clock(b, bu->lower_busy_ns, bu->charged_cmds ? bu->lower_from_ns : 0,
+				 bu->lower_end_ns);
 	if (emptied)
 		xs_board_wake_waiter(b);
+}
+
+int64_t xs_remote_lower_clock(const xs_device *d, int64_t now)
+{
+	xs_board *b = atomic_load_explicit(&d->remote.board, memory_order_relaxed);
+	return b ? xs_board_lower_clock(b, now) : 0;
+}
+
+bool xs_remote_lower_quiet(const xs_device *d, int64_t since)
+{
+	xs_board *b = atomic_load_explicit(&d->remote.board, memory_order_relaxed);
+	return !b || xs_board_lower_quiet(b, since);
 }
 
 bool xs_remote_may_start(const xs_device *d, int64_t now)
