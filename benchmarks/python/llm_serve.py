@@ -266,6 +266,26 @@ def expand_modes(spec, objectives, coruns, processes=1):
     return out
 
 
+def step_parts(parts):
+    """Where a decode step's host time goes (ms, means): entering its unit (XQueueBeginUnit),
+    launching the step, reading its tokens (waiting for the GPU), leaving the unit
+    (XQueueEndUnit); over every step and over the slow ones (more than twice the median
+    step)."""
+    if not parts:
+        return None
+    total = [(x[4] - x[0]) * 1e3 for x in parts]
+    med = statistics.median(total)
+
+    def mean(rows):
+        if not rows:
+            return None
+        return {k: round(statistics.fmean((x[i + 1] - x[i]) * 1e3 for x in rows), 3)
+                for i, k in enumerate(("enter", "launch", "read", "exit"))}
+    slow = [x for x, t in zip(parts, total) if t > 2 * med]
+    return {"steps": len(parts), "median_ms": round(med, 3), "all": mean(parts),
+            "slow_n": len(slow), "slow": mean(slow)}
+
+
 def mode_spec(name):
     """What mode @name does: library, high-priority LLM stream made by the application,
     objective, co-run us, where the LLM's graph gets its priority (capture: "app" = the
@@ -426,6 +446,9 @@ class Server:
         self.model, self.device, self.stream = model, device, stream
         self.xq = xq  # capture through XQueue.capture() (the library's priority)
         self.prompt_len, self.steps = cfg.prompt_len, cfg.decode_steps
+        # Per decode step, host times: before its unit, in it, after the launch, after the
+        # read, after the unit's end (step_parts).
+        self.parts = []
         b = cfg.batch
         self.tokens = torch.zeros(b, 1, dtype=torch.long, device=device)
         self.pos = torch.zeros(1, dtype=torch.long, device=device)
@@ -482,13 +505,19 @@ class Server:
             # One unit per token as the host sees it: the step and the read of its tokens
             # (what a time-per-token objective is stated on; the read waits for the GPU and
             # then for the interpreter's lock, which other Python threads may hold).
-            with unit() if unit is not None else contextlib.nullcontext():
+            t0 = time.perf_counter()
+            cm = unit() if unit is not None else contextlib.nullcontext()
+            with cm:
+                t1 = time.perf_counter()
                 if self.graph is not None:
                     self.graph.replay()
                 else:
                     self._step_eager()
+                t2 = time.perf_counter()
                 self.next.cpu()  # the host needs the tokens: a synchronization per token
+                t3 = time.perf_counter()
             reads.append(time.perf_counter())
+            self.parts.append((t0, t1, t2, t3, reads[-1]))
         return t_first, reads
 
     def close(self):
@@ -605,6 +634,7 @@ class Run:
         self.ready = threading.Barrier(n + 1)
         self.errors = []
         self.served = []  # (arrival, start, first read, [token reads])
+        self.parts = []  # the server's step_parts times
         self.xq_llm = None
         self.hwqs = []  # host queues to close after their XQueues (smoke)
         self.samples = []  # (corun_budget_ns, slowdown_permille) of the LLM XQueue
@@ -744,6 +774,7 @@ class Run:
                                        objective=self.spec["objective"])
         self.server = Server(b.llm, a, b.device, b.s_llm, a.seed,
                              self.xq_llm) if self.with_llm else None
+        self.parts = self.server.parts if self.server else []
         self._read_priorities("created")
         if self.spec["procs"]:
             self._start_child()
@@ -954,6 +985,7 @@ class Run:
                 "tpot_request_p99_ms": pct(tpot_req, 99),
                 "tpot_max_ms": max(steps) if steps else None,
                 "busy": busy / (hi - lo),
+                "step_parts": step_parts([x for x in self.parts if lo <= x[0] < hi]),
             }
         for lane in self.lanes:
             n = sum(1 for t in lane.done if lo <= t <= hi)
