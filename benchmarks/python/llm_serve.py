@@ -61,6 +61,10 @@ Output: a header, then one row per mode (alone: one per run) on stdout as each e
   LLM xq         library modes: the LLM XQueue's measured slowdown (XQueueStats) at the
                  end, and its device's co-run budget sampled every 0.1 s (median
                  [min-max], us; "unl" = not limited)
+The JSON row of each mode also says where the decode steps' host time went (step_parts:
+entering the unit, launching the step, reading its tokens, leaving the unit, in ms, over
+every step and over those above twice the median): a slow "read" waited for the GPU (or for
+the interpreter's lock after it), a slow "enter" or "exit" for the library.
 Percentiles are nearest-rank. Targets of issue 36 follow as MET/MISSED lines where their
 modes ran (GPU only). Progress goes to stderr. --jsonl PATH writes a "run" line, one "mode"
 line per row (every figure, the stream priorities before and after wrapping, every
