@@ -24,6 +24,15 @@ static inline xs_xqueue *xs_api_xqueue(XQueueHandle h, const char *fn)
 	return xs__api_found(xs_handle_get(h, XS_KIND_XQUEUE), h, fn);
 }
 
+/* The end of an API call on @x (taken with xs_api_xqueue): drops its reference and returns
+ * @res, so that a call reads `return xs_api_done(x, xs_engine_...(x));` (the argument runs
+ * first, the reference is dropped after it). */
+static inline XResult xs_api_done(xs_xqueue *x, XResult res)
+{
+	xs_obj_unref(xs_xqueue_obj(x));
+	return res;
+}
+
 /* xs_api_xqueue for a call that ends on this thread and passes the XQueue to
  * xs_api_xqueue_return (xs_handle_borrow: no lock and no reference where the thread used
  * this XQueue last). */

@@ -23,6 +23,21 @@ void xs_api_hints_forked(void)
 	xs_mutex_init(&xs__hint_lock);
 }
 
+/* A change to @x's hints begins: *@h holds them, under xs__hint_lock until xs__hint_end. */
+static void xs__hint_begin(xs_xqueue *x, xs_sched_hints *h)
+{
+	xs_mutex_lock(&xs__hint_lock);
+	xs_sched_get_hints(x, h);
+}
+
+/* ... and ends: @h stored (in force when this returns where @now, else at the next pass)
+ * and the lock released. */
+static void xs__hint_end(xs_xqueue *x, const xs_sched_hints *h, bool now)
+{
+	xs_sched_set_hints(x, h, now);
+	xs_mutex_unlock(&xs__hint_lock);
+}
+
 XResult XHintPriority(XQueueHandle xq, Priority prio)
 {
 	XS_CHECK(xs__prio_ok(prio) || prio == PRIORITY_NO_EXECUTE, kXSchedErrorInvalidValue, "api",
@@ -32,16 +47,13 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;
-	xs_mutex_lock(&xs__hint_lock);
-	xs_sched_get_hints(x, &h);
+	xs__hint_begin(x, &h);
 	h.prio = prio;
-	xs_sched_set_hints(x, &h, true); /* in force when the call returns */
-	xs_mutex_unlock(&xs__hint_lock);
+	xs__hint_end(x, &h, true); /* in force when the call returns */
 	XS_TRACE(XS_TR_PRIORITY, xq, 0, prio);
 	XS_TRACE(XS_TR_QUEUE, xq, (uint64_t)(uintptr_t)xs_engine_hwq(x)->native,
 		 prio); /* renames it */
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XHintUtilization(XQueueHandle xq, Utilization util)
@@ -53,14 +65,11 @@ XResult XHintUtilization(XQueueHandle xq, Utilization util)
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;
-	xs_mutex_lock(&xs__hint_lock);
-	xs_sched_get_hints(x, &h);
+	xs__hint_begin(x, &h);
 	h.util = util;
 	h.has_util = true;
-	xs_sched_set_hints(x, &h, false);
-	xs_mutex_unlock(&xs__hint_lock);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	xs__hint_end(x, &h, false);
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XHintTimeslice(Timeslice ts_us)
@@ -84,16 +93,13 @@ XResult XHintLaxity(XQueueHandle xq, Laxity lax_us, Priority lax_prio, Priority 
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;
-	xs_mutex_lock(&xs__hint_lock);
-	xs_sched_get_hints(x, &h);
+	xs__hint_begin(x, &h);
 	h.has_laxity = lax_us != NO_LAXITY;
 	h.laxity_us = h.has_laxity ? lax_us : 0;
 	h.lax_prio = lax_prio;
 	h.crit_prio = crit_prio;
-	xs_sched_set_hints(x, &h, false);
-	xs_mutex_unlock(&xs__hint_lock);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	xs__hint_end(x, &h, false);
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
@@ -105,14 +111,11 @@ XResult XHintDeadline(XQueueHandle xq, Deadline ddl_us)
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_sched_hints h;
-	xs_mutex_lock(&xs__hint_lock);
-	xs_sched_get_hints(x, &h);
+	xs__hint_begin(x, &h);
 	h.has_deadline = ddl_us != NO_DEADLINE;
 	h.deadline_us = h.has_deadline ? ddl_us : 0;
-	xs_sched_set_hints(x, &h, false);
-	xs_mutex_unlock(&xs__hint_lock);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	xs__hint_end(x, &h, false);
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XHintKDeadline(size_t k)
@@ -133,6 +136,5 @@ XResult XHintLatencyObjective(XQueueHandle xq, double max_slowdown)
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_engine_set_objective(x, (int64_t)(max_slowdown * 1000.0 + 0.5));
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }

@@ -137,8 +137,7 @@ XResult XQueueSetPreemptLevel(XQueueHandle xq, int64_t level)
 	} else {
 		xs_engine_set_level(x, (int)level);
 	}
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, res);
 }
 
 XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level)
@@ -148,8 +147,7 @@ XResult XQueueGetPreemptLevel(XQueueHandle xq, int64_t *level)
 	if (!x)
 		return kXSchedErrorNotFound;
 	*level = xs__now(x).level;
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int64_t batch_size)
@@ -157,9 +155,7 @@ XResult XQueueSetLaunchConfig(XQueueHandle xq, int64_t threshold, int64_t batch_
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueSetLaunchConfig");
 	if (!x)
 		return kXSchedErrorNotFound;
-	XResult res = xs_engine_set_launch_config(x, threshold, batch_size);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, xs_engine_set_launch_config(x, threshold, batch_size));
 }
 
 XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batch_size)
@@ -172,8 +168,7 @@ XResult XQueueGetLaunchConfig(XQueueHandle xq, int64_t *threshold, int64_t *batc
 		*threshold = s.threshold;
 	if (batch_size)
 		*batch_size = s.batch_size;
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XQueueSubmit(XQueueHandle xq, HwCommandHandle hw_cmd)
@@ -210,8 +205,7 @@ XResult XQueueWait(XQueueHandle xq, HwCommandHandle hw_cmd)
 		res = xs_engine_wait(x, xs_cmd_of(cobj));
 	}
 	xs_obj_unref(cobj);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, res);
 }
 
 XResult XQueueWaitAll(XQueueHandle xq)
@@ -219,9 +213,7 @@ XResult XQueueWaitAll(XQueueHandle xq)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueWaitAll");
 	if (!x)
 		return kXSchedErrorNotFound;
-	XResult res = xs_engine_wait_all(x);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, xs_engine_wait_all(x));
 }
 
 XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data)
@@ -237,48 +229,38 @@ XResult XQueueLaunchInline(XQueueHandle xq, LaunchCallback launch, void *data)
 		cmd->owner = pthread_self();
 		res = xs_engine_launch_inline(x, cmd); /* takes the creation's reference */
 	}
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, res);
 }
 
-static XResult xs__scope(XQueueHandle xq, bool open, const char *fn)
+/* A scope's or a unit's begin (@open) or end on @xq: @op is the engine's call, @fn the
+ * API's name. */
+static XResult xs__mark(XQueueHandle xq, XResult (*op)(xs_xqueue *, bool), bool open,
+			const char *fn)
 {
 	xs_xqueue *x = xs_api_xqueue(xq, fn);
 	if (!x)
 		return kXSchedErrorNotFound;
-	XResult res = xs_engine_scope(x, open);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, op(x, open));
 }
 
 XResult XQueueBeginScope(XQueueHandle xq)
 {
-	return xs__scope(xq, true, "XQueueBeginScope");
+	return xs__mark(xq, xs_engine_scope, true, "XQueueBeginScope");
 }
 
 XResult XQueueEndScope(XQueueHandle xq)
 {
-	return xs__scope(xq, false, "XQueueEndScope");
-}
-
-static XResult xs__unit(XQueueHandle xq, bool begin, const char *fn)
-{
-	xs_xqueue *x = xs_api_xqueue(xq, fn);
-	if (!x)
-		return kXSchedErrorNotFound;
-	XResult res = xs_engine_unit(x, begin);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs__mark(xq, xs_engine_scope, false, "XQueueEndScope");
 }
 
 XResult XQueueBeginUnit(XQueueHandle xq)
 {
-	return xs__unit(xq, true, "XQueueBeginUnit");
+	return xs__mark(xq, xs_engine_unit, true, "XQueueBeginUnit");
 }
 
 XResult XQueueEndUnit(XQueueHandle xq)
 {
-	return xs__unit(xq, false, "XQueueEndUnit");
+	return xs__mark(xq, xs_engine_unit, false, "XQueueEndUnit");
 }
 
 XResult XQueueEnqueueGateCheck(XQueueHandle xq)
@@ -286,9 +268,7 @@ XResult XQueueEnqueueGateCheck(XQueueHandle xq)
 	xs_xqueue *x = xs_api_xqueue(xq, "XQueueEnqueueGateCheck");
 	if (!x)
 		return kXSchedErrorNotFound;
-	XResult res = xs_engine_gate_check(x);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, xs_engine_gate_check(x));
 }
 
 XResult XQueueQuery(XQueueHandle xq, XQueueState *state)
@@ -299,8 +279,7 @@ XResult XQueueQuery(XQueueHandle xq, XQueueState *state)
 		return kXSchedErrorNotFound;
 	xs_xqueue_snap s = xs__now(x);
 	*state = s.completed == s.submitted ? kQueueStateIdle : kQueueStateReady;
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
@@ -329,8 +308,7 @@ XResult XQueueSuspend(XQueueHandle xq, int64_t flags)
 	} else {
 		res = xs_engine_app_suspend(x, true, sync);
 	}
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, res);
 }
 
 XResult XQueueResume(XQueueHandle xq, int64_t flags)
@@ -348,8 +326,7 @@ XResult XQueueResume(XQueueHandle xq, int64_t flags)
 	} else {
 		xs_engine_app_suspend(x, false, false);
 	}
-	xs_obj_unref(xs_xqueue_obj(x));
-	return res;
+	return xs_api_done(x, res);
 }
 
 XResult XQueueGetBoard(XQueueHandle xq, XBoardInfo *info)
@@ -359,8 +336,7 @@ XResult XQueueGetBoard(XQueueHandle xq, XBoardInfo *info)
 	if (!x)
 		return kXSchedErrorNotFound;
 	xs_remote_board_info(x, info);
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
@@ -393,8 +369,7 @@ XResult XQueueGetStats(XQueueHandle xq, XQueueStats *stats)
 	stats->slice_over_ns = (uint64_t)o->slice_over_ns;
 	stats->hw_priority = (uint64_t)s.hw_priority;
 	stats->corun_budget_ns = s.corun_ns == INT64_MAX ? UINT64_MAX : (uint64_t)s.corun_ns;
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }
 
 XResult XQueueProfileHwCommandCount(XQueueHandle xq, int64_t *count)
@@ -405,6 +380,5 @@ XResult XQueueProfileHwCommandCount(XQueueHandle xq, int64_t *count)
 	if (!x)
 		return kXSchedErrorNotFound;
 	*count = (int64_t)xs__now(x).submitted;
-	xs_obj_unref(xs_xqueue_obj(x));
-	return kXSchedSuccess;
+	return xs_api_done(x, kXSchedSuccess);
 }
