@@ -15,14 +15,7 @@
  * board), every unit of phase B read as alone, the estimate followed the slowed units
  * (about 2x) and the controller, measuring itself against it, lifted every limit (NVIDIA
  * H200, 2026-11-28: a time per token of 2.10x alone under an objective of 1.5).
- * The test also checks that phase B's units were slowed (else it proves nothing).
- * Then the units come back to back (phase C, 600, then D, 900): the board holds the low
- * process while they run, so they are slowed only where the controller lets lower work
- * co-run, and here every co-run level fails (a committed 4 ms command holds the device).
- * Its probes must grow rare: at most 2.5% of phase D's units slowed. Measured on a 2-core
- * host: 8-18 of 900 in 6 runs; 17-38 (25 or more in 5 of 6) when the wait after a failed
- * probe doubled only at a second failure of the same level, which let the controller fail
- * at each co-run level in turn with a wait of 4 looks after each. */
+ * The test also checks that phase B's units were slowed (else it proves nothing). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -96,8 +89,8 @@ static int run_low(void)
 	return 0;
 }
 
-/* @n units, @gap_us apart; returns how many took at least 1.5x HIGH_US. */
-static int units(XQueueHandle xq, int n, int64_t gap_us)
+/* @n units, GAP_US apart; returns how many took at least 1.5x HIGH_US. */
+static int units(XQueueHandle xq, int n)
 {
 	static int64_t high_us = HIGH_US;
 	int slow = 0;
@@ -108,8 +101,7 @@ static int units(XQueueHandle xq, int n, int64_t gap_us)
 		CHECK_OK(XQueueEndUnit(xq));
 		CHECK_OK(XQueueWaitAll(xq));
 		slow += t_now_us() - t0 >= HIGH_US * 3 / 2;
-		if (gap_us)
-			t_sleep_us(gap_us);
+		t_sleep_us(GAP_US);
 	}
 	return slow;
 }
@@ -126,22 +118,16 @@ static int run_high(void)
 		t_sleep_us(500);
 	CHECK(atomic_load(&g_sh->low_ready));
 	t_host_reset();
-	units(xq, UNITS_A, GAP_US);
+	units(xq, UNITS_A);
 	XQueueStats a, b;
 	CHECK_OK(XQueueGetStats(xq, &a));
 	atomic_store(&g_sh->go, 1);
 	for (int i = 0; i < 4000 && atomic_load(&g_sh->n_low) == 0; i++)
 		t_sleep_us(500);
 	CHECK(atomic_load(&g_sh->n_low) > 0);
-	int slow = units(xq, UNITS_B, GAP_US);
+	int slow = units(xq, UNITS_B);
 	CHECK_OK(XQueueGetStats(xq, &b));
 	t_host h = t_host_get();
-	int slow_c = units(xq, UNITS_C, 0);
-	t_host_reset();
-	int slow_d = units(xq, UNITS_D, 0);
-	t_host h2 = t_host_get();
-	printf("back to back: %d of %d units slowed, then %d of %d\n", slow_c, UNITS_C, slow_d,
-	       UNITS_D);
 	atomic_store(&g_sh->stop, 1);
 	printf("alone estimate %.2f ms after %d units alone, %.2f ms after %d beside the low "
 	       "process (%d of them slowed to 1.5x or more; %d low commands)\n",
@@ -155,10 +141,6 @@ static int run_high(void)
 	CHECK_TIMED(&h, b.alone_unit_ns * 10 <= a.alone_unit_ns * 13,
 		    "the alone estimate within 1.3x of %.2f ms, measured %.2f ms",
 		    a.alone_unit_ns / 1e6, b.alone_unit_ns / 1e6);
-	CHECK_TIMED(&h2, slow_d * 1000 <= UNITS_D * 25,
-		    "at most 2.5%% of %d units back to back above the goal once probes grew "
-		    "rare, measured %d",
-		    UNITS_D, slow_d);
 	CHECK_OK(XQueueDestroy(xq));
 	CHECK_OK(HwQueueDestroy(hq));
 	return t_exit();
