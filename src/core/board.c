@@ -241,33 +241,24 @@ void xs_board_set_busy(xs_board *b, int64_t busy, int64_t ask)
 	xs__signal(b, s, false);
 }
 
-void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t wait_ns,
-			int64_t free_ns)
+void xs_board_set_lower(xs_board *b, const xs_board_lower *w)
 {
 	int s = atomic_load_explicit(&b->self, memory_order_acquire);
 	if (s < 0)
 		return;
 	xs_board_slot *sl = &b->slots[s];
-	xs__put(sl, &sl->charged_ns, charged_ns);
-	xs__put(sl, &sl->wait_ns, wait_ns);
-	xs__put(sl, &sl->free_ns, free_ns);
-	if (atomic_load_explicit(&sl->charged_cmds, memory_order_relaxed) != cmds)
-		atomic_store_explicit(&sl->charged_cmds, cmds, memory_order_release);
-}
-
-void xs_board_set_lower_clock(xs_board *b, int64_t busy_ns, int64_t from_ns, int64_t end_ns)
-{
-	int s = atomic_load_explicit(&b->self, memory_order_acquire);
-	if (s < 0)
-		return;
-	xs_board_slot *sl = &b->slots[s];
-	/* The sum first, then the start: a reader that sees the clock stopped (from 0) sees
-	 * the sum that includes its last run; one that still sees it running may count that
-	 * run twice (board.h: never miss one). */
-	xs__put(sl, &sl->lower_end_ns, end_ns);
-	xs__put(sl, &sl->lower_busy_ns, busy_ns);
-	if (atomic_load_explicit(&sl->lower_from_ns, memory_order_relaxed) != from_ns)
-		atomic_store_explicit(&sl->lower_from_ns, from_ns, memory_order_release);
+	xs__put(sl, &sl->charged_ns, w->charged_ns);
+	xs__put(sl, &sl->wait_ns, w->wait_ns);
+	xs__put(sl, &sl->free_ns, w->free_ns);
+	if (atomic_load_explicit(&sl->charged_cmds, memory_order_relaxed) != w->charged_cmds)
+		atomic_store_explicit(&sl->charged_cmds, w->charged_cmds, memory_order_release);
+	/* The clock's sum first, then its start: a reader that sees the clock stopped (from
+	 * 0) sees the sum that includes its last run; one that still sees it running may
+	 * count that run twice (board.h: never miss one). */
+	xs__put(sl, &sl->lower_end_ns, w->end_ns);
+	xs__put(sl, &sl->lower_busy_ns, w->busy_ns);
+	if (atomic_load_explicit(&sl->lower_from_ns, memory_order_relaxed) != w->from_ns)
+		atomic_store_explicit(&sl->lower_from_ns, w->from_ns, memory_order_release);
 }
 
 /* ---- reading ---- */

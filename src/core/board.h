@@ -162,12 +162,18 @@ void xs_board_leave(xs_board *b);
  * watchers; lower work does not. Lock-free; one thread at a time per board. */
 void xs_board_set_top(xs_board *b, int64_t top);
 void xs_board_set_busy(xs_board *b, int64_t busy, int64_t ask);
-void xs_board_set_lower(xs_board *b, int64_t charged_ns, uint64_t cmds, int64_t wait_ns,
-			int64_t free_ns);
-/* The owner's lower-work clock (monotonic ns): @busy_ns summed up to @from_ns, the moment
- * its lower work last rose from none (0 while it has none), and @end_ns, when it last fell
- * to none. Without a wake, like the lower work. */
-void xs_board_set_lower_clock(xs_board *b, int64_t busy_ns, int64_t from_ns, int64_t end_ns);
+/* The owner's lower work, as its slot holds it (without a wake): charged
+ * (ns, commands), waiting since wait_ns (0 = not), expected to end at free_ns (0 = none),
+ * and its lower-work clock (monotonic ns): busy_ns summed up to from_ns, the moment its
+ * lower work last rose from none (0 while it has none), and end_ns, when it last fell to
+ * none (lower_busy_ns, lower_from_ns, lower_end_ns in the slot). */
+typedef struct xs_board_lower {
+	int64_t charged_ns;
+	uint64_t charged_cmds;
+	int64_t wait_ns, free_ns;
+	int64_t busy_ns, from_ns, end_ns;
+} xs_board_lower;
+void xs_board_set_lower(xs_board *b, const xs_board_lower *w);
 
 /* Readers, over the slots the watcher last found live (not this process's). Lock-free,
  * any thread; a board not joined reads as empty. */

@@ -1655,15 +1655,11 @@ static XResult xs__unit_check(const xs_xqueue *xq, bool open, const char *fn)
  * with nothing of its own in flight opens its pacing slice (budget.c, pace.h); with
  * XSCHED_PACE_WAIT=1 it waits the slice out, no lock held, before the unit is released.
  * The unit is measured from its arrival, unless another begin and end came meanwhile (the
- * generation) or the queue is being destroyed. */
+ * generation) or the queue is being destroyed. Caller holds xq->lock (dropped meanwhile). */
 static XResult xs__unit_begin(xs_xqueue *xq)
 {
-	xs_mutex_lock(&xq->lock);
-	XResult res = xs__unit_check(xq, false, "XQueueBeginUnit");
-	if (res != kXSchedSuccess) {
-		xs_mutex_unlock(&xq->lock);
-		return res;
-	}
+	XS_ASSERT_HELD(&xq->lock);
+	XResult res = kXSchedSuccess;
 	bool had = xs__has_work(xq);
 	xq->unit_open = true;
 	xq->units_explicit = true;
@@ -1683,7 +1679,6 @@ static XResult xs__unit_begin(xs_xqueue *xq)
 	else if (xq->unit_open && xq->unit_gen == gen)
 		xs_objective_xunit_begin(xq, arrive, xs_now_ns());
 	XS_TRACE(XS_TR_UNIT, xq->obj.handle, 1, end ? xs_now_ns() - arrive : 0);
-	xs_mutex_unlock(&xq->lock);
 	return res;
 }
 
@@ -1691,15 +1686,12 @@ static XResult xs__unit_begin(xs_xqueue *xq)
  * launch: its done mark follows the unit's work on the HwQueue), submitted while the unit
  * still counts as work, so that the queue does not look idle in between. The call does
  * not wait for it: the boundary goes behind the queue's window, a suspension or the
- * budget as any command does, and the unit ends when it completes. */
+ * budget as any command does, and the unit ends when it completes. Caller holds
+ * xq->lock. */
 static XResult xs__unit_end(xs_xqueue *xq)
 {
-	xs_mutex_lock(&xq->lock);
-	XResult res = xs__unit_check(xq, true, "XQueueEndUnit");
-	if (res != kXSchedSuccess) {
-		xs_mutex_unlock(&xq->lock);
-		return res;
-	}
+	XS_ASSERT_HELD(&xq->lock);
+	XResult res = kXSchedSuccess;
 	bool had = xs__has_work(xq);
 	bool measured = xs_objective_xunit_open(xq), sent = false;
 	xs_cmd *mark = measured ? xs_cmd_new(XS_CMD_CALLBACK, 0) : NULL; /* fn NULL: a boundary */
@@ -1718,7 +1710,6 @@ static XResult xs__unit_end(xs_xqueue *xq)
 	xs__work_changed(xq, had);
 	if (sent)
 		xs_engine_progress(xq, true); /* enqueued here when it may go */
-	xs_mutex_unlock(&xq->lock);
 	return res;
 }
 
@@ -1731,7 +1722,12 @@ XResult xs_engine_unit(xs_xqueue *xq, bool begin)
 			(unsigned long long)xq->obj.handle);
 		return kXSchedErrorNotAllowed;
 	}
-	return begin ? xs__unit_begin(xq) : xs__unit_end(xq);
+	xs_mutex_lock(&xq->lock);
+	XResult res = xs__unit_check(xq, !begin, begin ? "XQueueBeginUnit" : "XQueueEndUnit");
+	if (res == kXSchedSuccess)
+		res = begin ? xs__unit_begin(xq) : xs__unit_end(xq);
+	xs_mutex_unlock(&xq->lock);
+	return res;
 }
 
 XResult xs_engine_gate_check(xs_xqueue *xq)

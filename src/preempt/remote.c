@@ -106,9 +106,13 @@ void xs_remote_lower(xs_device *d, int64_t now)
 	bool emptied = r->cmds && !bu->charged_cmds;
 	r->cmds = bu->charged_cmds;
 	int64_t free_ns = bu->charged_cmds ? bu->since_ns + bu->charged_ns : 0;
-	xs_board_set_lower(b, bu->charged_ns, bu->charged_cmds, r->wait_ns, free_ns);
-	xs_board_set_lower_clock(b, bu->lower_busy_ns, bu->charged_cmds ? bu->lower_from_ns : 0,
-				 bu->lower_end_ns);
+	xs_board_set_lower(b, &(xs_board_lower){.charged_ns = bu->charged_ns,
+						.charged_cmds = bu->charged_cmds,
+						.wait_ns = r->wait_ns,
+						.free_ns = free_ns,
+						.busy_ns = bu->lower_busy_ns,
+						.from_ns = bu->charged_cmds ? bu->lower_from_ns : 0,
+						.end_ns = bu->lower_end_ns});
 	if (emptied)
 		xs_board_wake_waiter(b);
 }
