@@ -1,8 +1,10 @@
 #include "check.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 int64_t t_now_us(void)
@@ -49,6 +51,19 @@ XQueueStats t_stats(XQueueHandle xq)
 	XQueueStats s;
 	CHECK_OK(XQueueGetStats(xq, &s));
 	return s;
+}
+
+int t_reap(pid_t pid, int timeout_ms)
+{
+	for (int i = 0; i * 10 < timeout_ms; i++) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		t_sleep_us(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
 }
 
 void t_pair_open(struct t_pair *p, XPreemptLevel level)

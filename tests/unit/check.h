@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <stdlib.h>
 
 #include "xsched.h"
@@ -152,6 +153,10 @@ void t_submit_fn(XQueueHandle xq, HostFunction fn, void *data);
 
 /* Statistics of @xq (checks the call succeeds). */
 XQueueStats t_stats(XQueueHandle xq);
+
+/* Wait for the child @pid to exit within @timeout_ms: its exit status (128 + the signal
+ * that ended it), or -1 after killing it (it hung). */
+int t_reap(pid_t pid, int timeout_ms);
 
 /* A low- and a high-priority XQueue (priorities 0 and 10) at @level, each on a host queue
  * of its own; t_pair_close destroys all four (checking each call). */

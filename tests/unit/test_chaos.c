@@ -956,18 +956,10 @@ static int reap_children(void)
 	int bad = 0, n = atomic_load(&g_nchildren);
 	n = n < MAX_FORKS ? n : MAX_FORKS;
 	for (int i = 0; i < n; i++) {
-		int st = -1;
-		for (int t = 0; t < 1000 && waitpid(g_children[i], &st, WNOHANG) == 0; t++) {
-			t_sleep_us(10000);
-			st = -1;
-		}
-		if (st == -1) {
-			kill(g_children[i], SIGKILL);
-			waitpid(g_children[i], NULL, 0);
-		}
-		if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		int st = t_reap(g_children[i], 10000);
+		if (st != 0) {
 			fprintf(stderr, "the child forked in a lane's host function %d: %s\n", i,
-				st == -1 ? "hung, killed" : "failed");
+				st < 0 ? "hung, killed" : "failed");
 			bad++;
 		}
 	}

@@ -10,8 +10,6 @@
  * Under AddressSanitizer the parent's submitting threads pause around each fork (g_park).
  * Each child must exit within 20 s (a hang fails the test), with status 0. */
 #include <pthread.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -125,21 +123,6 @@ static void child(int variant, XQueueHandle parent_xq, HwCommandHandle parent_cm
 	xs__exit();
 }
 
-/* Wait for @pid for at most 20 s; its exit status, or -1 after killing it. */
-static int reap(pid_t pid)
-{
-	for (int i = 0; i < 2000; i++) {
-		int st;
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		t_sleep_us(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
-}
-
 int main(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -183,7 +166,7 @@ int main(void)
 			child(k % 3 == 2, xq[0], pc);
 		CHECK_OK(HwCommandDestroy(pc));
 		atomic_store(&g_park, false);
-		int st = reap(pid);
+		int st = t_reap(pid, 20000);
 		if (st != 0)
 			fprintf(stderr, "child %d (variant %d): %s %d\n", k, k % 3 == 2,
 				st < 0 ? "hung, killed;" : "exit status", st);

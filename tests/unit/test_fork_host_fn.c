@@ -12,8 +12,6 @@
  * forks; 1 in 7 here). Forty forks, half from host functions, half from launch callbacks. Skipped
  * under ThreadSanitizer (no threads after a multi-threaded fork). */
 #include <pthread.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -80,20 +78,6 @@ static XResult fork_cb(HwQueueHandle hwq, void *data)
 	return fork_fn(data);
 }
 
-/* Wait for @pid for at most 10 s; its exit status, or -1 after killing it. */
-static int reap(pid_t pid)
-{
-	for (int i = 0; i < 1000; i++) {
-		int st;
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		t_sleep_us(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
-}
-
 int main(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -131,7 +115,7 @@ int main(void)
 		CHECK_OK(XQueueWait(g_xa, c));
 		CHECK_OK(HwCommandDestroy(c));
 		CHECK(pid > 0);
-		int st = reap(pid);
+		int st = t_reap(pid, 10000);
 		if (st != 0)
 			printf("child %d (forked in a %s): %s %d\n", k,
 			       k % 2 ? "launch callback" : "host function",
