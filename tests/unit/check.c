@@ -46,6 +46,15 @@ void t_submit_fn(XQueueHandle xq, HostFunction fn, void *data)
 	CHECK_OK(HwCommandDestroy(cmd));
 }
 
+void t_run_fn(XQueueHandle xq, HostFunction fn, void *data)
+{
+	HwCommandHandle cmd;
+	CHECK_OK(HwCommandCreateHostFunc(&cmd, fn, data));
+	CHECK_OK(XQueueSubmit(xq, cmd));
+	CHECK_OK(XQueueWait(xq, cmd));
+	CHECK_OK(HwCommandDestroy(cmd));
+}
+
 XQueueStats t_stats(XQueueHandle xq)
 {
 	XQueueStats s;

@@ -151,6 +151,9 @@ XResult t_sleep_fn(void *data);
  * XQueue keeps the command alive). */
 void t_submit_fn(XQueueHandle xq, HostFunction fn, void *data);
 
+/* Submit a host function command to @xq and wait for it (checking each call). */
+void t_run_fn(XQueueHandle xq, HostFunction fn, void *data);
+
 /* Statistics of @xq (checks the call succeeds). */
 XQueueStats t_stats(XQueueHandle xq);
 

@@ -47,9 +47,7 @@
  * (chaos_1..chaos_10), three under the sanitizers. XS_CHAOS_EXTRA, which once turned the
  * cross-queue calls and run gate checks on, is ignored: they are always on. */
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"

@@ -57,13 +57,8 @@ struct lane {
 static void *low_main(void *arg)
 {
 	struct lane *l = arg;
-	while (!atomic_load(&g_stop)) {
-		HwCommandHandle c;
-		CHECK_OK(HwCommandCreateHostFunc(&c, low_fn, NULL));
-		CHECK_OK(XQueueSubmit(l->xq, c));
-		CHECK_OK(XQueueWait(l->xq, c));
-		CHECK_OK(HwCommandDestroy(c));
-	}
+	while (!atomic_load(&g_stop))
+		t_run_fn(l->xq, low_fn, NULL);
 	return NULL;
 }
 
