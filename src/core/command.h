@@ -128,7 +128,6 @@ typedef struct xs_cmd {
 	bool has_mark;        /* a done mark of its number follows it on the HwQueue (hal.h) */
 	int64_t charge_ns;    /* budget charged for it while committed (0 = not charged) */
 	int64_t ready_ns;     /* when the charged work ahead of it was expected done (0 = none) */
-	int64_t pred_ns;      /* its predicted device time when charged (preempt/pace.h) */
 	int64_t slice_end_ns; /* charged in a pacing slice ending then (0 = not) */
 	int32_t pos;          /* its position in its XQueue's scope (0-based), -1 outside */
 	pthread_t owner;      /* XS_CMD_INLINE: its submitter; written before it is submitted */

@@ -441,9 +441,10 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 	 * is what must fit a slice, and what it is charged in one (a waiter keeps it for the
 	 * next slice); the top idle, it is charged its mean as anywhere. */
 	bool held = xs__held(d);
-	bool paced = held && atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0;
-	if (paced && cmd->pred_ns > est)
-		est = cmd->pred_ns;
+	if (held && atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0) {
+		int64_t pred = xs_pace_predict(xq->pos_us, cmd->pos, xq->est_ns, xq->long_ns);
+		est = pred > est ? pred : est;
+	}
 	bool room = xs__room(d, est, now);
 	bool ok = room && xs__turn(b, xq, xs__space(d, now));
 	if (ok) {

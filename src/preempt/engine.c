@@ -1498,7 +1498,6 @@ static XResult xs__accept(xs_xqueue *xq, xs_cmd *cmd)
 	cmd->pos = xq->scopes ? xq->scope_pos : -1;
 	if (xq->scopes && xq->scope_pos < XS_PACE_POS)
 		xq->scope_pos++; /* past the table: no position (pace.h) */
-	cmd->pred_ns = xs_pace_predict(xq->pos_us, cmd->pos, xq->est_ns, xq->long_ns);
 	XS_TRACE(XS_TR_SUBMIT, xq->obj.handle, cmd->seq, cmd->kind);
 	xs__top_update(xq); /* a top queue's arrival holds the others at once */
 	cmd->state = XS_CMD_PENDING;
