@@ -297,6 +297,9 @@ struct xsb_opts {
 	struct xsb_launch_cfg cfg[4]; /* per level */
 	bool cfg_set[4];
 	uint64_t seed;
+	/* CUDA_DEVICE_MAX_CONNECTIONS is this program's default (main), not the user's: the
+	 * procs scenario's children get their own (procs.c). */
+	bool conn_default;
 };
 
 struct xsb_ctx {

@@ -375,6 +375,7 @@ int main(int argc, char **argv)
 	bool conn_set_here = !conn_env;
 	if (conn_set_here)
 		setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+	o.conn_default = conn_set_here;
 
 	/* The backend. */
 	struct xsb_backend be;

@@ -209,11 +209,12 @@ static pid_t xsb__pspawn(const struct xsb_ctx *c, const char *path, int p)
 	pid_t pid = fork();
 	if (pid == 0) {
 		/* A child has one stream per lane: few hardware connections, not the 32 that
-		 * main() asks for a process of many streams. With 32 each, 16 processes left 7 of
-		 * their children without a context (NVIDIA H200, 2026-11-28: cudaSetDeviceFlags
-		 * "out of memory" with the GPU's memory free): each connection is a channel of
-		 * the GPU's, which has a bounded number. */
-		setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 1);
+		 * main() asks for a process of many streams (a user's own choice stays). With 32
+		 * each, 16 processes left 7 of their children without a context (NVIDIA H200,
+		 * 2026-11-28: cudaSetDeviceFlags "out of memory" with the GPU's memory free):
+		 * each connection is a channel of the GPU's, which has a bounded number. */
+		if (c->o->conn_default)
+			setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 1);
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
