@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 int64_t t_now_us(void)
 {
@@ -62,6 +63,24 @@ XQueueStats t_stats(XQueueHandle xq)
 	return s;
 }
 
+/* A hung child's threads, printed by gdb where the machine has it (the test's log then
+ * says where it hung); nothing where it has not. */
+static void t_print_stacks(pid_t pid)
+{
+	if (access("/usr/bin/gdb", X_OK) != 0)
+		return;
+	char cmd[160];
+	snprintf(cmd, sizeof cmd,
+		 "timeout 60 /usr/bin/gdb -batch -nx -p %d -ex 'thread apply all bt' "
+		 "</dev/null 2>&1 | grep -E '^(Thread|#)'",
+		 (int)pid);
+	printf("the hung child's threads:\n");
+	fflush(stdout);
+	if (system(cmd) != 0)
+		printf("(gdb printed nothing)\n");
+	fflush(stdout);
+}
+
 int t_reap(pid_t pid, int timeout_ms)
 {
 	for (int i = 0; i * 10 < timeout_ms; i++) {
@@ -70,6 +89,7 @@ int t_reap(pid_t pid, int timeout_ms)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		t_sleep_us(10000);
 	}
+	t_print_stacks(pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -1;
