@@ -200,6 +200,12 @@ def parse_args(argv=None):
     p.add_argument("--switch-interval", type=float, default=0.001,
                    help="sys.setswitchinterval (s), the same in every mode (default 0.001)")
     p.add_argument("--jsonl", metavar="PATH", help="also write every row as a JSON line")
+    p.add_argument("--trace", metavar="DIR",
+                   help="record the library's timeline trace (doc/architecture.md) for the "
+                        "first --trace-seconds of each library mode's measured window, into "
+                        "DIR/MODE.json (benchmarks/trace_slices.py reads it)")
+    p.add_argument("--trace-seconds", type=float, default=2.0, metavar="S",
+                   help="how long --trace records in each mode (default 2)")
     p.add_argument("--seed", type=int, default=1, help="arrival times and prompts (default 1)")
     p.add_argument("--device", type=int, default=0, help="CUDA device (default 0)")
     p.add_argument("--processes", type=int, default=1, choices=(1, 2),
@@ -950,8 +956,16 @@ class Run:
         while time.perf_counter() < self.t_measure and not self.stop.is_set():
             time.sleep(min(0.05, max(0.0, self.t_measure - time.perf_counter())))
         c0, w0 = time.process_time(), time.perf_counter()
+        a = self.b.args
+        tracing = contextlib.ExitStack()
+        if a.trace and self.spec["library"] and xsched is not None:
+            os.makedirs(a.trace, exist_ok=True)
+            tracing.enter_context(xsched.trace(os.path.join(a.trace, self.name + ".json")))
+        t_untrace = w0 + a.trace_seconds
         while not self.stop.is_set():
             now = time.perf_counter()
+            if now >= t_untrace:
+                tracing.close()  # written now, inside the window (a few MB)
             if now >= self.t_end:
                 break
             if self.xq_llm is not None:
@@ -959,6 +973,7 @@ class Run:
                 self.samples.append((s.corun_budget_ns, s.slowdown_permille, s.pace_eighths,
                                      now - self.t_measure))
             time.sleep(min(0.1, max(0.0, self.t_end - now)))
+        tracing.close()
         c1, w1 = time.process_time(), time.perf_counter()
         return (c1 - c0) / (w1 - w0) if w1 > w0 else None
 

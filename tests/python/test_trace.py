@@ -128,6 +128,46 @@ def test_environment_trace_with_small_rings_counts_drops():
     assert kept == sum(1 for e in doc["traceEvents"]
                        if e.get("name") != "process_name"), "file and count disagree"
 
+def _ev(ph, tid, ts, name="command", **args):
+    e = {"ph": ph, "pid": 1, "tid": tid, "ts": ts, "name": name, "args": args}
+    if ph in "be":
+        e["id"] = "0x%x.%d" % (tid, args["seq"])
+    return e
+
+
+def test_trace_slices_splits_the_lows_time():
+    """benchmarks/python/trace_slices.py on a hand-made trace (times in us): a protected
+    queue (track 1) opens a slice [100, 300) in a unit [100, 500); a lower queue (track 2)
+    has a command submitted at 50, committed at 120, complete at 200 (held 50-120, running
+    120-200), and one submitted, committed and complete at 900-1000."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks", "python"))
+    import trace_slices
+
+    ev = [{"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "low"}},
+          _ev("i", 1, 0, "submit", a=1, b=0), _ev("b", 1, 0, seq=1), _ev("e", 1, 0, seq=1),
+          _ev("i", 2, 50, "submit", a=1, b=0),
+          _ev("i", 1, 100, "unit", a=1, b=0), _ev("i", 1, 100, "slice", a=200000, b=0),
+          _ev("i", 1, 110, "submit", a=2, b=0), _ev("b", 1, 110, seq=2),
+          _ev("b", 2, 120, seq=1), _ev("i", 1, 150, "unit", a=0, b=0),
+          _ev("e", 2, 200, seq=1), _ev("e", 1, 500, seq=2),
+          _ev("i", 2, 900, "submit", a=2, b=0), _ev("b", 2, 900, seq=2),
+          _ev("e", 2, 1000, seq=2)]
+    a = trace_slices.analyse({"traceEvents": ev})
+    assert a["window_us"] == 1000 and a["slices"] == 1, a
+    assert a["slice_us"] == 200 and a["unit_us"] == 400, a
+    (low,) = a["lows"]
+    assert low["name"] == "low" and low["commands"] == 2, low
+
+    def close(got, want):
+        assert all(abs(g - w) < 1e-9 for g, w in zip(got, want)), (got, want)
+
+    close(low["slices"], (80 / 200, 20 / 200, 100 / 200))  # held 100-120, ran 120-200
+    close(low["units"], (0, 0, 1))  # [300, 500): nothing submitted
+    # [0, 100) and [500, 1000): held 50-100, ran 900-1000
+    close(low["outside"], (100 / 600, 50 / 600, 450 / 600))
+    assert trace_slices.analyse({"traceEvents": ev[:4]}) is None  # no slices
+
+
 if __name__ == "__main__":
     import _runner
     rc = _runner.run(globals(), "xsched trace (host backend)")
