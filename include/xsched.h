@@ -751,6 +751,16 @@ typedef struct XBoardInfo {
 	/** The processes with lower-priority work on the device that share its commitment
 	 *  budget (XHintCommitBudget()), this one included: 1 = the whole budget is its own. */
 	int32_t share;
+	/** 1 if the device runs one process's work at a time, time-slicing between
+	 *  processes (CUDA without MPS; host queues with XSCHED_HOST_TIMESLICED=1): a latency
+	 *  objective of this process then lets no other process's lower work co-run with
+	 *  its units. 0 where processes share the device (AMD, CUDA with MPS) and while not
+	 *  joined. */
+	int32_t timesliced;
+	/** The co-run budget that the process of others_busy allows lower work beside its
+	 *  busy XQueue, in ns, before this process's share of it is taken: 0 = nothing new,
+	 *  INT64_MAX = not limited; 0 while others_busy is XBOARD_NONE. */
+	int64_t others_corun_ns;
 } XBoardInfo;
 
 /**

@@ -393,7 +393,8 @@ class XQueueStats(Structure):
 class XBoardInfo(Structure):
     """The C struct XBoardInfo (XQueueGetBoard)."""
     _fields_ = [("joined", c_int32), ("processes", c_int32), ("others_top", c_int32),
-                ("others_busy", c_int32), ("limited", c_int32), ("share", c_int32)]
+                ("others_busy", c_int32), ("limited", c_int32), ("share", c_int32),
+                ("timesliced", c_int32), ("others_corun_ns", c_int64)]
 
 
 class XDim3(Structure):
@@ -798,11 +799,13 @@ class BoardInfo:
     others_busy: int  # theirs that holds this process now; BOARD_NONE
     limited: bool  # this XQueue is below the device's top priority (budget-limited)
     share: int  # processes sharing the commitment budget, this one included
+    timesliced: bool  # the device runs one process at a time (CUDA without MPS)
+    others_corun_ns: int  # the co-run budget others_busy's process allows (ns; 0 = none)
 
     @classmethod
     def from_c(cls, b: XBoardInfo) -> "BoardInfo":
         return cls(bool(b.joined), b.processes, b.others_top, b.others_busy, bool(b.limited),
-                   b.share)
+                   b.share, bool(b.timesliced), b.others_corun_ns)
 
 
 # ----------------------------------------------------------------------------------------

@@ -132,6 +132,7 @@ static void xs__load(xs_config *c)
 	c->corun_ns = xs__int("XSCHED_CORUN_US", 0, 10000000, XS_CORUN_DEFAULT_US, NULL) * 1000;
 	c->host_hw_queues = (unsigned)xs__int("XSCHED_HOST_HW_QUEUES", 0, 1 << 20, 0,
 					      "using 0 (the default: no limit)");
+	c->host_timesliced = xs__int("XSCHED_HOST_TIMESLICED", 0, 1, 0, NULL) != 0;
 	/* The runtimes read these themselves; the library only plans with them. */
 	static const char unset[] = "the library takes it as unset (the runtime's own default)";
 	c->cuda_connections = (long)xs__int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 1024, 0, unset);

@@ -39,6 +39,9 @@ typedef struct xs_config {
 	/* XSCHED_HOST_HW_QUEUES, default 0 = unlimited: the hardware queues host queues are
 	 * taken to share, a model of CUDA connections for tests (hal/host.c). */
 	unsigned host_hw_queues;
+	/* XSCHED_HOST_TIMESLICED=1: the host device is taken to run one process's work at a
+	 * time, a model of a GPU without MPS for tests (hal/host.c, preempt/remote.c). */
+	bool host_timesliced;
 	/* Hardware queues the runtime spreads streams over, 0 = unset (the runtime's default):
 	 * CUDA_DEVICE_MAX_CONNECTIONS and GPU_MAX_HW_QUEUES (hal/gpu.c warns with them). */
 	long cuda_connections, hip_hw_queues;

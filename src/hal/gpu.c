@@ -616,6 +616,29 @@ static XResult xs__device_name(xs_hwq *q, char *buf, size_t n)
 	return kXSchedSuccess;
 }
 
+#if XS_GPU_HAS_MPS_QUERY
+/* Time-sliced unless the driver says MPS shares the device (a failed query counts as
+ * time-sliced: the library then lets no other process's work beside a protected unit,
+ * which is the defaults' behaviour). */
+static bool xs__timeslices_processes(xs_hwq *q)
+{
+	xs__gpu_q *g = xs__gq(q);
+	xs_gpu_binding saved;
+	int mps = 0;
+	xs_gpu_err err = xs__bind_save(&g->bind, &saved);
+	if (err == XS_GPU_OK) {
+		err = xs_gpu_mps_enabled(&mps);
+		xs__restore(&saved);
+	}
+	if (err != XS_GPU_OK)
+		XS_INFO("hal",
+			"%s stream %p: whether MPS shares the device is unknown (%s): taken "
+			"as time-sliced between processes",
+			XS_GPU_NAME, (void *)g->stream, xs_gpu_err_string(err));
+	return err != XS_GPU_OK || !mps;
+}
+#endif
+
 #if XS_GPU_HAS_SET_PRIORITY
 static void xs__set_priority(xs_hwq *q, bool top)
 {
@@ -685,6 +708,9 @@ static const xs_hal_ops xs__gpu_ops = {
     .supports = xs__supports,
     .device_key = xs__device_key,
     .device_name = xs__device_name,
+#if XS_GPU_HAS_MPS_QUERY
+    .timeslices_processes = xs__timeslices_processes,
+#endif
     .enqueue = xs__enqueue,
     .idle = xs__idle,
     .reset = xs__reset,

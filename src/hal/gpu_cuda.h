@@ -678,6 +678,19 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 	return r;
 }
 
+/* Whether the bound device shares the contexts of several processes through MPS
+ * (CU_DEVICE_ATTRIBUTE_MPS_ENABLED, cuda.h: "contexts created on this device will be
+ * shared via MPS"); without MPS the GPU time-slices the contexts of processes. */
+#define XS_GPU_HAS_MPS_QUERY 1
+static inline xs_gpu_err xs_gpu_mps_enabled(int *on)
+{
+	CUdevice dev;
+	CUresult r = xs__cu.ctx_get_device(&dev);
+	if (r == CUDA_SUCCESS)
+		r = xs__cu.device_get_attribute(on, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev);
+	return r;
+}
+
 /* Enqueue: the stream goes on once (int32_t)(*dev_ptr - (uint32_t)value) >= 0 (the
  * driver API's GEQ compares wrap-safe), i.e. once the counter reached @value. */
 static inline xs_gpu_err xs_gpu_wait_counter(xs_gpu_stream s, void *dev_ptr, uint64_t value)

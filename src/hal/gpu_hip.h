@@ -35,7 +35,9 @@
 #define XS_GPU_COUNTER_BITS 64
 /* ROCm 5.2-6.x have no call that changes an existing stream's priority. */
 #define XS_GPU_HAS_SET_PRIORITY 0
-#define XS_GPU_NOT_READY        hipErrorNotReady
+/* No MPS on AMD: the hardware scheduler runs the queues of several processes at once. */
+#define XS_GPU_HAS_MPS_QUERY 0
+#define XS_GPU_NOT_READY     hipErrorNotReady
 
 typedef hipStream_t xs_gpu_stream;
 typedef hipEvent_t xs_gpu_event;

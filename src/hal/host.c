@@ -249,6 +249,12 @@ static XResult xs__device_name(xs_hwq *q, char *buf, size_t n)
 	return kXSchedSuccess;
 }
 
+static bool xs__timeslices_processes(xs_hwq *q)
+{
+	(void)q;
+	return xs_config_get()->host_timesliced; /* a model, for tests */
+}
+
 static void xs__append(xs__host_q *h, struct xs__entry *e)
 {
 	e->next = NULL;
@@ -405,6 +411,7 @@ static const xs_hal_ops xs__host_ops = {
     .supports = xs__supports,
     .device_key = xs__device_key,
     .device_name = xs__device_name,
+    .timeslices_processes = xs__timeslices_processes,
     .callbacks_on_queue = true,
     .enqueue = xs__enqueue,
     .idle = xs__idle,

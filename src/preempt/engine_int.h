@@ -253,6 +253,10 @@ typedef struct xs_remote {
 	int64_t wait_ns; /* this process's budget waiters wait for a device-wide turn since
 			  * (monotonic ns; 0 = none waits) */
 	uint64_t cmds;   /* the charged commands last published */
+	/* Set at the start, before the board is published: the device time-slices
+	 * processes (hal.h timeslices_processes), so a latency objective asks the others
+	 * for no co-run (xs__ask). */
+	bool timesliced;
 	/* Lock-free: */
 	_Atomic int64_t local_top;   /* this process's top rank on the device, from the
 				      * scheduler's pass; XS_BOARD_NONE: it takes no part (its

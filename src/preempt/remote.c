@@ -63,14 +63,21 @@ static bool xs__waits(const xs_budget *b)
 	return false;
 }
 
-/* The co-run budget this process's busy top allows lower work, its own or other
- * processes': the latency objective's level in force, else the process's setting (ns;
- * INT64_MAX = not limited). Caller holds d->lock. */
+/* The co-run budget this process's busy top allows the other processes' lower work: the
+ * latency objective's level in force, else the process's setting (ns; INT64_MAX = not
+ * limited). On a device that time-slices processes an objective allows them none: a
+ * command of another process committed beside a unit holds the GPU for its turn rather
+ * than sharing it, so every co-run level failed there and gave that work nothing (NVIDIA
+ * H200, 2026-11-28, doc/RESULTS.md: two processes, objective 1.5 and 2.0, time per token
+ * p99 1.51x and 2.06x alone against the defaults' 0.89x, the other process's lanes kept
+ * 0.25 and 0.34 in all three). Caller holds d->lock. */
 static int64_t xs__ask(const xs_device *d)
 {
 	XS_ASSERT_HELD(&d->lock);
 	if (d->obj_level >= 0)
-		return atomic_load_explicit(&d->obj_corun_ns, memory_order_relaxed);
+		return d->remote.timesliced
+			   ? 0
+			   : atomic_load_explicit(&d->obj_corun_ns, memory_order_relaxed);
 	return xs_settings_corun_ns();
 }
 
@@ -240,10 +247,13 @@ void xs_remote_board_info(xs_xqueue *xq, XBoardInfo *out)
 	int64_t ask;
 	out->joined = b != NULL;
 	out->others_top = xs__prio32(atomic_load_explicit(&r->remote_top, memory_order_relaxed));
-	out->others_busy = xs__prio32(xs__holder(d, &ask));
+	int64_t holder = xs__holder(d, &ask);
+	out->others_busy = xs__prio32(holder);
+	out->others_corun_ns = holder == XS_BOARD_NONE ? 0 : ask;
 	out->share = (int32_t)atomic_load_explicit(&r->share, memory_order_relaxed);
 	if (!b)
 		return;
+	out->timesliced = r->timesliced;
 	xs_board_view v;
 	xs_board_look(b, &v);
 	out->processes = (int32_t)v.live;
@@ -279,8 +289,10 @@ void xs_remote_start(xs_device *d, xs_hwq *q)
 	atomic_store_explicit(&r->share, 1, memory_order_relaxed);
 	r->wait_ns = 0;
 	r->cmds = 0;
+	r->timesliced = false;
 	if (c->board_dir ? !*c->board_dir : xs_hwq_is_host(q))
 		return; /* XSCHED_BOARD=off; auto: GPU devices only */
+	r->timesliced = q->ops->timeslices_processes && q->ops->timeslices_processes(q);
 	char name[XS_BOARD_NAME_MAX];
 	if (!q->ops->device_name || q->ops->device_name(q, name, sizeof(name)) != kXSchedSuccess)
 		return;
@@ -291,8 +303,9 @@ void xs_remote_start(xs_device *d, xs_hwq *q)
 	atomic_store_explicit(&r->board, b, memory_order_release);
 	xs_mutex_unlock(&d->lock);
 	xs__on_board(d); /* the others' tops now, not at the watcher's next look */
-	XS_INFO("engine", "%s device %s: on the board %s with other processes", d->ops->name, name,
-		xs_board_path(b));
+	XS_INFO("engine", "%s device %s: on the board %s with other processes%s", d->ops->name,
+		name, xs_board_path(b),
+		r->timesliced ? " (it time-slices them: objectives let them no co-run)" : "");
 }
 
 void xs_remote_stop(xs_device *d)

@@ -29,6 +29,7 @@ static const struct bad bads[] = {
     {"XSCHED_PACE_WAIT", "2", "is not 0 or 1; using 0 (the default)"},
     {"XSCHED_CORUN_US", "1e3", "; using 0 (the default)"},
     {"XSCHED_HOST_HW_QUEUES", "many", "; using 0 (the default: no limit)"},
+    {"XSCHED_HOST_TIMESLICED", "2", "is not 0 or 1; using 0 (the default)"},
     {"CUDA_DEVICE_MAX_CONNECTIONS", "lots", "; the library takes it as unset"},
     {"GPU_MAX_HW_QUEUES", "4x", "; the library takes it as unset"},
     {"GPU_STREAMOPS_CP_WAIT", "yes", "; the library takes it as unset"},
