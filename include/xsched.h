@@ -286,7 +286,9 @@ typedef struct XQueueStats {
 	uint64_t alone_command_ns;
 	/** The co-run budget in force on the XQueue's device, in ns: a latency objective's
 	 *  controller's while a queue of the device has one, else XHintCorunBudget()'s;
-	 *  UINT64_MAX = not limited. */
+	 *  UINT64_MAX = not limited. It is what this process's lower queues get; other
+	 *  processes on a device that time-slices processes get none from an objective
+	 *  (XBoardInfo.timesliced). */
 	uint64_t corun_budget_ns;
 	/** For an XQueue with a latency objective: the longest lower-priority command (its
 	 *  estimate, ns) charged on its device during the controller's last window (0 without
@@ -752,14 +754,19 @@ typedef struct XBoardInfo {
 	 *  budget (XHintCommitBudget()), this one included: 1 = the whole budget is its own. */
 	int32_t share;
 	/** 1 if the device runs one process's work at a time, time-slicing between
-	 *  processes (CUDA without MPS; host queues with XSCHED_HOST_TIMESLICED=1): a latency
-	 *  objective of this process then lets no other process's lower work co-run with
-	 *  its units. 0 where processes share the device (AMD, CUDA with MPS) and while not
-	 *  joined. */
+	 *  processes (CUDA without MPS, or a driver that cannot tell; host queues with
+	 *  XSCHED_HOST_TIMESLICED=1 and XSCHED_BOARD=DIR): a latency objective of this process
+	 *  then lets no other process's lower work co-run with its units. 0 where processes
+	 *  share the device (AMD, CUDA with MPS) and while not joined. Decided when the
+	 *  process joins the device's board (an MPS server started later is not seen).
+	 *  Appended in 0.7, like the fields below. */
 	int32_t timesliced;
-	/** The co-run budget that the process of others_busy allows lower work beside its
-	 *  busy XQueue, in ns, before this process's share of it is taken: 0 = nothing new,
-	 *  INT64_MAX = not limited; 0 while others_busy is XBOARD_NONE. */
+	/** Unused, 0 (others_corun_ns stays 8-byte aligned in every ABI). */
+	int32_t reserved;
+	/** The co-run budget that the processes busy at others_busy's priority allow lower
+	 *  work beside them (the least of theirs), in ns, before this process's share of it is
+	 *  taken: 0 = nothing new, INT64_MAX = not limited; 0 while others_busy is
+	 *  XBOARD_NONE. */
 	int64_t others_corun_ns;
 } XBoardInfo;
 
@@ -1476,6 +1483,12 @@ XSCHED_API XResult XHintStrictPriority(int strict);
  * What bounds it: a lower command committed before a top-priority unit arrives runs to its
  * end (Lv1 and Lv2; Lv3 interrupts it), so a lower command longer than the objective
  * allows breaks it whatever the budget; the controller then stays at 0.
+ *
+ * Other processes on the device (the board, XQueueGetBoard()): they see the co-run budget
+ * of the level in force, except on a device that runs one process at a time (CUDA
+ * without MPS: XBoardInfo.timesliced), where the objective allows them no co-run at any
+ * level: a command of another process committed beside a unit there takes the GPU for its
+ * turn rather than sharing it (doc/architecture.md, "Several processes on one GPU").
  *
  * A double, not an XSched-style integer: the value is a ratio whose useful precision
  * (1.05, 1.2, 2.0) no integer unit names naturally; it is kept as per mille inside.

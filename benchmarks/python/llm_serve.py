@@ -203,7 +203,8 @@ def parse_args(argv=None):
     p.add_argument("--trace", metavar="DIR",
                    help="record the library's timeline trace (doc/architecture.md) for the "
                         "first --trace-seconds of each library mode's measured window, into "
-                        "DIR/MODE.json (benchmarks/trace_slices.py reads it)")
+                        "DIR/MODE.json (benchmarks/python/trace_slices.py reads it; the "
+                        "trace perturbs the mode's first seconds and its cpu_cores)")
     p.add_argument("--trace-seconds", type=float, default=2.0, metavar="S",
                    help="how long --trace records in each mode (default 2)")
     p.add_argument("--seed", type=int, default=1, help="arrival times and prompts (default 1)")
@@ -957,23 +958,26 @@ class Run:
             time.sleep(min(0.05, max(0.0, self.t_measure - time.perf_counter())))
         c0, w0 = time.process_time(), time.perf_counter()
         a = self.b.args
-        tracing = contextlib.ExitStack()
-        if a.trace and self.spec["library"] and xsched is not None:
-            os.makedirs(a.trace, exist_ok=True)
-            tracing.enter_context(xsched.trace(os.path.join(a.trace, self.name + ".json")))
-        t_untrace = w0 + a.trace_seconds
-        while not self.stop.is_set():
-            now = time.perf_counter()
-            if now >= t_untrace:
-                tracing.close()  # written now, inside the window (a few MB)
-            if now >= self.t_end:
-                break
-            if self.xq_llm is not None:
-                s = self.xq_llm.stats()
-                self.samples.append((s.corun_budget_ns, s.slowdown_permille, s.pace_eighths,
-                                     now - self.t_measure))
-            time.sleep(min(0.1, max(0.0, self.t_end - now)))
-        tracing.close()
+        with contextlib.ExitStack() as tracing:
+            if a.trace and self.spec["library"] and xsched is not None:
+                # The lows' process of a -2p mode writes its own file (MODE-lows.json).
+                name = self.name + ("" if self.with_llm else "-lows")
+                os.makedirs(a.trace, exist_ok=True)
+                tracing.enter_context(xsched.trace(os.path.join(a.trace, name + ".json")))
+            t_untrace = w0 + a.trace_seconds
+            while not self.stop.is_set():
+                now = time.perf_counter()
+                if now >= t_untrace:
+                    # Written now, inside the window, by this thread: a traced mode's
+                    # cpu_cores and its first seconds are perturbed by the trace.
+                    tracing.close()
+                if now >= self.t_end:
+                    break
+                if self.xq_llm is not None:
+                    s = self.xq_llm.stats()
+                    self.samples.append((s.corun_budget_ns, s.slowdown_permille,
+                                         s.pace_eighths, now - self.t_measure))
+                time.sleep(min(0.1, max(0.0, self.t_end - now)))
         c1, w1 = time.process_time(), time.perf_counter()
         return (c1 - c0) / (w1 - w0) if w1 > w0 else None
 

@@ -104,10 +104,18 @@ def analyse(doc):
     if not prot:
         return None
     pt = sorted(prot)[0]
-    all_ts = [t for r in q.values() for d in (r["submit"], r["commit"], r["complete"])
-              for t in d.values()]
-    t_lo, t_hi = min(all_ts), max(all_ts)
-    sl = intervals_union([(a, b) for tid, a, b in slices if tid == pt])
+    kinds = [[t for r in q.values() for t in r[k].values()]
+             for k in ("submit", "commit", "complete")]
+    if not any(kinds):
+        return None
+    t_lo = min(min(ts) for ts in kinds if ts)
+    t_hi = max(max(ts) for ts in kinds if ts)
+    if doc.get("otherData", {}).get("dropped"):
+        # Each thread's ring dropped its oldest events, and submits, commits and
+        # completions are recorded by different threads: start where all three are kept.
+        t_lo = max(min(ts) for ts in kinds if ts)
+    sl = intervals_union([(max(a, t_lo), min(b, t_hi)) for tid, a, b in slices
+                          if tid == pt and b > t_lo and a < t_hi])
     # The protected queue's units: from the begin (a=1) to the completion of the last
     # command submitted before the end call (a=0: the end's boundary), in order.
     pr = q.get(pt, {"submit": {}, "complete": {}})
@@ -161,6 +169,9 @@ def report(path):
     meta, win = doc.get("otherData", {}), a["window_us"]
     print("%s: %.0f ms traced (%s events, %s dropped)" % (
         path, win / 1e3, meta.get("events"), meta.get("dropped")))
+    if meta.get("dropped"):
+        print("  (events were dropped: the window starts where every kind of event is kept; "
+              "raise XSCHED_TRACE_EVENTS to see more)")
     print("  protected %s: %d slices (median %.0f us), open %.0f ms (%.2f of the window); "
           "units %.0f ms (%.2f)" % (a["protected"], a["slices"], a["slice_median_us"],
                                     a["slice_us"] / 1e3, a["slice_us"] / win,

@@ -394,7 +394,8 @@ class XBoardInfo(Structure):
     """The C struct XBoardInfo (XQueueGetBoard)."""
     _fields_ = [("joined", c_int32), ("processes", c_int32), ("others_top", c_int32),
                 ("others_busy", c_int32), ("limited", c_int32), ("share", c_int32),
-                ("timesliced", c_int32), ("others_corun_ns", c_int64)]
+                ("timesliced", c_int32), ("reserved", c_int32),
+                ("others_corun_ns", c_int64)]
 
 
 class XDim3(Structure):
@@ -800,7 +801,7 @@ class BoardInfo:
     limited: bool  # this XQueue is below the device's top priority (budget-limited)
     share: int  # processes sharing the commitment budget, this one included
     timesliced: bool  # the device runs one process at a time (CUDA without MPS)
-    others_corun_ns: int  # the co-run budget others_busy's process allows (ns; 0 = none)
+    others_corun_ns: int  # co-run others_busy's processes allow, ns (0 none, INT64_MAX all)
 
     @classmethod
     def from_c(cls, b: XBoardInfo) -> "BoardInfo":

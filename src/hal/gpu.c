@@ -617,25 +617,22 @@ static XResult xs__device_name(xs_hwq *q, char *buf, size_t n)
 }
 
 #if XS_GPU_HAS_MPS_QUERY
-/* Time-sliced unless the driver says MPS shares the device (a failed query counts as
- * time-sliced: the library then lets no other process's work beside a protected unit,
- * which is the defaults' behaviour). */
-static bool xs__timeslices_processes(xs_hwq *q)
+/* Time-sliced unless the driver says MPS shares the device. */
+static XResult xs__timeslices_processes(xs_hwq *q, bool *out)
 {
 	xs__gpu_q *g = xs__gq(q);
 	xs_gpu_binding saved;
 	int mps = 0;
 	xs_gpu_err err = xs__bind_save(&g->bind, &saved);
-	if (err == XS_GPU_OK) {
-		err = xs_gpu_mps_enabled(&mps);
-		xs__restore(&saved);
-	}
 	if (err != XS_GPU_OK)
-		XS_INFO("hal",
-			"%s stream %p: whether MPS shares the device is unknown (%s): taken "
-			"as time-sliced between processes",
-			XS_GPU_NAME, (void *)g->stream, xs_gpu_err_string(err));
-	return err != XS_GPU_OK || !mps;
+		return xs__fail("binding the stream's context to ask whether MPS shares its device",
+				g->stream, err);
+	err = xs_gpu_mps_enabled(&mps);
+	xs__restore(&saved);
+	if (err != XS_GPU_OK)
+		return xs__fail("asking whether MPS shares the device", g->stream, err);
+	*out = !mps;
+	return kXSchedSuccess;
 }
 #endif
 

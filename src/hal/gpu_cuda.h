@@ -680,14 +680,20 @@ static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 
 /* Whether the bound device shares the contexts of several processes through MPS
  * (CU_DEVICE_ATTRIBUTE_MPS_ENABLED, cuda.h: "contexts created on this device will be
- * shared via MPS"); without MPS the GPU time-slices the contexts of processes. */
-#define XS_GPU_HAS_MPS_QUERY 1
+ * shared via MPS"); without MPS the GPU time-slices the contexts of processes. By number:
+ * the headers of the oldest toolkits this backend builds with (12.0) may lack the name; a
+ * driver that does not know it answers CUDA_ERROR_INVALID_VALUE. */
+#define XS_GPU_HAS_MPS_QUERY        1
+#define XS_CU_ATTRIBUTE_MPS_ENABLED ((CUdevice_attribute)133)
+#if CUDA_VERSION >= 13000
+_Static_assert(CU_DEVICE_ATTRIBUTE_MPS_ENABLED == 133, "cuda.h's MPS attribute moved");
+#endif
 static inline xs_gpu_err xs_gpu_mps_enabled(int *on)
 {
 	CUdevice dev;
 	CUresult r = xs__cu.ctx_get_device(&dev);
 	if (r == CUDA_SUCCESS)
-		r = xs__cu.device_get_attribute(on, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev);
+		r = xs__cu.device_get_attribute(on, XS_CU_ATTRIBUTE_MPS_ENABLED, dev);
 	return r;
 }
 

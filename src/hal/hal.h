@@ -88,13 +88,14 @@ typedef struct xs_hal_ops {
 	 * held; a GPU backend binds the stream's context for the call. */
 	XResult (*device_name)(xs_hwq *q, char *buf, size_t n);
 	/* Whether the device runs the work of one process at a time, time-slicing between
-	 * processes: CUDA without MPS (CU_DEVICE_ATTRIBUTE_MPS_ENABLED 0; one that cannot
-	 * tell counts as time-sliced). Then another process's command committed beside a
-	 * unit of work holds the device for its turn, rather than sharing it. NULL: no
-	 * (HIP: KFD's hardware scheduler maps the queues of several processes at once,
-	 * amdgpu's hws_max_conc_proc; host: XSCHED_HOST_TIMESLICED models it). Any thread, no
-	 * engine lock held; a GPU backend binds the stream's context for the call. */
-	bool (*timeslices_processes)(xs_hwq *q);
+	 * processes, into *@out: CUDA without MPS (CU_DEVICE_ATTRIBUTE_MPS_ENABLED 0). Then
+	 * another process's command committed beside a unit of work holds the device for its
+	 * turn rather than sharing it. kXSchedErrorHardware (logged with the runtime's
+	 * string) where the runtime cannot tell. NULL: no (HIP: KFD's hardware scheduler maps
+	 * the queues of several processes at once, amdgpu's hws_max_conc_proc; host:
+	 * XSCHED_HOST_TIMESLICED models it). Any thread, no engine lock held; a GPU backend
+	 * binds the stream's context for the call. */
+	XResult (*timeslices_processes)(xs_hwq *q, bool *out);
 	/* Whether launch callbacks run on the queue, in its order (host), rather than at
 	 * enqueue on the enqueuing thread (GPU): then they may block it like host functions. */
 	bool callbacks_on_queue;

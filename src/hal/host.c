@@ -249,10 +249,11 @@ static XResult xs__device_name(xs_hwq *q, char *buf, size_t n)
 	return kXSchedSuccess;
 }
 
-static bool xs__timeslices_processes(xs_hwq *q)
+static XResult xs__timeslices_processes(xs_hwq *q, bool *out)
 {
 	(void)q;
-	return xs_config_get()->host_timesliced; /* a model, for tests */
+	*out = xs_config_get()->host_timesliced; /* a model, for tests */
+	return kXSchedSuccess;
 }
 
 static void xs__append(xs__host_q *h, struct xs__entry *e)

@@ -253,7 +253,8 @@ typedef struct xs_remote {
 	int64_t wait_ns; /* this process's budget waiters wait for a device-wide turn since
 			  * (monotonic ns; 0 = none waits) */
 	uint64_t cmds;   /* the charged commands last published */
-	/* Set at the start, before the board is published: the device time-slices
+	/* Written once by xs_remote_start before it publishes the board (a release under
+	 * dev->lock); read only by those that saw the board: the device time-slices
 	 * processes (hal.h timeslices_processes), so a latency objective asks the others
 	 * for no co-run (xs__ask). */
 	bool timesliced;

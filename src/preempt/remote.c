@@ -292,10 +292,17 @@ void xs_remote_start(xs_device *d, xs_hwq *q)
 	r->timesliced = false;
 	if (c->board_dir ? !*c->board_dir : xs_hwq_is_host(q))
 		return; /* XSCHED_BOARD=off; auto: GPU devices only */
-	r->timesliced = q->ops->timeslices_processes && q->ops->timeslices_processes(q);
 	char name[XS_BOARD_NAME_MAX];
 	if (!q->ops->device_name || q->ops->device_name(q, name, sizeof(name)) != kXSchedSuccess)
 		return;
+	bool ts = false;
+	if (q->ops->timeslices_processes &&
+	    q->ops->timeslices_processes(q, &ts) != kXSchedSuccess) {
+		ts = true; /* an objective then asks the others what the defaults ask: no co-run */
+		XS_INFO("engine", "%s device %s: taken as time-sliced between processes",
+			d->ops->name, name);
+	}
+	r->timesliced = ts;
 	xs_board *b = xs_board_open(c->board_dir ? c->board_dir : "/dev/shm", name, c->board_group);
 	if (!b || !xs_board_join(b, xs__on_board, d))
 		return;

@@ -384,8 +384,14 @@ API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 
 API CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
-	(void)a;
 	(void)d;
+	if ((int)a == 133) { /* CU_DEVICE_ATTRIBUTE_MPS_ENABLED: FAKE_CUDA_MPS=1|0|err */
+		const char *e = getenv("FAKE_CUDA_MPS");
+		if (e && !strcmp(e, "err"))
+			return CUDA_ERROR_INVALID_VALUE; /* a driver that does not know it */
+		*v = e && !strcmp(e, "1");
+		return CUDA_SUCCESS;
+	}
 	*v = 1; /* stream memory operations, and any other yes/no asked */
 	return CUDA_SUCCESS;
 }

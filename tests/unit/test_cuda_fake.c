@@ -539,6 +539,10 @@ int main(void)
 	printf("board: joined %d (expected 1), %s %s\n", bi.joined, board,
 	       access(board, F_OK) == 0 ? "made" : "MISSING");
 	CHECK(bi.joined && access(board, F_OK) == 0);
+	/* Time-sliced between processes unless the driver says MPS shares the device (a
+	 * driver that cannot tell counts as time-sliced). */
+	const char *mps = getenv("FAKE_CUDA_MPS");
+	CHECK_CMP(bi.timesliced, ==, !(mps && !strcmp(mps, "1")));
 	order(xq);
 	CHECK_OK(XQueueSetPreemptLevel(xq, kPreemptLevelBlock));
 	order(xq);

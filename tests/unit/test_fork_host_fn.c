@@ -40,6 +40,12 @@ static XResult nop_fn(void *data)
 	return kXSchedSuccess;
 }
 
+static XResult nop_cb(HwQueueHandle hwq, void *data)
+{
+	(void)hwq;
+	return nop_fn(data);
+}
+
 /* The child: a queue of its own, one command, both waits; _exit() (nothing of the
  * parent's to shut down, and a leak checker would report what the parent's threads held
  * on their stacks). A failed check exits 1. */
@@ -109,6 +115,11 @@ int main(void)
 	 * AddressSanitizer's allocator lock). glibc's malloc is fork-safe; GCC 12's
 	 * AddressSanitizer allocator is not. */
 	t_submit_fn(g_xa, nop_fn, NULL);
+	HwCommandHandle warm;
+	CHECK_OK(HwCommandCreateCallback(&warm, nop_cb, NULL)); /* the other path forked from */
+	CHECK_OK(XQueueSubmit(g_xa, warm));
+	CHECK_OK(XQueueWait(g_xa, warm));
+	CHECK_OK(HwCommandDestroy(warm));
 	CHECK_OK(XQueueWaitAll(g_xa));
 	int hung = 0, failed = 0;
 	for (int k = 0; k < FORKS; k++) {
