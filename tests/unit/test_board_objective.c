@@ -27,8 +27,6 @@
 enum {
 	UNITS_A = 40,
 	UNITS_B = 80,
-	UNITS_C = 600,
-	UNITS_D = 900,
 	HIGH_US = 2000,
 	LOW_US = 4000,
 	GAP_US = 2000
