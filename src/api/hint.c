@@ -51,8 +51,8 @@ XResult XHintPriority(XQueueHandle xq, Priority prio)
 	h.prio = prio;
 	xs__hint_end(x, &h, true); /* in force when the call returns */
 	XS_TRACE(XS_TR_PRIORITY, xq, 0, prio);
-	XS_TRACE(XS_TR_QUEUE, xq, (uint64_t)(uintptr_t)xs_engine_hwq(x)->native,
-		 prio); /* renames it */
+	xs_trace_name(xq, (uint64_t)(uintptr_t)xs_engine_hwq(x)->native, prio,
+		      false); /* renames it */
 	return xs_api_done(x, kXSchedSuccess);
 }
 

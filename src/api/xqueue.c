@@ -85,7 +85,7 @@ XResult XQueueCreate(XQueueHandle *xq, HwQueueHandle hwq, int64_t level, int64_t
 	}
 	xs_hwq_publish_xqueue(x);
 	*xq = xs_xqueue_obj(x)->handle;
-	XS_TRACE(XS_TR_QUEUE, *xq, (uint64_t)(uintptr_t)q->native, PRIORITY_DEFAULT);
+	xs_trace_name(*xq, (uint64_t)(uintptr_t)q->native, PRIORITY_DEFAULT, true);
 	xs_obj_unref(xs_xqueue_obj(x)); /* the table holds it */
 	XS_DEBUG("api", "XQueue 0x%llx created on %s HwQueue 0x%llx at level %lld",
 		 (unsigned long long)*xq, q->ops->name, (unsigned long long)hwq, (long long)level);
@@ -109,6 +109,7 @@ XResult XQueueDestroy(XQueueHandle xq)
 	XS_CHECK(obj, kXSchedErrorNotFound, "api", "XQueueDestroy: 0x%llx %s",
 		 (unsigned long long)xq, xs_handle_describe(xq, XS_KIND_XQUEUE));
 	x = xs_xqueue_of(obj);
+	xs_trace_unname(xq);
 	xs__teardown(x);
 	xs_sched_remove(x);
 	xs_hwq_unbind(xs_engine_hwq(x));

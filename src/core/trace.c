@@ -30,10 +30,19 @@ typedef struct xs__ring {
  * later takes it over and adds its own events, and a ring nobody owns is freed once its
  * events are written (xs_trace_stop). So the memory of the rings follows the number of
  * recording threads alive at once, not of every thread that ever recorded. */
+/* A live XQueue's track name (xs_trace_name). */
+typedef struct xs__name {
+	uint32_t xq;
+	uint64_t stream;
+	int64_t prio;
+} xs__name;
+
 static struct xs__trace {
 	xs_mutex lock;
 	xs__ring *rings;
 	char *path;
+	xs__name *names; /* the live XQueues' names, unordered (few: one per XQueue) */
+	size_t nnames, names_cap;
 	_Atomic uint64_t gen; /* the current trace; changed under lock */
 	/* The ring size: stored under lock before the generation changes, read by recording
 	 * threads without it (relaxed: a thread that sees an older generation may still take
@@ -244,13 +253,14 @@ static void xs__free_unowned(void)
 	}
 }
 
-/* Copy out every ring's events of trace @gen: *@k of them, *@dropped counted as dropped.
+/* Copy out every ring's events of trace @gen, then a naming event per live XQueue (the
+ * last of its names, xs__keep_last_names): *@k of them, *@dropped counted as dropped.
  * Returns a buffer to free, NULL when out of memory. A thread still inside an emit holds
  * its ring's lock, so each copy sees whole events. Caller holds xs__t.lock. */
 static xs_trace_ev *xs__collect_locked(uint64_t gen, uint64_t *k, uint64_t *dropped)
 {
 	XS_ASSERT_HELD(&xs__t.lock);
-	uint64_t n = 0;
+	uint64_t n = xs__t.nnames;
 	*k = *dropped = 0;
 	for (xs__ring *r = xs__t.rings; r; r = r->next) {
 		xs_mutex_lock(&r->lock); /* its thread may be resizing it for the next trace */
@@ -268,7 +278,45 @@ static xs_trace_ev *xs__collect_locked(uint64_t gen, uint64_t *k, uint64_t *drop
 		}
 		xs_mutex_unlock(&r->lock);
 	}
+	for (size_t i = 0; i < xs__t.nnames && all && *k < n; i++) {
+		const xs__name *m = &xs__t.names[i];
+		all[(*k)++] = (xs_trace_ev){INT64_MAX, m->stream, m->prio, m->xq, XS_TR_QUEUE, 0};
+	}
 	return all;
+}
+
+void xs_trace_name(uint64_t xq, uint64_t stream, int64_t prio, bool add)
+{
+	XS_TRACE(XS_TR_QUEUE, xq, stream, prio);
+	xs_mutex_lock(&xs__t.lock);
+	size_t i = 0;
+	while (i < xs__t.nnames && xs__t.names[i].xq != (uint32_t)xq)
+		i++;
+	if (i == xs__t.nnames && add && i == xs__t.names_cap) {
+		size_t cap = xs__t.names_cap ? 2 * xs__t.names_cap : 16;
+		xs__name *m = realloc(xs__t.names, cap * sizeof(*m));
+		if (m) { /* else the track goes unnamed unless its naming event is kept */
+			xs__t.names = m;
+			xs__t.names_cap = cap;
+		}
+	}
+	if (i < xs__t.nnames || (add && i < xs__t.names_cap)) {
+		xs__t.names[i] = (xs__name){(uint32_t)xq, stream, prio};
+		if (i == xs__t.nnames)
+			xs__t.nnames++;
+	}
+	xs_mutex_unlock(&xs__t.lock);
+}
+
+void xs_trace_unname(uint64_t xq)
+{
+	xs_mutex_lock(&xs__t.lock);
+	for (size_t i = 0; i < xs__t.nnames; i++)
+		if (xs__t.names[i].xq == (uint32_t)xq) {
+			xs__t.names[i] = xs__t.names[--xs__t.nnames];
+			break;
+		}
+	xs_mutex_unlock(&xs__t.lock);
 }
 
 /* Write the @k events of @all (sorted here) to @path as a Chrome trace. */
@@ -356,5 +404,6 @@ void xs_trace_forked(void)
 	}
 	free(xs__t.path);
 	xs__t.path = NULL;
+	xs__t.nnames = 0; /* the parent's XQueues are not the child's */
 	atomic_fetch_add_explicit(&xs__t.gen, 1, memory_order_relaxed);
 }

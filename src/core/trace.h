@@ -81,6 +81,14 @@ XResult xs_trace_start(const char *path, int64_t ring_events);
 /* Stop and write the file; kXSchedErrorNotFound when no trace runs, kXSchedErrorHardware
  * when the file cannot be written (logged). */
 XResult xs_trace_stop(void);
+/* An XQueue's track name (its handle @xq, the native @stream, 0 for a host queue, and its
+ * @prio): kept while the XQueue lives, whether or not a trace runs, so that a trace started
+ * after the XQueue was made, or whose rings dropped the naming event, still names its
+ * track; and recorded as an XS_TR_QUEUE event while a trace runs. @add: the XQueue is new
+ * (else only a known one is renamed: a priority change racing its destroy adds nothing).
+ * xs_trace_unname at its destroy. */
+void xs_trace_name(uint64_t xq, uint64_t stream, int64_t prio, bool add);
+void xs_trace_unname(uint64_t xq);
 /* Events kept and dropped so far (tests). */
 void xs_trace_counts(uint64_t *kept, uint64_t *dropped);
 /* In a child after fork(): tracing off, the parent's path released, the rings of its

@@ -87,6 +87,38 @@ def test_traced_run_is_valid_trace_event_json():
     assert _check_trace(doc, handles) == 60
 
 
+def test_trace_started_later_names_the_tracks():
+    """A trace started after the XQueues were made (as a server traces a window of its
+    run) names their tracks with their last priority: the names are kept while the
+    XQueues live, not only as events in the rings."""
+    qa, qb = xsched.HostQueue(), xsched.HostQueue()
+    xa = xsched.XQueue(qa, priority=7)
+    xb = xsched.XQueue(qb)
+    xb.priority = 3
+    gone = xsched.XQueue(xsched.HostQueue())
+    gone_handle = gone.handle
+    gone.close()  # destroyed before the trace: no track
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "later.json")
+        with xsched.trace(path):
+            for x in (xa, xb):
+                x.submit_host_func(lambda: None)
+                x.wait_all()
+        with open(path) as f:
+            doc = json.load(f)
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    for x, prio in ((xa, 7), (xb, 3)):
+        tid = x.handle & 0xFFFFFFFF
+        assert names.get(tid, "").startswith("XQueue 0x%x prio %d host queue" % (tid, prio)), \
+            names
+    assert (gone_handle & 0xFFFFFFFF) not in names, names
+    for x in (xa, xb):
+        x.close()
+    qa.close()
+    qb.close()
+
+
 def test_trace_twice_is_refused():
     with tempfile.TemporaryDirectory() as d:
         with xsched.trace(os.path.join(d, "a.json")):
