@@ -24,13 +24,7 @@
 
 #include "board_util.h"
 
-enum {
-	UNITS_A = 40,
-	UNITS_B = 80,
-	HIGH_US = 2000,
-	LOW_US = 4000,
-	GAP_US = 2000
-};
+enum { UNITS_A = 40, UNITS_B = 80, HIGH_US = 2000, LOW_US = 4000, GAP_US = 2000 };
 
 struct shared {
 	atomic_int low_ready; /* the low queue sees the high process on the board */
