@@ -1,13 +1,17 @@
 /* The commitment budget on the host backend, under HPF with the scheduler thread: one
  * high-priority XQueue whose bursts arrive at random and many low-priority XQueues that
  * submit back to back from their own threads.
- * - Counted, not timed: at every moment the low-priority commands that have started and
- *   not finished (seen by the commands themselves) never exceed what the budget admits:
- *   with a budget of 0 one command, and with a larger budget no more than budget over
- *   the shortest command time, plus one;
+ * - Counted: with a budget of 0, at every moment at most one low-priority command has
+ *   started and not finished (seen by the commands themselves), and the device's own
+ *   count of charged commands agrees;
+ * - timed (the timing suite: tests/unit/check.h): with a budget of 1 ms, no more than the
+ *   budget over a command's time (300 us) plus one, counted both ways. The library bounds
+ *   charged work by its *estimate* of a command's time, which a host that sees
+ *   completions late makes shorter than the real time (164-260 us seen under
+ *   ThreadSanitizer with two busy loops beside it: 5 charged against a bound of 4, in 2
+ *   of 59 runs), so the bound is judged only where the host gave the threads their time;
  * - nothing is lost, run twice or reordered, and every thread finishes (a watchdog
- *   turns a hang into a failure);
- * - the device's own count of charged commands agrees.
+ *   turns a hang into a failure).
  * Lv1 and Lv2, several queue counts. */
 #include <pthread.h>
 #include <string.h>
@@ -48,7 +52,7 @@ static XResult low_fn(void *data)
 		;
 	if (atomic_fetch_add(&s->lane->next, 1) != s->idx)
 		s->lane->bad_order++;
-	t_sleep_us(LOW_US);
+	t_work_us(LOW_US);
 	atomic_fetch_sub(&g_low_running, 1);
 	free(s);
 	return kXSchedSuccess;
@@ -138,6 +142,7 @@ static void run(int level, int nlow, int64_t budget_us)
 	for (int i = 1; i <= nlow; i++)
 		CHECK(pthread_create(&g_lanes[i].th, NULL, low_thread, &g_lanes[i]) == 0);
 	/* High bursts of 5 commands at random gaps of 0..4 ms. */
+	t_host_reset();
 	int64_t end = t_now_us() + RUN_MS * 1000;
 	unsigned r = 12345;
 	while (t_now_us() < end) {
@@ -150,6 +155,7 @@ static void run(int level, int nlow, int64_t budget_us)
 	atomic_store(&g_stop, true);
 	for (int i = 1; i <= nlow; i++)
 		CHECK(pthread_join(g_lanes[i].th, NULL) == 0);
+	t_host h = t_host_get();
 	xs_budget_state(xs_xqueue_of(obj), &charged_ns, &charged, &max_cmds);
 	xs_obj_unref(obj);
 	int bound = budget_us ? (int)(budget_us / LOW_US) + 1 : 1;
@@ -158,8 +164,17 @@ static void run(int level, int nlow, int64_t budget_us)
 	       atomic_load(&g_low_max), bound, (unsigned long long)max_cmds,
 	       (unsigned long long)charged);
 	CHECK(atomic_load(&g_low_max) >= 1);
-	CHECK(atomic_load(&g_low_max) <= bound);
-	CHECK((int)max_cmds <= bound);
+	if (!budget_us) { /* one at a time: counted, whatever the estimates */
+		CHECK_CMP(atomic_load(&g_low_max), <=, bound);
+		CHECK_CMP(max_cmds, <=, (uint64_t)bound);
+	} else {
+		CHECK_TIMED(&h, atomic_load(&g_low_max) <= bound,
+			    "at most %d low commands running at once, measured %d", bound,
+			    atomic_load(&g_low_max));
+		CHECK_TIMED(&h, (int)max_cmds <= bound,
+			    "at most %d low commands charged at once, measured %llu", bound,
+			    (unsigned long long)max_cmds);
+	}
 	CHECK(charged == 0 && charged_ns == 0);
 	for (int i = 1; i <= nlow; i++) {
 		struct lane *l = &g_lanes[i];
@@ -187,5 +202,5 @@ int main(void)
 	run(kPreemptLevelBlock, 7, 0);
 	run(kPreemptLevelBlock, 15, 1000);
 	CHECK_OK(XSchedShutdown());
-	return 0;
+	return t_exit();
 }
