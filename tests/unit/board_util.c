@@ -108,3 +108,29 @@ bool bu_board_until(XQueueHandle xq, bool (*pred)(const XBoardInfo *), int timeo
 		t_sleep_us(500);
 	}
 }
+
+XQueueHandle bu_queue_open(HwQueueHandle *hq, int64_t level, int prio)
+{
+	XQueueHandle xq;
+	CHECK_OK(HostQueueCreate(hq));
+	CHECK_OK(XQueueCreate(&xq, *hq, level, kQueueCreateFlagNone));
+	if (prio != BU_NO_PRIO)
+		CHECK_OK(XHintPriority(xq, prio));
+	return xq;
+}
+
+void bu_queue_close(XQueueHandle xq, HwQueueHandle hq)
+{
+	CHECK_OK(XQueueDestroy(xq));
+	CHECK_OK(HwQueueDestroy(hq));
+}
+
+static bool bu__flag_set(void *flag)
+{
+	return atomic_load((atomic_int *)flag) != 0;
+}
+
+bool bu_wait_flag(atomic_int *flag, int timeout_ms)
+{
+	return t_wait_for(bu__flag_set, flag, timeout_ms);
+}

@@ -4,6 +4,7 @@
 #ifndef XS_TEST_BOARD_UTIL_H
 #define XS_TEST_BOARD_UTIL_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,6 +27,13 @@ int bu_wait(pid_t pid, int timeout_ms);
 bool bu_host_keeps_time(int max_ms);
 /* The board of host queues in directory @dir (XSCHED_BOARD=dir): its path. */
 void bu_board_path(const char *dir, char *out, size_t n);
+/* A host queue (*@hq) and an XQueue on it at @level, returned; its priority set to @prio
+ * unless BU_NO_PRIO. bu_queue_close destroys both. */
+#define BU_NO_PRIO INT_MIN
+XQueueHandle bu_queue_open(HwQueueHandle *hq, int64_t level, int prio);
+void bu_queue_close(XQueueHandle xq, HwQueueHandle hq);
+/* Wait until the shared *@flag is non-zero, for at most @timeout_ms: whether it is. */
+bool bu_wait_flag(atomic_int *flag, int timeout_ms);
 /* Poll XQueueGetBoard(@xq) until @pred holds (or @timeout_ms passes): whether it held. */
 bool bu_board_until(XQueueHandle xq, bool (*pred)(const XBoardInfo *), int timeout_ms);
 

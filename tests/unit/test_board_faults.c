@@ -55,13 +55,10 @@ static int join_once(int prio, XBoardInfo *out, const char *tag)
 	XQueueHandle xq;
 	if (tag)
 		t_capture_begin();
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelDeactivate, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, prio));
+	xq = bu_queue_open(&hq, kPreemptLevelDeactivate, prio);
 	t_sleep_us(30000); /* a pass and a watcher's look */
 	CHECK_OK(XQueueGetBoard(xq, out));
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	CHECK_OK(XSchedShutdown());
 	int n = tag ? t_capture_end(tag) : -1;
 	if (tag && n < 1)
@@ -319,8 +316,7 @@ static void case_foreign_ns(void)
 	craft(m, 9, 1, 1, own_ns() + 1, 0, 100);
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelDeactivate, kQueueCreateFlagNone));
+	xq = bu_queue_open(&hq, kPreemptLevelDeactivate, BU_NO_PRIO);
 	XBoardInfo b;
 	CHECK_OK(XQueueGetBoard(xq, &b));
 	double first_ms = (t_now_us() - t0) / 1000.0;
@@ -334,8 +330,7 @@ static void case_foreign_ns(void)
 	if (first_ms < XS_BOARD_SUSPECT_NS / 1000000.0) /* else a loaded host was too slow */
 		CHECK(first == 1);
 	CHECK(gone_ms >= XS_BOARD_FOREIGN_NS / 1000000.0);
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	CHECK_OK(XSchedShutdown());
 	munmap(m, XS_BOARD_SIZE);
 }
@@ -381,8 +376,7 @@ static int fork_child(XQueueHandle parent_xq)
 		return 1;
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelDeactivate, kQueueCreateFlagNone));
+	xq = bu_queue_open(&hq, kPreemptLevelDeactivate, BU_NO_PRIO);
 	bool ok = bu_board_until(xq, sees_one, 5000);
 	CHECK_OK(XQueueGetBoard(xq, &b));
 	printf("fork: the child, on its own slot, sees %d other process (expected 1) at top "
@@ -390,8 +384,7 @@ static int fork_child(XQueueHandle parent_xq)
 	       b.processes, b.others_top);
 	fflush(stdout);
 	ok = ok && b.others_top == 7;
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	CHECK_OK(XSchedShutdown());
 	return ok ? 0 : 1;
 }
@@ -410,9 +403,7 @@ static void case_fork(void)
 	next_dir(dir, sizeof(dir));
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelDeactivate, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, 7));
+	xq = bu_queue_open(&hq, kPreemptLevelDeactivate, 7);
 	CHECK(bu_board_until(xq, sees_none, 5000));
 	fflush(stdout);
 	pid_t pid = fork(); /* the watcher and the device threads run */
@@ -430,8 +421,7 @@ static void case_fork(void)
 	       "joined %d\n",
 	       b.processes, b.joined);
 	CHECK(alone);
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	CHECK_OK(XSchedShutdown());
 }
 

@@ -55,9 +55,7 @@ static int run_low(int level, int prio)
 {
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, level, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, prio));
+	xq = bu_queue_open(&hq, level, prio);
 	CHECK(bu_board_until(xq, prio ? sees_other : sees_top, 20000));
 	atomic_store(&g_sh->low_ready, 1);
 	while (!atomic_load(&g_sh->stop)) {
@@ -65,8 +63,7 @@ static int run_low(int level, int prio)
 			t_submit_fn(xq, low_fn, NULL);
 		CHECK_OK(XQueueWaitAll(xq));
 	}
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	return 0;
 }
 
@@ -75,12 +72,8 @@ static int run_high(int prio)
 {
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelBlock, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, prio));
-	for (int i = 0; i < 40000 && !atomic_load(&g_sh->low_ready); i++)
-		t_sleep_us(500);
-	CHECK(atomic_load(&g_sh->low_ready));
+	xq = bu_queue_open(&hq, kPreemptLevelBlock, prio);
+	CHECK(bu_wait_flag(&g_sh->low_ready, 20000));
 	t_sleep_us(50000); /* the low process runs meanwhile */
 	static int64_t two_ms = 2000;
 	atomic_store(&g_sh->t_sub, t_now_us());
@@ -88,8 +81,7 @@ static int run_high(int prio)
 		t_submit_fn(xq, t_sleep_fn, &two_ms);
 	CHECK_OK(XQueueWaitAll(xq));
 	atomic_store(&g_sh->t_end, t_now_us());
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	return 0;
 }
 

@@ -60,8 +60,7 @@ static bool limited(const XBoardInfo *b)
 static int run_low(void)
 {
 	HwQueueHandle hq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&g_low, hq, kPreemptLevelDeactivate, kQueueCreateFlagNone));
+	g_low = bu_queue_open(&hq, kPreemptLevelDeactivate, BU_NO_PRIO);
 	CHECK(bu_board_until(g_low, limited, 20000));
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, low_load, NULL) == 0);
@@ -82,8 +81,7 @@ static int run_low(void)
 	while (!atomic_load(&g_sh->stop))
 		t_sleep_us(1000);
 	CHECK(pthread_join(th, NULL) == 0);
-	CHECK_OK(XQueueDestroy(g_low));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(g_low, hq);
 	return 0;
 }
 
@@ -92,9 +90,7 @@ static int run_high(void)
 {
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelBlock, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, 10));
+	xq = bu_queue_open(&hq, kPreemptLevelBlock, 10);
 	while (!atomic_load(&g_sh->ready))
 		t_sleep_us(500);
 	static int64_t two_ms = 2000;

@@ -62,9 +62,7 @@ static int run_low(void)
 	HwQueueHandle hq;
 	XQueueHandle xq;
 	static int64_t low_us = LOW_US;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelBlock, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, 0));
+	xq = bu_queue_open(&hq, kPreemptLevelBlock, 0);
 	CHECK(bu_board_until(xq, sees_other, 20000));
 	atomic_store(&g_sh->low_ready, 1);
 	while (!atomic_load(&g_sh->stop)) {
@@ -76,8 +74,7 @@ static int run_low(void)
 			t_submit_fn(xq, low_fn, &low_us);
 		CHECK_OK(XQueueWaitAll(xq));
 	}
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	return 0;
 }
 
@@ -102,13 +99,9 @@ static int run_high(void)
 {
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelBlock, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, 10));
+	xq = bu_queue_open(&hq, kPreemptLevelBlock, 10);
 	CHECK_OK(XHintLatencyObjective(xq, 1.5));
-	for (int i = 0; i < 40000 && !atomic_load(&g_sh->low_ready); i++)
-		t_sleep_us(500);
-	CHECK(atomic_load(&g_sh->low_ready));
+	CHECK(bu_wait_flag(&g_sh->low_ready, 20000));
 	t_host_reset();
 	units(xq, UNITS_A);
 	XQueueStats a, b;
@@ -133,8 +126,7 @@ static int run_high(void)
 	CHECK_TIMED(&h, b.alone_unit_ns * 10 <= a.alone_unit_ns * 13,
 		    "the alone estimate within 1.3x of %.2f ms, measured %.2f ms",
 		    a.alone_unit_ns / 1e6, b.alone_unit_ns / 1e6);
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	return t_exit();
 }
 

@@ -45,8 +45,7 @@ static XResult hold_fn(void *data)
 {
 	(void)data;
 	atomic_store(&g_sh->busy, 1);
-	for (int i = 0; i < 30000 && !atomic_load(&g_sh->release); i++)
-		t_sleep_us(1000);
+	bu_wait_flag(&g_sh->release, 30000);
 	atomic_store(&g_sh->busy, 0);
 	return kXSchedSuccess;
 }
@@ -74,13 +73,9 @@ static int run_high(void)
 	HwQueueHandle hq;
 	XQueueHandle xq;
 	static int64_t unit_us = 1000;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelBlock, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, 10));
+	xq = bu_queue_open(&hq, kPreemptLevelBlock, 10);
 	CHECK_OK(XHintLatencyObjective(xq, 3.0));
-	for (int i = 0; i < 40000 && !atomic_load(&g_sh->low_ready); i++)
-		t_sleep_us(500);
-	CHECK(atomic_load(&g_sh->low_ready));
+	CHECK(bu_wait_flag(&g_sh->low_ready, 20000));
 	/* Alone, each look finds the units well within 3x: the controller climbs through
 	 * its co-run levels to "not limited" (about 8 looks of 50 ms). */
 	XQueueStats s = {0};
@@ -101,14 +96,12 @@ static int run_high(void)
 		    (unsigned long long)s.corun_budget_ns, (unsigned long long)s.slowdown_permille);
 	if (s.corun_budget_ns != UINT64_MAX) { /* skipped (else failed above) */
 		atomic_store(&g_sh->skip, 1);
-		CHECK_OK(XQueueDestroy(xq));
-		CHECK_OK(HwQueueDestroy(hq));
+		bu_queue_close(xq, hq);
 		return t_exit();
 	}
 	t_submit_fn(xq, hold_fn, NULL);
 	CHECK_OK(XQueueWaitAll(xq));
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	return t_exit();
 }
 
@@ -116,16 +109,13 @@ static int run_low(bool timesliced)
 {
 	HwQueueHandle hq;
 	XQueueHandle xq;
-	CHECK_OK(HostQueueCreate(&hq));
-	CHECK_OK(XQueueCreate(&xq, hq, kPreemptLevelBlock, kQueueCreateFlagNone));
-	CHECK_OK(XHintPriority(xq, 0));
+	xq = bu_queue_open(&hq, kPreemptLevelBlock, 0);
 	CHECK(bu_board_until(xq, sees_other, 20000));
 	atomic_store(&g_sh->low_ready, 1);
 	for (int i = 0; i < 60000 && !atomic_load(&g_sh->busy) && !atomic_load(&g_sh->skip); i++)
 		t_sleep_us(500);
 	if (atomic_load(&g_sh->skip)) {
-		CHECK_OK(XQueueDestroy(xq));
-		CHECK_OK(HwQueueDestroy(hq));
+		bu_queue_close(xq, hq);
 		return 0;
 	}
 	CHECK(atomic_load(&g_sh->busy));
@@ -148,8 +138,7 @@ static int run_low(bool timesliced)
 		       "measured: ran %d, pending %llu",
 		       atomic_load(&g_sh->low_ran), (unsigned long long)s.pending);
 	} else {
-		for (int i = 0; i < 10000 && !atomic_load(&g_sh->low_ran); i++)
-			t_sleep_us(1000);
+		bu_wait_flag(&g_sh->low_ran, 10000);
 		CHECKF(atomic_load(&g_sh->low_ran_beside),
 		       "expected: the low command ran beside the busy high queue within 10 s; "
 		       "measured: ran %d, beside it %d",
@@ -158,8 +147,7 @@ static int run_low(bool timesliced)
 	atomic_store(&g_sh->release, 1);
 	CHECK_OK(XQueueWaitAll(xq));
 	CHECK(atomic_load(&g_sh->low_ran));
-	CHECK_OK(XQueueDestroy(xq));
-	CHECK_OK(HwQueueDestroy(hq));
+	bu_queue_close(xq, hq);
 	return t_exit();
 }
 
