@@ -285,22 +285,38 @@ static xs_trace_ev *xs__collect_locked(uint64_t gen, uint64_t *k, uint64_t *drop
 	return all;
 }
 
+/* The index of @xq's name, or xs__t.nnames when it has none. Caller holds xs__t.lock. */
+static size_t xs__name_find(uint64_t xq)
+{
+	XS_ASSERT_HELD(&xs__t.lock);
+	size_t i = 0;
+	while (i < xs__t.nnames && xs__t.names[i].xq != (uint32_t)xq)
+		i++;
+	return i;
+}
+
+/* Room for one more name; false when out of memory (the track then goes unnamed unless
+ * its naming event is kept). Caller holds xs__t.lock. */
+static bool xs__name_room(void)
+{
+	XS_ASSERT_HELD(&xs__t.lock);
+	if (xs__t.nnames < xs__t.names_cap)
+		return true;
+	size_t cap = xs__t.names_cap ? 2 * xs__t.names_cap : 16;
+	xs__name *m = realloc(xs__t.names, cap * sizeof(*m));
+	if (!m)
+		return false;
+	xs__t.names = m;
+	xs__t.names_cap = cap;
+	return true;
+}
+
 void xs_trace_name(uint64_t xq, uint64_t stream, int64_t prio, bool add)
 {
 	XS_TRACE(XS_TR_QUEUE, xq, stream, prio);
 	xs_mutex_lock(&xs__t.lock);
-	size_t i = 0;
-	while (i < xs__t.nnames && xs__t.names[i].xq != (uint32_t)xq)
-		i++;
-	if (i == xs__t.nnames && add && i == xs__t.names_cap) {
-		size_t cap = xs__t.names_cap ? 2 * xs__t.names_cap : 16;
-		xs__name *m = realloc(xs__t.names, cap * sizeof(*m));
-		if (m) { /* else the track goes unnamed unless its naming event is kept */
-			xs__t.names = m;
-			xs__t.names_cap = cap;
-		}
-	}
-	if (i < xs__t.nnames || (add && i < xs__t.names_cap)) {
+	size_t i = xs__name_find(xq);
+	if (i < xs__t.nnames || (add && xs__name_room())) {
 		xs__t.names[i] = (xs__name){(uint32_t)xq, stream, prio};
 		if (i == xs__t.nnames)
 			xs__t.nnames++;
@@ -311,11 +327,9 @@ void xs_trace_name(uint64_t xq, uint64_t stream, int64_t prio, bool add)
 void xs_trace_unname(uint64_t xq)
 {
 	xs_mutex_lock(&xs__t.lock);
-	for (size_t i = 0; i < xs__t.nnames; i++)
-		if (xs__t.names[i].xq == (uint32_t)xq) {
-			xs__t.names[i] = xs__t.names[--xs__t.nnames];
-			break;
-		}
+	size_t i = xs__name_find(xq);
+	if (i < xs__t.nnames)
+		xs__t.names[i] = xs__t.names[--xs__t.nnames];
 	xs_mutex_unlock(&xs__t.lock);
 }
 
