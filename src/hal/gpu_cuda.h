@@ -665,17 +665,22 @@ static inline bool xs_gpu_same_binding(const xs_gpu_binding *a, const xs_gpu_bin
 	return a->ctx == b->ctx;
 }
 
+/* The bound context's device's attribute @a, into *@v. */
+static inline CUresult xs__cu_attribute(int *v, CUdevice_attribute a)
+{
+	CUdevice dev;
+	CUresult r = xs__cu.ctx_get_device(&dev);
+	if (r == CUDA_SUCCESS)
+		r = xs__cu.device_get_attribute(v, a, dev);
+	return r;
+}
+
 /* Whether the bound device can wait on a 32-bit value in a stream (Lv2). All CUDA 12+
  * devices have the memory operations; the attribute of the newest of them (NOR) is the
  * one still reported per device. */
 static inline xs_gpu_err xs_gpu_wait_value_supported(int *ok)
 {
-	CUdevice dev;
-	CUresult r = xs__cu.ctx_get_device(&dev);
-	if (r == CUDA_SUCCESS)
-		r = xs__cu.device_get_attribute(
-		    ok, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR, dev);
-	return r;
+	return xs__cu_attribute(ok, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR);
 }
 
 /* Whether the bound device shares the contexts of several processes through MPS
@@ -690,11 +695,7 @@ _Static_assert(CU_DEVICE_ATTRIBUTE_MPS_ENABLED == 133, "cuda.h's MPS attribute m
 #endif
 static inline xs_gpu_err xs_gpu_mps_enabled(int *on)
 {
-	CUdevice dev;
-	CUresult r = xs__cu.ctx_get_device(&dev);
-	if (r == CUDA_SUCCESS)
-		r = xs__cu.device_get_attribute(on, XS_CU_ATTRIBUTE_MPS_ENABLED, dev);
-	return r;
+	return xs__cu_attribute(on, XS_CU_ATTRIBUTE_MPS_ENABLED);
 }
 
 /* Enqueue: the stream goes on once (int32_t)(*dev_ptr - (uint32_t)value) >= 0 (the
