@@ -66,21 +66,12 @@ pid_t bu_spawn(const char *const *argv)
 
 int bu_wait(pid_t pid, int timeout_ms)
 {
-	int64_t end = t_now_us() + (int64_t)timeout_ms * 1000;
-	for (;;) {
-		int st;
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -2;
-		if (t_now_us() > end) {
-			fprintf(stderr, "process %d did not exit within %d ms: killed\n", (int)pid,
-				timeout_ms);
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			return -1;
-		}
-		t_sleep_us(2000);
-	}
+	/* The children of the board tests exit 0, 1 or 77: 128 and above is a signal. */
+	int st = t_reap(pid, timeout_ms);
+	if (st < 0)
+		fprintf(stderr, "process %d did not exit within %d ms: killed\n", (int)pid,
+			timeout_ms);
+	return st >= 128 ? -2 : st;
 }
 
 bool bu_host_keeps_time(int max_ms)
