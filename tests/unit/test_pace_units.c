@@ -204,10 +204,17 @@ int main(void)
 		peak = g > peak ? g : peak;
 	}
 	CHECK_OK(XQueueEndScope(hi.xq));
-	printf("heavy contention: what the controller gives fell after %d units (from %llu)\n",
-	       fell, (unsigned long long)peak);
+	uint64_t seen = t_stats(hi.xq).slowdown_permille;
+	printf("heavy contention: what the controller gives fell after %d units (from %llu); "
+	       "the units' slowdown at its last look %llu per mille\n",
+	       fell, (unsigned long long)peak, (unsigned long long)seen);
 	host = t_host_get();
-	if (peak)
+	if (peak && fell < 0 && seen <= 3000) /* the premise: slow units, as it measures them */
+		t_skip_part("the fall: the controller measured no unit above the objective "
+			    "(slowdown %llu per mille at its last look): the lows did not slow "
+			    "the units (with XSCHED_PACE_WAIT=1 they run before a unit, not in it)",
+			    (unsigned long long)seen);
+	else if (peak)
 		CHECK_TIMED(&host, fell >= 1 && fell <= 8,
 			    "a fall within 8 units (the second slow one); measured after %d", fell);
 
