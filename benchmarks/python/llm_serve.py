@@ -26,8 +26,10 @@ iterations queued, retired by blocking events):
 Modes (--modes, comma-separated; default all = alone, native, prio, xsched, then
 xsched-obj-X for each X of --objectives, then corun-US for each US of --corun). Each runs
 for --warmup s (after each thread's own warm-up iterations), then --duration s measured:
-  alone          three runs: the LLM alone, then each low lane alone (the references of
-                 the "x alone" and "kept" figures); no library
+  alone          four runs: the LLM alone, then each low lane alone (the references of
+                 the "x alone" and "kept" figures), then the two lanes together without
+                 the LLM (what they keep of each alone when they share the GPU: the most
+                 they can keep beside it); no library
   native         the three together on default-priority streams, no library
   prio           the LLM's stream created with the greatest priority PyTorch gives
                  (torch.cuda.Stream(priority=greatest of Stream.priority_range()): PyTorch
@@ -621,7 +623,7 @@ class ResNetInference(Lane):
 
 
 # ----------------------------------------------------------------------------------------
-# One run: a mode, or one of alone's three
+# One run: a mode, or one of alone's four
 # ----------------------------------------------------------------------------------------
 
 class RunFailed(Exception):
@@ -1140,7 +1142,7 @@ class Bench:
             return [(mode, True, [])]  # the lanes run in the second process
         if mode == "alone":
             return [("alone:llm", True, []), ("alone:vit", False, [self.vit]),
-                    ("alone:resnet", False, [self.resnet])]
+                    ("alone:resnet", False, [self.resnet]), ("alone:lows", False, both)]
         return [(mode, True, both)]
 
     def header(self):
@@ -1310,6 +1312,17 @@ def targets(rows, ref, args=None):
                                 kept(r, "vit"), kept(r, "vit") / line, kept(r, "resnet"),
                                 kept(r, "resnet") / line),
                             min(kept(r, "vit"), kept(r, "resnet")) >= 0.8 * line))
+                lows = ref.get("lows")
+                if lows and lows["vit"]["per_s"] and lows["resnet"]["per_s"]:
+                    kt = {k: (r[k]["per_s"] / lows[k]["per_s"] if r.get(k) else 0.0)
+                          for k in ("vit", "resnet")}
+                    out.append(("%s: each low lane kept >= 0.8 of the pacing line %.2f, kept "
+                                "taken over the lanes together without the LLM" % (
+                                    mode, line),
+                                "ViT %.2f (%.2f of it), ResNet %.2f (%.2f)" % (
+                                    kt["vit"], kt["vit"] / line, kt["resnet"],
+                                    kt["resnet"] / line),
+                                min(kt.values()) >= 0.8 * line))
             if obj == 2.0 and prio:
                 out.append(("%s: lows kept >= prio's (%.2f, %.2f)" % (
                     mode, kept(prio, "vit"), kept(prio, "resnet")), fig,
@@ -1420,7 +1433,11 @@ def main(argv=None):
                 row = dict(type="mode", mode=name, **row)
                 failed = True
                 progress("%s: FAILED: %s" % (name, row["error_detail"] or row["error"]))
-            if name.startswith("alone:"):
+            if name == "alone:lows":  # the lanes together, over each alone
+                if "error" not in row:
+                    ref["lows"] = {lane: row[lane] for lane in ("vit", "resnet")}
+                shown = ref
+            elif name.startswith("alone:"):
                 if "error" not in row:
                     ref[name.split(":")[1]] = row[name.split(":")[1]]
                 shown = {}  # the references themselves
@@ -1441,6 +1458,10 @@ def main(argv=None):
         print("\n# the LLM alone is busy %.2f of the time: the pacing line (what the lows keep "
               "if an objective x is spent evenly) is %s" % (busy, ", ".join(
                   "%.2f at %g" % (pacing_line(busy, o), o) for o in args.objectives)))
+    if ref.get("lows") and ref.get("vit") and ref.get("resnet"):
+        print("# the low lanes together without the LLM keep ViT %.2f and ResNet %.2f of each "
+              "alone (the GPU they share): the most the lows can keep beside it" % tuple(
+                  ref["lows"][k]["per_s"] / ref[k]["per_s"] for k in ("vit", "resnet")))
     if bench.cuda:
         verdicts = targets(rows, ref, args)
         if verdicts:
