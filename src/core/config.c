@@ -128,6 +128,7 @@ static void xs__load(xs_config *c)
 	c->gpu_lazy_marks = xs__int("XSCHED_GPU_LAZY_MARKS", 0, 1, 1, NULL) != 0;
 	c->top_gates = xs__int("XSCHED_TOP_GATES", 0, 1, 0, NULL) != 0;
 	c->strict_priority = xs__int("XSCHED_STRICT_PRIORITY", 0, 1, 0, NULL) != 0;
+	c->pace = xs__int("XSCHED_PACE", 0, 1, 1, NULL) != 0;
 	c->pace_wait = xs__int("XSCHED_PACE_WAIT", 0, 1, 0, NULL) != 0;
 	c->corun_ns = xs__int("XSCHED_CORUN_US", 0, 10000000, XS_CORUN_DEFAULT_US, NULL) * 1000;
 	c->host_hw_queues = (unsigned)xs__int("XSCHED_HOST_HW_QUEUES", 0, 1 << 20, 0,

@@ -30,6 +30,9 @@ typedef struct xs_config {
 				* marks out; 0 marks every command */
 	bool top_gates;        /* XSCHED_TOP_GATES=1: the sole top-priority XQueue keeps its
 				* counter waits (default 0: it enqueues without; preempt/engine.c) */
+	bool pace;             /* XSCHED_PACE=0: latency objectives skip the pacing levels and
+				* go from nothing beside a unit to co-run budgets (default 1;
+				* preempt/objective.c) */
 	bool pace_wait;        /* XSCHED_PACE_WAIT=1: a protected unit waits out its pacing
 				* slice before it runs (default 0: the slice co-runs with it;
 				* preempt/pace.h) */

@@ -95,6 +95,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/trace.h"
 #include "preempt/engine_int.h"
 
@@ -132,10 +133,19 @@ static int64_t xs__level_ns(int level)
 	return (k - 1) % 2 ? ns * 1414 / 1000 : ns;
 }
 
+/* Whether the pacing levels are in use (XSCHED_PACE, default 1): without them the
+ * controller goes from 0 to the co-run budgets and no level opens slices. */
+static bool xs__pacing(void)
+{
+	return xs_config_get()->pace;
+}
+
 /* The eighths of a protected unit's slack its pacing slice takes at @level (pace.h): one
  * more per level up to XS__PACE, where the whole slack goes to slices. */
 static int xs__level_pace(int level)
 {
+	if (!xs__pacing())
+		return 0;
 	return level <= 0 ? 0 : level < XS__PACE ? level : XS__PACE;
 }
 
@@ -340,7 +350,7 @@ static bool xs__units(xs_xqueue *xq, bool scope, int64_t ns, int64_t exec_ns, bo
 	if (xq->limited)
 		o->level = -1; /* measured, asks for nothing */
 	else
-		xs__step(o, d->obj_level, violated, xq->units_explicit);
+		xs__step(o, d->obj_level, violated, xq->units_explicit && xs__pacing());
 	/* The units count from the last move: a look that moves nothing keeps them, so the
 	 * tail is judged over the last 256 units at a level (two above the goal is too many),
 	 * not window by window (resetting at each window of 64 let 1 in 64 through: a p98). */

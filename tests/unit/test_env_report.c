@@ -26,6 +26,7 @@ static const struct bad bads[] = {
     {"XSCHED_GPU_LAZY_MARKS", "2", "is not 0 or 1; using 1 (the default)"},
     {"XSCHED_TOP_GATES", "on", "is not 0 or 1; using 0 (the default)"},
     {"XSCHED_STRICT_PRIORITY", "-1", "is not 0 or 1; using 0 (the default)"},
+    {"XSCHED_PACE", "3", "is not 0 or 1; using 1 (the default)"},
     {"XSCHED_PACE_WAIT", "2", "is not 0 or 1; using 0 (the default)"},
     {"XSCHED_CORUN_US", "1e3", "; using 0 (the default)"},
     {"XSCHED_HOST_HW_QUEUES", "many", "; using 0 (the default: no limit)"},
