@@ -437,13 +437,19 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		return true;
 	}
 	int64_t est = xs__est(d, xq);
-	/* Where the device paces (pace.h) and is held, what the command is predicted to hold
-	 * is what must fit a slice, and what it is charged in one (a waiter keeps it for the
-	 * next slice); the top idle, it is charged its mean as anywhere. */
+	/* Held, a command is charged what it is predicted to hold (pace.h): where the device
+	 * paces, the larger of that and its mean must fit a slice (a waiter keeps it for the
+	 * next slice); under a co-run budget, a scope position's device time seen before
+	 * replaces the mean, so that a budget admits a training step's short modules and
+	 * keeps its long ones (a backward module of milliseconds beside a decode step of 2)
+	 * for the time the top leaves idle. The top idle, it is charged its mean as anywhere. */
 	bool held = xs__held(d);
 	if (held && atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0) {
 		int64_t pred = xs_pace_predict(xq->pos_us, cmd->pos, xq->est_ns, xq->long_ns);
 		est = pred > est ? pred : est;
+	} else if (held) {
+		int64_t known = xs_pace_known(xq->pos_us, cmd->pos);
+		est = known ? known : est;
 	}
 	bool room = xs__room(d, est, now);
 	bool ok = room && xs__turn(b, xq, xs__space(d, now));

@@ -56,12 +56,19 @@ void xs_pace_done(xs_pace *p, int64_t now, int64_t slice_end_ns)
 		p->debt_ns = cap > 0 ? cap : 0;
 }
 
+int64_t xs_pace_known(const uint32_t *tab, int pos)
+{
+	if (!tab || pos < 0 || pos >= XS_PACE_POS || !tab[pos])
+		return 0;
+	int64_t ns = (int64_t)tab[pos] * 1000;
+	return ns + ns / 4 + 10000;
+}
+
 int64_t xs_pace_predict(const uint32_t *tab, int pos, int64_t est_ns, int64_t long_ns)
 {
-	if (tab && pos >= 0 && pos < XS_PACE_POS && tab[pos]) {
-		int64_t ns = (int64_t)tab[pos] * 1000;
-		return ns + ns / 4 + 10000;
-	}
+	int64_t known = xs_pace_known(tab, pos);
+	if (known)
+		return known;
 	int64_t ns = est_ns > long_ns ? est_ns : long_ns;
 	return ns > 0 ? ns : 0;
 }

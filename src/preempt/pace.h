@@ -72,6 +72,11 @@ void xs_pace_close(xs_pace *p, int64_t now);
  * what it held past that end is owed (at most XS_PACE_DEBT_UNITS allowances in all). */
 void xs_pace_done(xs_pace *p, int64_t now, int64_t slice_end_ns);
 
+/* What the command at position @pos of a scope (0-based; -1 outside scopes) is predicted
+ * to hold the device, from that position's device time seen before (@tab: per position,
+ * in us, 0 = not seen; NULL = none kept), with a margin (a quarter, and 10 us for the
+ * commit's trip); 0 where nothing was seen there. */
+int64_t xs_pace_known(const uint32_t *tab, int pos);
 /* The prediction of a lower command's device time: for a command at position @pos of a
  * scope (0-based; -1 outside scopes) whose device time was seen before (@tab: per position,
  * in us, 0 = not seen; NULL = none kept), that time with a margin (a quarter, and 10 us for
