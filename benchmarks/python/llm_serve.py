@@ -197,6 +197,10 @@ def parse_args(argv=None):
     p.add_argument("--resnet-batch", type=int, help="ResNet inference batch (default 128)")
     p.add_argument("--duration", type=float, help="seconds measured per mode (default 20)")
     p.add_argument("--warmup", type=float, help="seconds before measuring (default 3)")
+    p.add_argument("--low-commands", choices=("module", "op"), default="module",
+                   help="library modes: what a low lane's command is: a leaf module "
+                        "(running(per_module=net), the default) or an operator "
+                        "(running(), per_operator: shorter commands, a Python hook each)")
     p.add_argument("--low-threshold", type=int, default=0,
                    help="library modes: the low XQueues' window (0: the library's default)")
     p.add_argument("--switch-interval", type=float, default=0.001,
@@ -683,6 +687,8 @@ class Run:
 
     def _lane_context(self, lane):
         if lane.xq is not None:
+            if self.b.args.low_commands == "op":
+                return lane.xq.running()  # a command per operator
             return lane.xq.running(per_module=lane.net)  # a boundary per leaf module
         return self.b.on(lane.stream)
 
