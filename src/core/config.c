@@ -180,6 +180,8 @@ const xs_config *xs_config_get(void)
 	if (!c) { /* out of memory before any snapshot: the defaults of an empty environment */
 		static const xs_config none = {.budget_ns = XS_BUDGET_DEFAULT_US * 1000,
 					       .hw_priority = true,
+					       .gpu_lazy_marks = true,
+					       .pace = true,
 					       .corun_ns = XS_CORUN_DEFAULT_US * 1000,
 					       .trace_events = 65536,
 					       .stall_release_ns =

@@ -2,9 +2,11 @@
  *
  * Per device, the XQueues the scheduler marks *limited* (below the top priority present on
  * the device) commit a command only when it is *charged*: its estimated device time (the
- * XQueue's moving average, xs_xqueue.est_ns) is added to the device's charged work and
- * returned when the command completes (or is decommitted before it started). The cap on
- * the charged work is
+ * XQueue's moving average, xs_xqueue.est_ns; while a top queue holds the device, what its
+ * scope position held before under a co-run budget, and the larger of its prediction and
+ * the mean where the device paces: enum xs_est_kind) is added to the device's charged
+ * work and returned when the command completes (or is decommitted before it started). The
+ * cap on the charged work is
  *   - the co-run budget (XSCHED_CORUN_US, XHintCorunBudget; at most the commitment
  *     budget) while an XQueue that is not limited has work and the hold is on (HPF):
  *     lower work keeps running beside the top queue's, bounded, and the top queue's
@@ -181,6 +183,15 @@ static bool xs__before(const xs_xqueue *w, int64_t vt)
 	return w->vtime_ns < vt;
 }
 
+/* Which charge a lower command makes on @d now (enum xs_est_kind). Caller holds d->lock. */
+static int xs__kind(const xs_device *d)
+{
+	if (!xs__held(d))
+		return XS_EST_IDLE;
+	return atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0 ? XS_EST_PACE
+									    : XS_EST_CORUN;
+}
+
 /* The space left for one more command while held (co-run), else INT64_MAX: waiters
  * whose command does not fit then give way to those whose command does. Caller holds
  * d->lock. */
@@ -285,14 +296,16 @@ static int xs__cmp_tier(const xs_budget *b, int64_t p, int64_t q, bool strict)
 
 /* The waiter served next: the tier that goes first, then least virtual time, then the
  * earliest to wait, among those whose command fits @space. Caller holds d->lock. */
-static xs_xqueue *xs__best(const xs_budget *b, int64_t space)
+static xs_xqueue *xs__best(const xs_device *d, int64_t space)
 {
+	const xs_budget *b = &d->budget;
 	bool strict = xs_settings_strict();
+	int kind = xs__kind(d);
 	xs_xqueue *best = NULL;
 	xs_list_for_each(l, &b->waiters)
 	{
 		xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
-		if (w->wait_est_ns > space || w->wait_paused)
+		if (w->wait_est_ns[kind] > space || w->wait_paused)
 			continue;
 		int c = best ? xs__cmp_tier(b, w->prio, best->prio, strict) : 1;
 		if (c > 0 || (c == 0 && xs__before(w, best->vtime_ns)))
@@ -303,11 +316,13 @@ static xs_xqueue *xs__best(const xs_budget *b, int64_t space)
 
 /* Whether @xq may take budget now as far as the order goes (a waiter that ranks before
  * it and fits @space goes first). Caller holds d->lock. */
-static bool xs__turn(xs_budget *b, const xs_xqueue *xq, int64_t space)
+static bool xs__turn(xs_device *d, const xs_xqueue *xq, int64_t space)
 {
+	xs_budget *b = &d->budget;
 	if (b->granting)
 		return b->granting == xq;
 	bool strict = xs_settings_strict();
+	int kind = xs__kind(d);
 	if (!strict)
 		xs__tier_get(b, xq->prio, xq); /* at the floor if its tier is new or idle */
 	int64_t floor = *xs__qfloor(b, xq->prio);
@@ -315,7 +330,7 @@ static bool xs__turn(xs_budget *b, const xs_xqueue *xq, int64_t space)
 	xs_list_for_each(l, &b->waiters)
 	{
 		const xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
-		if (w == xq || w->wait_est_ns > space || w->wait_paused)
+		if (w == xq || w->wait_est_ns[kind] > space || w->wait_paused)
 			continue;
 		int c = xs__cmp_tier(b, w->prio, xq->prio, strict);
 		if (c > 0 || (c == 0 && xs__before(w, vt)))
@@ -387,13 +402,19 @@ static void xs__add(xs_budget *b, xs_cmd *cmd, int64_t est, int64_t now)
 	cmd->ready_ns = now + xs__remaining(b, now) - est; /* before it: the rest */
 }
 
-/* @xq's command of @est ns was not charged (@room: the budget had room, but not @xq's
- * turn): @xq waits, at its place in the order. Caller holds d->lock. */
-static void xs__wait(xs_device *d, xs_xqueue *xq, int64_t est, bool room)
+/* @xq's command, whose charge in each state is @ests (enum xs_est_kind) and in the state
+ * now (@kind) did not fit or was not its turn (@room: the budget had room, but not @xq's
+ * turn), was not charged: @xq waits, at its place in the order. A grant blocks the
+ * grant loop only where the charge it was granted on still did not fit: one that grew
+ * since the waiter was ranked (its estimate learned meanwhile) lets the loop go on to
+ * the next waiter, which may fit. Caller holds d->lock. */
+static void xs__wait(xs_device *d, xs_xqueue *xq, const int64_t *ests, int kind, bool room)
 {
 	XS_ASSERT_HELD(&d->lock);
 	xs_budget *b = &d->budget;
-	xq->wait_est_ns = est;
+	bool grew = b->granting == xq && ests[kind] > xq->wait_est_ns[kind]; /* ranked on */
+	for (int k = 0; k < XS_EST_KINDS; k++)
+		xq->wait_est_ns[k] = ests[k];
 	if (!xs_linked(&xq->wait_link)) {
 		int64_t floor = *xs__qfloor(b, xq->prio);
 		if (xq->vtime_ns < floor)
@@ -403,7 +424,7 @@ static void xs__wait(xs_device *d, xs_xqueue *xq, int64_t est, bool room)
 		xs_list_push_back(&b->waiters, &xq->wait_link);
 	}
 	if (b->granting == xq)
-		b->grant_blocked = !room;
+		b->grant_blocked = !room && !grew;
 	else if (room)
 		xs_signal_grant(d); /* the waiter that ranks first must get its turn now */
 }
@@ -436,23 +457,24 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		xs_mutex_unlock(&d->lock);
 		return true;
 	}
-	int64_t est = xs__est(d, xq);
 	/* Held, a command is charged what it is predicted to hold (pace.h): where the device
 	 * paces, the larger of that and its mean must fit a slice (a waiter keeps it for the
 	 * next slice); under a co-run budget, a scope position's device time seen before
 	 * replaces the mean, so that a budget admits a training step's short modules and
 	 * keeps its long ones (a backward module of milliseconds beside a decode step of 2)
-	 * for the time the top leaves idle. The top idle, it is charged its mean as anywhere. */
-	bool held = xs__held(d);
-	if (held && atomic_load_explicit(&d->obj_pace, memory_order_relaxed) > 0) {
-		int64_t pred = xs_pace_predict(xq->pos_us, cmd->pos, xq->est_ns, xq->long_ns);
-		est = pred > est ? pred : est;
-	} else if (held) {
-		int64_t known = xs_pace_known(xq->pos_us, cmd->pos);
-		est = known ? known : est;
-	}
+	 * for the time the top leaves idle. The top idle, it is charged its mean as anywhere.
+	 * All three are kept for a waiter: the grant ranks it in the state of its time. */
+	int64_t ests[XS_EST_KINDS];
+	ests[XS_EST_IDLE] = xs__est(d, xq);
+	int64_t known = xs_pace_known(xq->pos_us, cmd->pos);
+	ests[XS_EST_CORUN] = known ? known : ests[XS_EST_IDLE];
+	int64_t pred = xs_pace_predict(xq->pos_us, cmd->pos, xq->est_ns, xq->long_ns);
+	ests[XS_EST_PACE] = pred > ests[XS_EST_IDLE] ? pred : ests[XS_EST_IDLE];
+	int kind = xs__kind(d);
+	bool held = kind != XS_EST_IDLE;
+	int64_t est = ests[kind];
 	bool room = xs__room(d, est, now);
-	bool ok = room && xs__turn(b, xq, xs__space(d, now));
+	bool ok = room && xs__turn(d, xq, xs__space(d, now));
 	if (ok) {
 		if (held && xs_pace_open_at(&d->pace, now)) {
 			cmd->slice_end_ns = d->pace.end_ns; /* its overrun is measured (done) */
@@ -467,7 +489,7 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		if (xs_linked(&xq->wait_link))
 			xs_list_remove(&xq->wait_link);
 	} else {
-		xs__wait(d, xq, est, room);
+		xs__wait(d, xq, ests, kind, room);
 	}
 	xs_remote_lower(d, now); /* other processes on the device see it (remote.c) */
 	xs_mutex_unlock(&d->lock);
@@ -532,12 +554,13 @@ static int64_t xs__next_own(const xs_device *d)
 	if (cap <= 0)
 		return 0; /* nothing to wait for but a completion */
 	bool held = xs__held(d);
-	const xs_xqueue *w = xs__best(b, held ? cap : INT64_MAX);
+	const xs_xqueue *w = xs__best(d, held ? cap : INT64_MAX);
 	if (!w)
 		return 0; /* no waiter's command fits the co-run budget at all */
-	int64_t fit = b->charged_ns + w->wait_est_ns - cap; /* remaining + est <= cap */
-	int64_t lead = b->charged_ns - xs__lead(b);         /* remaining <= lead */
-	int64_t ran = held || fit < lead ? fit : lead;      /* no lead rule in the co-run */
+	int64_t fit =
+	    b->charged_ns + w->wait_est_ns[xs__kind(d)] - cap; /* remaining + est <= cap */
+	int64_t lead = b->charged_ns - xs__lead(b);            /* remaining <= lead */
+	int64_t ran = held || fit < lead ? fit : lead;         /* no lead rule in the co-run */
 	if (ran > xs__credit_max(b))
 		return 0; /* only a completion makes room */
 	return b->since_ns + (ran > 0 ? ran : 0);
@@ -555,8 +578,8 @@ xs_xqueue *xs_budget_grant_next(xs_device *d)
 	xs_mutex_lock(&d->lock);
 	xs_budget *b = &d->budget;
 	int64_t now = xs_now_ns();
-	xs_xqueue *xq = xs__best(b, xs__space(d, now));
-	if (xq && !xs__room(d, xq->wait_est_ns, now))
+	xs_xqueue *xq = xs__best(d, xs__space(d, now));
+	if (xq && !xs__room(d, xq->wait_est_ns[xs__kind(d)], now))
 		xq = NULL;
 	if (xq) {
 		xs_list_remove(&xq->wait_link);
@@ -694,7 +717,7 @@ static bool xs__slice_spent(const xs_device *d, int64_t now)
 	xs_list_for_each(l, &b->waiters)
 	{
 		const xs_xqueue *w = xs_container_of(l, xs_xqueue, wait_link);
-		if (!w->wait_paused && xs_pace_fits(&d->pace, now, 0, w->wait_est_ns))
+		if (!w->wait_paused && xs_pace_fits(&d->pace, now, 0, w->wait_est_ns[XS_EST_PACE]))
 			return false;
 	}
 	return true;

@@ -75,6 +75,14 @@ typedef struct xs_objective {
 	int64_t unit_last_end_ns; /* when the last one was seen to end */
 } xs_objective;
 
+/* The states of a device in which a lower command is charged differently (budget.c). */
+enum xs_est_kind {
+	XS_EST_IDLE,  /* the top idle: its queue's mean */
+	XS_EST_CORUN, /* held, under a co-run budget: its scope position's time, else the mean */
+	XS_EST_PACE,  /* held, pacing: the larger of its prediction (pace.h) and the mean */
+	XS_EST_KINDS
+};
+
 struct xs_xqueue {
 	xs_obj obj;
 	xs_hwq *hwq;    /* holds a reference; read-only after create */
@@ -165,15 +173,18 @@ struct xs_xqueue {
 	uint64_t sleep_seq;          /* the least number they wait for (UINT64_MAX: none) */
 
 	/* Under dev->lock: */
-	xs_link dev_link;       /* dev->queues */
-	xs_link act_link;       /* dev->active: has enqueued, incomplete commands */
-	bool active;            /* = act_link is linked; written under xq->lock and dev->lock
-				 * both, so either lock is enough to read it */
-	xs_link kick_link;      /* dev->kicks: the launch thread should drain it */
-	xs_link wait_link;      /* dev->budget.waiters: waits for budget */
-	int64_t prio;           /* the scheduler's priority: the rank among waiters */
-	int64_t vtime_ns;       /* device time charged so far (fair order within a priority) */
-	int64_t wait_est_ns;    /* the charge it waits to make */
+	xs_link dev_link;  /* dev->queues */
+	xs_link act_link;  /* dev->active: has enqueued, incomplete commands */
+	bool active;       /* = act_link is linked; written under xq->lock and dev->lock
+			    * both, so either lock is enough to read it */
+	xs_link kick_link; /* dev->kicks: the launch thread should drain it */
+	xs_link wait_link; /* dev->budget.waiters: waits for budget */
+	int64_t prio;      /* the scheduler's priority: the rank among waiters */
+	int64_t vtime_ns;  /* device time charged so far (fair order within a priority) */
+	/* The charge its waiting command makes in each state of the device (budget.c,
+	 * xs__kind: the top idle, held under a co-run budget, held and pacing), computed
+	 * when it began to wait under its own lock, which the grant does not hold: */
+	int64_t wait_est_ns[XS_EST_KINDS];
 	bool wait_paused;       /* not running (suspended): it keeps its place among the
 				 * waiters, and its fair order, but is not served (budget.c) */
 	xs_objective objective; /* latency objective (objective.c; goal_pm: see there) */

@@ -12,7 +12,15 @@
  * - short commands do start then (charged 260 us each, they fit): a timing bound
  *   (CHECK_TIMED), since they need the host to run the lanes' threads;
  * - every command completes, and each lane finishes its scopes once the high queue is
- *   idle (the long ones ran then). */
+ *   idle (the long ones ran then).
+ * Then a waiter ranked in another state (strict priorities, budgets of 1 ms): queue A's
+ * long command (its position: 3 ms) and queue B's short one (100 us) wait behind X's
+ * command that holds the budget, submitted while the top queue was idle; the top then
+ * holds the device with 2.1 s of work, and X completes. A's command does not fit the
+ * co-run budget and B's does: B's must start while the top works (a timing bound). When
+ * the grant ranked waiters on the charge they would have made with the top idle (A's
+ * mean, which fits), A was granted, its charge recomputed held did not fit, and the grant
+ * loop stopped with nothing charged: B waited for the top's 2.1 s. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +29,7 @@
 
 enum { LANES = 3, SHORT_US = 200, LONG_US = 8000, PER_SCOPE = 6, HIGH_US = 3000, HIGH_N = 100 };
 
-static atomic_bool g_stop, g_high_busy;
+static atomic_bool g_stop, g_high_busy, g_high_gate;
 static atomic_int g_long_held, g_short_held, g_scopes[LANES];
 static atomic_llong g_held_from; /* after the high queue's first submit returned (us); 0 */
 
@@ -80,6 +88,8 @@ static void *lane_main(void *arg)
 static XResult high_fn(void *data)
 {
 	atomic_store(&g_high_busy, true);
+	while (!atomic_load(&g_high_gate))
+		t_sleep_us(50); /* all submitted first: the queue never runs dry meanwhile */
 	t_sleep_us(HIGH_US);
 	if (data)
 		atomic_store(&g_high_busy, false);
@@ -93,6 +103,124 @@ static int min_scopes(void)
 		if (atomic_load(&g_scopes[i]) < m)
 			m = atomic_load(&g_scopes[i]);
 	return m;
+}
+
+static atomic_bool g_x_go;
+static atomic_llong g_b_ran_us, g_top_end_us;
+
+static XResult sleep_fn(void *data)
+{
+	t_sleep_us((int64_t)(intptr_t)data);
+	return kXSchedSuccess;
+}
+
+static XResult x_fn(void *data)
+{
+	(void)data;
+	while (!atomic_load(&g_x_go))
+		t_sleep_us(100);
+	return kXSchedSuccess;
+}
+
+static XResult b_fn(void *data)
+{
+	(void)data;
+	atomic_store(&g_b_ran_us, t_now_us());
+	t_sleep_us(100);
+	return kXSchedSuccess;
+}
+
+static XResult top_last_fn(void *data)
+{
+	t_sleep_us((int64_t)(intptr_t)data);
+	atomic_store(&g_top_end_us, t_now_us());
+	return kXSchedSuccess;
+}
+
+static void run_one(XQueueHandle q, HostFunction fn, int64_t us)
+{
+	HwCommandHandle c;
+	CHECK_OK(HwCommandCreateHostFunc(&c, fn, (void *)(intptr_t)us));
+	CHECK_OK(XQueueSubmit(q, c));
+	CHECK_OK(XQueueWait(q, c));
+	CHECK_OK(HwCommandDestroy(c));
+}
+
+/* The waiter ranked in another state (the file's first comment). */
+static void stale_waiter(void)
+{
+	enum { TOP_N = 700, TOP_US = 3000 };
+	printf("a waiter ranked in another state\n");
+	CHECK_OK(XHintCorunBudget(1000));
+	CHECK_OK(XHintCommitBudget(1000));
+	CHECK_OK(XHintStrictPriority(1));
+	HwQueueHandle hw[4];
+	XQueueHandle top, a, b, x;
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(HostQueueCreate(&hw[i]));
+	CHECK_OK(XQueueCreate(&top, hw[0], kPreemptLevelDeactivate, 0));
+	CHECK_OK(XQueueCreate(&a, hw[1], kPreemptLevelDeactivate, 0));
+	CHECK_OK(XQueueCreate(&b, hw[2], kPreemptLevelDeactivate, 0));
+	CHECK_OK(XQueueCreate(&x, hw[3], kPreemptLevelDeactivate, 0));
+	CHECK_OK(XHintPriority(top, 4));
+	CHECK_OK(XHintPriority(x, 3));
+	CHECK_OK(XHintPriority(a, 2));
+	CHECK_OK(XHintPriority(b, 1));
+	t_sleep_us(30000);            /* the scheduler's pass marks the lower queues limited */
+	for (int r = 0; r < 3; r++) { /* learn: A's positions, X's and B's means */
+		CHECK_OK(XQueueBeginScope(a));
+		for (int k = 0; k < 5; k++)
+			run_one(a, sleep_fn, 100);
+		run_one(a, sleep_fn, 3000);
+		CHECK_OK(XQueueEndScope(a));
+		run_one(x, sleep_fn, 30000);
+		run_one(b, sleep_fn, 100);
+	}
+	CHECK_OK(XQueueBeginScope(a));
+	for (int k = 0; k < 5; k++)
+		run_one(a, sleep_fn, 100);
+	HwCommandHandle cx, ca, cb, ct[TOP_N];
+	CHECK_OK(HwCommandCreateHostFunc(&cx, x_fn, NULL));
+	CHECK_OK(XQueueSubmit(x, cx)); /* X holds the budget */
+	t_sleep_us(500);
+	CHECK_OK(HwCommandCreateHostFunc(&ca, sleep_fn, (void *)(intptr_t)3000));
+	CHECK_OK(XQueueSubmit(a, ca)); /* A's long, the top idle: it waits */
+	CHECK_OK(HwCommandCreateHostFunc(&cb, b_fn, NULL));
+	CHECK_OK(XQueueSubmit(b, cb)); /* B's short waits too */
+	for (int k = 0; k < TOP_N; k++) {
+		CHECK_OK(HwCommandCreateHostFunc(&ct[k], k == TOP_N - 1 ? top_last_fn : sleep_fn,
+						 (void *)(intptr_t)TOP_US));
+		CHECK_OK(XQueueSubmit(top, ct[k]));
+	}
+	t_sleep_us(2000);
+	t_host_reset();
+	int64_t release = t_now_us();
+	atomic_store(&g_x_go, true); /* X completes: nothing charged */
+	CHECK_OK(XQueueWait(b, cb));
+	t_host host = t_host_get();
+	CHECK_OK(XQueueWait(a, ca));
+	CHECK_OK(XQueueEndScope(a));
+	CHECK_OK(XQueueWaitAll(top));
+	CHECK_OK(XQueueWaitAll(x));
+	int64_t b_at = atomic_load(&g_b_ran_us) - release;
+	int64_t top_at = atomic_load(&g_top_end_us) - release;
+	printf("  B's short started %lld us after X's release; the top's work ended after %lld "
+	       "us\n",
+	       (long long)b_at, (long long)top_at);
+	CHECK_TIMED(&host, b_at < top_at,
+		    "B's short command (it fits the co-run budget) starts while the top works "
+		    "(its work ended %lld us after X's release); it started after %lld us",
+		    (long long)top_at, (long long)b_at);
+	CHECK_OK(HwCommandDestroy(cx));
+	CHECK_OK(HwCommandDestroy(ca));
+	CHECK_OK(HwCommandDestroy(cb));
+	for (int k = 0; k < TOP_N; k++)
+		CHECK_OK(HwCommandDestroy(ct[k]));
+	XQueueHandle qs[] = {top, a, b, x};
+	for (int i = 0; i < 4; i++) {
+		CHECK_OK(XQueueDestroy(qs[i]));
+		CHECK_OK(HwQueueDestroy(hw[i]));
+	}
 }
 
 int main(void)
@@ -130,6 +258,7 @@ int main(void)
 		if (k == 0)
 			atomic_store(&g_held_from, t_now_us());
 	}
+	atomic_store(&g_high_gate, true);
 	CHECK_OK(XQueueWaitAll(high));
 	t_host host = t_host_get();
 	for (int k = 0; k < HIGH_N; k++)
@@ -165,5 +294,6 @@ int main(void)
 	}
 	CHECK_OK(XQueueDestroy(high));
 	CHECK_OK(HwQueueDestroy(hhwq));
+	stale_waiter();
 	return t_exit();
 }
