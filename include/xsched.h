@@ -1458,7 +1458,8 @@ XSCHED_API XResult XHintStrictPriority(int strict);
  * in half octaves from 25 us to 51.2 ms (past the commitment budget); then *not limited*
  * (lower queues run as if no top-priority queue were busy and no commitment budget
  * applied; only hardware stream priority favours the top queue). An XQueue without
- * explicit units passes the pacing levels as it climbs (they change nothing for it). With
+ * explicit units passes the pacing levels as it climbs (they change nothing for it), and
+ * with the environment variable XSCHED_PACE=0 every XQueue does (no slices). With
  * u = (p99 slowdown - 1) / (@p max_slowdown - 1):
  * - a violation: down 1, 2 or 4 levels (u up to 1.5, up to 3, beyond): an eighth, a
  *   quarter or a half of the slices, or the co-run budget x0.71, x0.5 or x0.25; the level

@@ -1286,8 +1286,11 @@ class XQueue(_Handle):
         """The latency objective last set through this object (XHintLatencyObjective): the
         slowdown the p99 of its units (commands, or whole scopes) may suffer against running
         alone, e.g. 1.2; 0.0 = none. The
-        engine sizes its device's co-run budget to meet it with as much lower-priority work
-        as possible; ``stats().slowdown`` and ``stats().corun_budget_ns`` show the result.
+        engine sizes its device's pacing slices and co-run budget to meet it with as much
+        lower-priority work as possible (``XSCHED_PACE=0``: co-run budgets only);
+        ``stats().slowdown``, ``stats().pace_eighths`` and ``stats().corun_budget_ns`` show
+        the result. The queue's units may then be slower on average by up to the objective:
+        above 1 / (its busy share alone) its requests may queue where no unit sees them.
         Setting 0 clears it; a value below 1.0 (not 0), NaN or infinite raises
         :class:`InvalidValueError`."""
         return self._objective

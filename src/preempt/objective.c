@@ -41,7 +41,8 @@
  *   ms, passing through the commitment budget; the cap may exceed it); then *not limited*
  *   (XS__TOP: lower queues are charged but never capped, held or not; only hardware
  *   stream priority favours the protected queue). A queue without explicit units steps
- *   over the pacing levels (they change nothing for it). With u = (p99 slowdown - 1) /
+ *   over the pacing levels (they change nothing for it), and with XSCHED_PACE=0 every
+ *   queue does and no level opens slices. With u = (p99 slowdown - 1) /
  *   (G - 1), the part of the allowed excess used at the tail (G = 1.0 is taken as 1.01):
  *     violation  down 1 level (u <= 1.5), 2 (u <= 3), else 4; the level that failed is
  *                remembered and not tried again for a wait of XS__BACKOFF0 (4) looks,
