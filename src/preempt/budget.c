@@ -295,12 +295,11 @@ static int xs__cmp_tier(const xs_budget *b, int64_t p, int64_t q, bool strict)
 }
 
 /* The waiter served next: the tier that goes first, then least virtual time, then the
- * earliest to wait, among those whose command fits @space. Caller holds d->lock. */
-static xs_xqueue *xs__best(const xs_device *d, int64_t space)
+ * earliest to wait, among those whose command, charged as in the device's state @kind
+ * (xs__kind), fits @space. Caller holds d->lock. */
+static xs_xqueue *xs__best(const xs_budget *b, int kind, int64_t space)
 {
-	const xs_budget *b = &d->budget;
 	bool strict = xs_settings_strict();
-	int kind = xs__kind(d);
 	xs_xqueue *best = NULL;
 	xs_list_for_each(l, &b->waiters)
 	{
@@ -315,14 +314,12 @@ static xs_xqueue *xs__best(const xs_device *d, int64_t space)
 }
 
 /* Whether @xq may take budget now as far as the order goes (a waiter that ranks before
- * it and fits @space goes first). Caller holds d->lock. */
-static bool xs__turn(xs_device *d, const xs_xqueue *xq, int64_t space)
+ * it and fits @space, charged as in state @kind, goes first). Caller holds d->lock. */
+static bool xs__turn(xs_budget *b, int kind, const xs_xqueue *xq, int64_t space)
 {
-	xs_budget *b = &d->budget;
 	if (b->granting)
 		return b->granting == xq;
 	bool strict = xs_settings_strict();
-	int kind = xs__kind(d);
 	if (!strict)
 		xs__tier_get(b, xq->prio, xq); /* at the floor if its tier is new or idle */
 	int64_t floor = *xs__qfloor(b, xq->prio);
@@ -429,6 +426,23 @@ static void xs__wait(xs_device *d, xs_xqueue *xq, const int64_t *ests, int kind,
 		xs_signal_grant(d); /* the waiter that ranks first must get its turn now */
 }
 
+/* What @cmd of @xq is charged in each state of @d (enum xs_est_kind), into @ests: its
+ * mean; held under a co-run budget, what its scope position held before (pace.h), which
+ * lets a training step's short modules co-run and keeps its long ones (a backward module
+ * of milliseconds beside a decode step of 2) for the time the top leaves idle; held where
+ * the device paces, the larger of its prediction and the mean, which must fit a slice.
+ * A waiter keeps all three: the grant ranks it in the state of its time. Caller holds
+ * xq->lock (the positions) and d->lock. */
+static void xs__charges(const xs_device *d, const xs_xqueue *xq, const xs_cmd *cmd, int64_t *ests)
+{
+	int64_t mean = xs__est(d, xq);
+	int64_t known = xs_pace_known(xq->pos_us, cmd->pos);
+	int64_t pred = known ? known : xs_pace_predict(NULL, -1, xq->est_ns, xq->long_ns);
+	ests[XS_EST_IDLE] = mean;
+	ests[XS_EST_CORUN] = known ? known : mean;
+	ests[XS_EST_PACE] = pred > mean ? pred : mean;
+}
+
 bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 {
 	if (!xq->limited)
@@ -457,24 +471,13 @@ bool xs_budget_charge(xs_xqueue *xq, xs_cmd *cmd, int64_t *now_lazy)
 		xs_mutex_unlock(&d->lock);
 		return true;
 	}
-	/* Held, a command is charged what it is predicted to hold (pace.h): where the device
-	 * paces, the larger of that and its mean must fit a slice (a waiter keeps it for the
-	 * next slice); under a co-run budget, a scope position's device time seen before
-	 * replaces the mean, so that a budget admits a training step's short modules and
-	 * keeps its long ones (a backward module of milliseconds beside a decode step of 2)
-	 * for the time the top leaves idle. The top idle, it is charged its mean as anywhere.
-	 * All three are kept for a waiter: the grant ranks it in the state of its time. */
 	int64_t ests[XS_EST_KINDS];
-	ests[XS_EST_IDLE] = xs__est(d, xq);
-	int64_t known = xs_pace_known(xq->pos_us, cmd->pos);
-	ests[XS_EST_CORUN] = known ? known : ests[XS_EST_IDLE];
-	int64_t pred = xs_pace_predict(xq->pos_us, cmd->pos, xq->est_ns, xq->long_ns);
-	ests[XS_EST_PACE] = pred > ests[XS_EST_IDLE] ? pred : ests[XS_EST_IDLE];
+	xs__charges(d, xq, cmd, ests);
 	int kind = xs__kind(d);
 	bool held = kind != XS_EST_IDLE;
 	int64_t est = ests[kind];
 	bool room = xs__room(d, est, now);
-	bool ok = room && xs__turn(d, xq, xs__space(d, now));
+	bool ok = room && xs__turn(b, kind, xq, xs__space(d, now));
 	if (ok) {
 		if (held && xs_pace_open_at(&d->pace, now)) {
 			cmd->slice_end_ns = d->pace.end_ns; /* its overrun is measured (done) */
@@ -553,14 +556,14 @@ static int64_t xs__next_own(const xs_device *d)
 	int64_t cap = xs__cap(d);
 	if (cap <= 0)
 		return 0; /* nothing to wait for but a completion */
-	bool held = xs__held(d);
-	const xs_xqueue *w = xs__best(d, held ? cap : INT64_MAX);
+	int kind = xs__kind(d);
+	bool held = kind != XS_EST_IDLE;
+	const xs_xqueue *w = xs__best(b, kind, held ? cap : INT64_MAX);
 	if (!w)
 		return 0; /* no waiter's command fits the co-run budget at all */
-	int64_t fit =
-	    b->charged_ns + w->wait_est_ns[xs__kind(d)] - cap; /* remaining + est <= cap */
-	int64_t lead = b->charged_ns - xs__lead(b);            /* remaining <= lead */
-	int64_t ran = held || fit < lead ? fit : lead;         /* no lead rule in the co-run */
+	int64_t fit = b->charged_ns + w->wait_est_ns[kind] - cap; /* remaining + est <= cap */
+	int64_t lead = b->charged_ns - xs__lead(b);               /* remaining <= lead */
+	int64_t ran = held || fit < lead ? fit : lead;            /* no lead rule in the co-run */
 	if (ran > xs__credit_max(b))
 		return 0; /* only a completion makes room */
 	return b->since_ns + (ran > 0 ? ran : 0);
@@ -578,8 +581,9 @@ xs_xqueue *xs_budget_grant_next(xs_device *d)
 	xs_mutex_lock(&d->lock);
 	xs_budget *b = &d->budget;
 	int64_t now = xs_now_ns();
-	xs_xqueue *xq = xs__best(d, xs__space(d, now));
-	if (xq && !xs__room(d, xq->wait_est_ns[xs__kind(d)], now))
+	int kind = xs__kind(d);
+	xs_xqueue *xq = xs__best(b, kind, xs__space(d, now));
+	if (xq && !xs__room(d, xq->wait_est_ns[kind], now))
 		xq = NULL;
 	if (xq) {
 		xs_list_remove(&xq->wait_link);
