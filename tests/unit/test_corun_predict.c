@@ -68,14 +68,10 @@ static void *lane_main(void *arg)
 	while (!atomic_load(&g_stop)) {
 		CHECK_OK(XQueueBeginScope(l->xq));
 		for (int k = 0; k < PER_SCOPE; k++) {
-			HwCommandHandle c;
 			bool is_long = k == PER_SCOPE - 1;
-			CHECK_OK(HwCommandCreateHostFunc(&c, is_long ? long_fn : short_fn, l));
 			if (is_long)
 				atomic_store(&l->long_submit_us, t_now_us());
-			CHECK_OK(XQueueSubmit(l->xq, c));
-			CHECK_OK(XQueueWait(l->xq, c));
-			CHECK_OK(HwCommandDestroy(c));
+			t_run_fn(l->xq, is_long ? long_fn : short_fn, l);
 		}
 		CHECK_OK(XQueueEndScope(l->xq));
 		atomic_fetch_add(&g_scopes[l->id], 1);
@@ -105,14 +101,14 @@ static int min_scopes(void)
 	return m;
 }
 
+/* t_wait_for's predicate: every lane ran at least *@arg scopes. */
+static bool scopes_reach(void *arg)
+{
+	return min_scopes() >= *(int *)arg;
+}
+
 static atomic_bool g_x_go;
 static atomic_llong g_b_ran_us, g_top_end_us;
-
-static XResult sleep_fn(void *data)
-{
-	t_sleep_us((int64_t)(intptr_t)data);
-	return kXSchedSuccess;
-}
 
 static XResult x_fn(void *data)
 {
@@ -132,24 +128,18 @@ static XResult b_fn(void *data)
 
 static XResult top_last_fn(void *data)
 {
-	t_sleep_us((int64_t)(intptr_t)data);
+	t_sleep_us(*(int64_t *)data);
 	atomic_store(&g_top_end_us, t_now_us());
 	return kXSchedSuccess;
 }
 
-static void run_one(XQueueHandle q, HostFunction fn, int64_t us)
-{
-	HwCommandHandle c;
-	CHECK_OK(HwCommandCreateHostFunc(&c, fn, (void *)(intptr_t)us));
-	CHECK_OK(XQueueSubmit(q, c));
-	CHECK_OK(XQueueWait(q, c));
-	CHECK_OK(HwCommandDestroy(c));
-}
+/* Command lengths for t_sleep_fn (us). */
+static int64_t g_us100 = 100, g_us3000 = 3000, g_us30000 = 30000;
 
 /* The waiter ranked in another state (the file's first comment). */
 static void stale_waiter(void)
 {
-	enum { TOP_N = 700, TOP_US = 3000 };
+	enum { TOP_N = 700 }; /* commands of 3 ms */
 	printf("a waiter ranked in another state\n");
 	CHECK_OK(XHintCorunBudget(1000));
 	CHECK_OK(XHintCommitBudget(1000));
@@ -170,28 +160,25 @@ static void stale_waiter(void)
 	for (int r = 0; r < 3; r++) { /* learn: A's positions, X's and B's means */
 		CHECK_OK(XQueueBeginScope(a));
 		for (int k = 0; k < 5; k++)
-			run_one(a, sleep_fn, 100);
-		run_one(a, sleep_fn, 3000);
+			t_run_fn(a, t_sleep_fn, &g_us100);
+		t_run_fn(a, t_sleep_fn, &g_us3000);
 		CHECK_OK(XQueueEndScope(a));
-		run_one(x, sleep_fn, 30000);
-		run_one(b, sleep_fn, 100);
+		t_run_fn(x, t_sleep_fn, &g_us30000);
+		t_run_fn(b, t_sleep_fn, &g_us100);
 	}
 	CHECK_OK(XQueueBeginScope(a));
 	for (int k = 0; k < 5; k++)
-		run_one(a, sleep_fn, 100);
-	HwCommandHandle cx, ca, cb, ct[TOP_N];
+		t_run_fn(a, t_sleep_fn, &g_us100);
+	HwCommandHandle cx, ca, cb;
 	CHECK_OK(HwCommandCreateHostFunc(&cx, x_fn, NULL));
 	CHECK_OK(XQueueSubmit(x, cx)); /* X holds the budget */
 	t_sleep_us(500);
-	CHECK_OK(HwCommandCreateHostFunc(&ca, sleep_fn, (void *)(intptr_t)3000));
+	CHECK_OK(HwCommandCreateHostFunc(&ca, t_sleep_fn, &g_us3000));
 	CHECK_OK(XQueueSubmit(a, ca)); /* A's long, the top idle: it waits */
 	CHECK_OK(HwCommandCreateHostFunc(&cb, b_fn, NULL));
 	CHECK_OK(XQueueSubmit(b, cb)); /* B's short waits too */
-	for (int k = 0; k < TOP_N; k++) {
-		CHECK_OK(HwCommandCreateHostFunc(&ct[k], k == TOP_N - 1 ? top_last_fn : sleep_fn,
-						 (void *)(intptr_t)TOP_US));
-		CHECK_OK(XQueueSubmit(top, ct[k]));
-	}
+	for (int k = 0; k < TOP_N; k++)
+		t_submit_fn(top, k == TOP_N - 1 ? top_last_fn : t_sleep_fn, &g_us3000);
 	t_sleep_us(2000);
 	t_host_reset();
 	int64_t release = t_now_us();
@@ -214,8 +201,6 @@ static void stale_waiter(void)
 	CHECK_OK(HwCommandDestroy(cx));
 	CHECK_OK(HwCommandDestroy(ca));
 	CHECK_OK(HwCommandDestroy(cb));
-	for (int k = 0; k < TOP_N; k++)
-		CHECK_OK(HwCommandDestroy(ct[k]));
 	XQueueHandle qs[] = {top, a, b, x};
 	for (int i = 0; i < 4; i++) {
 		CHECK_OK(XQueueDestroy(qs[i]));
@@ -242,27 +227,20 @@ int main(void)
 	t_sleep_us(20000); /* the scheduler's pass marks the low queues limited */
 	for (int i = 0; i < LANES; i++)
 		CHECK(pthread_create(&g_l[i].th, NULL, lane_main, &g_l[i]) == 0);
-	int64_t until = t_now_us() + 20000000;
-	while (min_scopes() < 3) { /* the positions learn, the high queue idle */
-		CHECKF(t_now_us() < until, "each lane ran 3 scopes alone within 20 s; ran %d",
-		       min_scopes());
-		t_sleep_us(5000);
-	}
+	int want = 3; /* the positions learn, the high queue idle */
+	CHECKF(t_wait_for(scopes_reach, &want, 20000),
+	       "each lane ran 3 scopes alone within 20 s; ran %d", min_scopes());
 	printf("alone: each lane ran at least %d scopes of %d commands\n", min_scopes(), PER_SCOPE);
 
 	t_host_reset();
-	HwCommandHandle hc[HIGH_N];
 	for (int k = 0; k < HIGH_N; k++) {
-		CHECK_OK(HwCommandCreateHostFunc(&hc[k], high_fn, k == HIGH_N - 1 ? hc : NULL));
-		CHECK_OK(XQueueSubmit(high, hc[k]));
+		t_submit_fn(high, high_fn, k == HIGH_N - 1 ? &g_high_gate : NULL);
 		if (k == 0)
 			atomic_store(&g_held_from, t_now_us());
 	}
 	atomic_store(&g_high_gate, true);
 	CHECK_OK(XQueueWaitAll(high));
 	t_host host = t_host_get();
-	for (int k = 0; k < HIGH_N; k++)
-		CHECK_OK(HwCommandDestroy(hc[k]));
 	int longs = atomic_load(&g_long_held), shorts = atomic_load(&g_short_held);
 	printf("while the high queue worked (%d x %d us): %d long low commands submitted after "
 	       "its first submit and %d short ones started\n",
@@ -277,14 +255,11 @@ int main(void)
 		    SHORT_US);
 
 	int before = min_scopes();
-	until = t_now_us() + 20000000;
-	while (min_scopes() < before + 1) { /* the long ones run now */
-		CHECKF(t_now_us() < until,
-		       "each lane finishes a scope within 20 s once the high "
-		       "queue is idle; the least went from %d to %d",
-		       before, min_scopes());
-		t_sleep_us(5000);
-	}
+	want = before + 1; /* the long ones run now */
+	CHECKF(t_wait_for(scopes_reach, &want, 20000),
+	       "each lane finishes a scope within 20 s once the high queue is idle; the least "
+	       "went from %d to %d",
+	       before, min_scopes());
 	atomic_store(&g_stop, true);
 	for (int i = 0; i < LANES; i++) {
 		CHECK(pthread_join(g_l[i].th, NULL) == 0);
